@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs every Debian package sandboxd needs to build,
+# test and benchmark. Idempotent; silent when nothing is missing.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  gcc make meson ninja-build pkg-config
+  # libraries
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev
+  libcurl4-openssl-dev libseccomp-dev libarchive-dev libinih-dev
+  # tests
+  python3 python3-pytest python3-requests procps iproute2 util-linux
+  # runtimes the default host image offers to sandboxed code
+  bash nodejs
+  # peers for the benchmark
+  bubblewrap firejail runsc hyperfine
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]} (run as root to install)" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine can have empty apt lists: refresh them first.
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,36 @@
+/* util.h — small helpers shared by every module: clocks, random ids,
+ * fd flags, full reads/writes. */
+#ifndef SBX_COMMON_UTIL_H
+#define SBX_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Monotonic clock in nanoseconds / milliseconds. */
+uint64_t sbx_now_ns(void);
+uint64_t sbx_now_ms(void);
+/* Wall clock, seconds since the epoch. */
+int64_t sbx_wall_s(void);
+/* RFC 3339 UTC ("2026-12-02T16:32:00Z") for t (seconds). */
+void sbx_format_time(int64_t t, char *buf, size_t len);
+
+/* Random id "<prefix>_<hex>" with 16 random bytes (libsodium). */
+void sbx_random_id(const char *prefix, char *buf, size_t len);
+/* Fills buf with len random bytes. */
+void sbx_random_bytes(void *buf, size_t len);
+/* Hex-encodes len bytes of in into out (2*len+1 bytes). */
+void sbx_hex(const void *in, size_t len, char *out);
+
+int sbx_set_cloexec(int fd, int on);
+int sbx_set_nonblock(int fd, int on);
+/* write()/read() until done or a hard error; EINTR retried. */
+ssize_t sbx_write_all(int fd, const void *buf, size_t len);
+ssize_t sbx_read_all(int fd, void *buf, size_t len);
+
+/* mkdir -p with mode; 0 on success or if it exists. */
+int sbx_mkdir_p(const char *path, unsigned mode);
+/* rm -rf of a host path owned by the daemon (never a sandbox path). */
+int sbx_rm_rf(const char *path);
+
+#endif

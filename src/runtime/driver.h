@@ -1,0 +1,140 @@
+/* driver.h — the runtime-driver seam (DESIGN §2–3).
+ *
+ * One driver per isolation class (process, container, gvisor, …), each a
+ * `const struct sbx_driver` table of function pointers, in the way crun plugs
+ * its handlers and curl its protocols.  The rest of the daemon never asks
+ * which driver it holds: a driver's whole job is to build a sandbox whose
+ * PID 1 is `sbx-init` connected to the daemon by a SOCK_SEQPACKET socket
+ * (struct sbx_sandbox.init_fd), and to tear it down completely.  Exec and
+ * file operations are then driver-independent messages to sbx-init
+ * (runtime/sandbox.h), so exec in a live session is one message plus a
+ * fork+exec inside namespaces that already exist.
+ *
+ * Ownership: create() returns a sandbox the caller owns; destroy() consumes
+ * it (kills every process in it, removes its cgroup, mounts, state dir and
+ * frees it).  Drivers are stateless tables; their per-host state (pools,
+ * cgroup parent) lives in their own module statics set up by probe(). */
+#ifndef SBX_RUNTIME_DRIVER_H
+#define SBX_RUNTIME_DRIVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+#define SBX_DRIVER_ABI 1
+
+/* Capability mask bits (DESIGN §3 "capabilities" column). */
+enum {
+  SBX_CAP_EXEC = 1u << 0,
+  SBX_CAP_FILES = 1u << 1,
+  SBX_CAP_TERMINAL = 1u << 2,
+  SBX_CAP_WATCH = 1u << 3,
+  SBX_CAP_UPSTREAM = 1u << 4,
+  SBX_CAP_ARCHIVE = 1u << 5,
+  SBX_CAP_CONTEXTS = 1u << 6,
+};
+
+/* Resource limits of one sandbox.  0 means "no limit from the request"
+ * (the profile's ceiling still applies; see core/profile.c). */
+struct sbx_limits {
+  uint64_t cpu_millis;   /* CPU quota in millicores */
+  uint64_t memory_bytes; /* memory ceiling (no swap beyond it) */
+  uint64_t disk_bytes;   /* size of writable /tmp + /work */
+  uint64_t pids;         /* max tasks */
+  uint64_t timeout_s;    /* default per-exec wall-clock timeout */
+  uint64_t output_bytes; /* per stream capture cap */
+};
+
+/* What the daemon knows about this host, handed to probe(). */
+struct sbx_driver_env {
+  const char *state_dir;     /* daemon state dir (absolute) */
+  const char *init_path;     /* absolute path of the sbx-init binary */
+  const char *runsc_path;    /* gvisor: runsc binary (may be NULL) */
+  bool unsafe_process_enabled; /* --enable-unsafe-process-driver */
+};
+
+/* Request to build one sandbox. */
+struct sbx_sandbox_spec {
+  const char *id;        /* session or execution id: unique, [a-z0-9_] */
+  const char *profile;   /* profile name, for logs and pools */
+  const char *image;     /* image reference; "host" for the host pack */
+  struct sbx_limits limits;
+};
+
+/* Resource counters of a sandbox as a whole (cgroup), if the driver has them. */
+struct sbx_usage {
+  double cpu_seconds;         /* user+system */
+  uint64_t memory_peak_bytes; /* high-water mark */
+  uint64_t oom_kills;         /* times the kernel's OOM killer fired in it */
+  uint64_t pids_current;
+};
+
+struct sbx_driver;
+
+/* A live sandbox.  Common to every driver; driver data hangs off priv. */
+struct sbx_sandbox {
+  const struct sbx_driver *driver;
+  char id[96];
+  int init_fd;            /* SOCK_SEQPACKET to sbx-init; owned */
+  pid_t init_pid;         /* host pid of the sandbox's outermost process */
+  pthread_mutex_t chan_lock; /* serialises request/response on init_fd */
+  struct sbx_limits limits;
+  char root_desc[64];     /* for logs: "/" or the host dir that is its root */
+  void *priv;             /* driver-owned */
+};
+
+/* A driver.  Every member is documented MUST (non-NULL) or MAY (NULL ok). */
+struct sbx_driver {
+  unsigned abi;       /* MUST be SBX_DRIVER_ABI */
+  const char *name;   /* MUST: "process", "container", "gvisor", … */
+  const char *klass;  /* MUST: "none", "shared-kernel", "user-space-kernel", … */
+  uint32_t caps;      /* MUST: SBX_CAP_* this driver provides */
+
+  /* MUST.  Is this driver usable on this host?  0 if yes; otherwise -1 and a
+   * one-line reason in `why` (shown by GET /v1/sandbox/profiles and in the
+   * 503 runtime_unavailable error).  Called once at start; may set up
+   * module state (cgroup parent, pools).  Must not run untrusted code. */
+  int (*probe)(const struct sbx_driver_env *env, char *why, size_t whylen);
+
+  /* MUST.  Build a sandbox with sbx-init running and connected.  On failure
+   * nothing of it is left behind (fail closed: never a weaker sandbox). */
+  int (*create)(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
+                struct sbx_error *err);
+
+  /* MUST.  Kill every process in the sandbox at once, remove everything it
+   * owned on the host, free it.  Never fails from the caller's view; logs. */
+  void (*destroy)(struct sbx_sandbox *sb);
+
+  /* MAY.  Whole-sandbox counters (cgroup).  NULL: only per-exec rusage. */
+  int (*usage)(struct sbx_sandbox *sb, struct sbx_usage *out);
+
+  /* MAY.  At daemon start: remove sandboxes a previous run left behind
+   * (processes, cgroups, mounts, state dirs).  Returns how many. */
+  int (*recover)(const struct sbx_driver_env *env);
+
+  /* MAY.  Stop background work (pools) before exit. */
+  void (*shutdown)(void);
+};
+
+/* The built-in drivers (runtime/drivers/*.c). */
+extern const struct sbx_driver sbx_drv_process;
+extern const struct sbx_driver sbx_drv_container;
+extern const struct sbx_driver sbx_drv_gvisor;
+
+/* Registry: all built-in drivers, NULL-terminated. */
+const struct sbx_driver *const *sbx_drivers_all(void);
+const struct sbx_driver *sbx_driver_find(const char *name);
+/* Names of capability bits, for JSON ("exec", "files", …). */
+const char *sbx_cap_name(uint32_t bit);
+
+/* Helpers for drivers. */
+/* Allocates a zeroed sandbox with init_fd = -1 and the mutex initialised. */
+struct sbx_sandbox *sbx_sandbox_alloc(const struct sbx_driver *drv,
+                                      const struct sbx_sandbox_spec *spec);
+/* Frees what sbx_sandbox_alloc made and closes init_fd (not priv). */
+void sbx_sandbox_free(struct sbx_sandbox *sb);
+
+#endif

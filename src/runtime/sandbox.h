@@ -1,0 +1,139 @@
+/* sandbox.h — exec and file operations on a live sandbox, whatever its
+ * driver: each is a message to the sandbox's sbx-init (init/proto.h).
+ *
+ * Exec: the daemon makes the stdio pipes and a per-exec control socket and
+ * passes them to sbx-init with SCM_RIGHTS; sbx-init forks a per-exec
+ * shepherd (a child subreaper) that forks the workload.  The daemon reads
+ * stdout/stderr itself into head+tail captures (never blocking the child),
+ * feeds stdin, and enforces the wall-clock timeout; on timeout or cancel it
+ * tells the shepherd to SIGKILL the whole tree (double-forked grandchildren
+ * included, since they reparent to the shepherd).  When the main process
+ * exits the shepherd kills what is left of its tree, so an exec never leaks
+ * processes and its pipes always reach EOF.
+ *
+ * File operations resolve the path inside the sandbox (openat2 with
+ * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS from sbx-init), never on the host,
+ * whatever symlinks the sandbox made; sbx-init hands back an fd and the
+ * daemon moves the bytes.
+ *
+ * All functions are thread-safe per sandbox (several execs may run at once
+ * in one session).  They borrow the sandbox; the caller keeps it alive. */
+#ifndef SBX_RUNTIME_SANDBOX_H
+#define SBX_RUNTIME_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "runtime/driver.h"
+
+/* Final status of an exec (DESIGN §4 "Statuses"). */
+enum sbx_status {
+  SBX_ST_QUEUED, SBX_ST_RUNNING, SBX_ST_SUCCEEDED, SBX_ST_FAILED, SBX_ST_TIMEOUT,
+  SBX_ST_OOM_KILLED, SBX_ST_KILLED, SBX_ST_ERROR,
+};
+/* Why it ended (DESIGN §4 "reason"). */
+enum sbx_reason {
+  SBX_RS_NONE, SBX_RS_EXIT, SBX_RS_SIGNAL, SBX_RS_TIMEOUT, SBX_RS_MEMORY, SBX_RS_PIDS,
+  SBX_RS_DISK, SBX_RS_OUTPUT, SBX_RS_CANCELLED, SBX_RS_SESSION_DELETED,
+  SBX_RS_DAEMON_RESTARTED, SBX_RS_DAEMON_SHUTDOWN, SBX_RS_RUNTIME_UNAVAILABLE,
+  SBX_RS_SANDBOX_LOST,
+};
+const char *sbx_status_name(enum sbx_status s);
+const char *sbx_reason_name(enum sbx_reason r);
+int sbx_status_parse(const char *s, enum sbx_status *out);
+bool sbx_status_final(enum sbx_status s);
+
+/* A cancel token: anyone may fire it (execution cancel, session delete,
+ * daemon shutdown); an exec polling it kills its tree with that reason. */
+struct sbx_cancel {
+  int efd;                     /* eventfd, readable once fired */
+  volatile enum sbx_reason why;
+};
+int sbx_cancel_init(struct sbx_cancel *c);
+void sbx_cancel_fire(struct sbx_cancel *c, enum sbx_reason why);
+void sbx_cancel_destroy(struct sbx_cancel *c);
+
+struct sbx_exec_request {
+  char *const *argv;          /* argv[0] looked up in the sandbox's PATH */
+  char *const *env;           /* full environment, NULL-terminated (already scrubbed/merged) */
+  const char *cwd;            /* inside the sandbox; NULL → "/work" */
+  const void *stdin_data;     /* may be NULL: stdin is then /dev/null-like EOF */
+  size_t stdin_len;
+  uint64_t timeout_ms;        /* 0 → no timeout */
+  uint64_t output_cap;        /* per stream; 0 → 1 MiB */
+  struct sbx_cancel *cancel;  /* may be NULL */
+  /* Optional live sink (streaming, issue 4): called from the exec thread for
+   * each chunk read, before it goes into the capture.  stream 1 = stdout,
+   * 2 = stderr.  offset = byte offset of this chunk in its stream. */
+  void (*on_output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
+  void *on_output_ctx;
+};
+
+struct sbx_exec_result {
+  enum sbx_status status;
+  enum sbx_reason reason;
+  int exit_code;             /* -1 if killed by a signal */
+  int signal;                /* 0 if exited */
+  char *stdout_buf;          /* malloc'd head+tail, NUL-terminated; caller frees */
+  size_t stdout_len;
+  bool stdout_truncated;
+  uint64_t stdout_dropped;
+  char *stderr_buf;
+  size_t stderr_len;
+  bool stderr_truncated;
+  uint64_t stderr_dropped;
+  uint64_t duration_ms;
+  double cpu_seconds;        /* user+sys of the whole exec tree */
+  uint64_t memory_peak_bytes;/* max RSS seen in the tree */
+  char error[256];           /* which limit was hit, or the service failure */
+};
+void sbx_exec_result_free(struct sbx_exec_result *r);
+
+/* Run one command to completion (or timeout/cancel) and fill res.  Returns 0
+ * when the command ran (whatever its exit), -1 with err when the sandbox
+ * could not run it (init gone, argv[0] not found is NOT an error: that is
+ * status failed, exit 127, message on stderr). */
+int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                     struct sbx_exec_result *res, struct sbx_error *err);
+
+/* Files.  Paths are absolute inside the sandbox ("/work/a.txt"); relative
+ * paths are taken relative to /work.  Errors: SBX_E_NOT_FOUND, SBX_E_INVALID
+ * (not a regular file / directory, hostile path), SBX_E_TOO_LARGE. */
+
+/* Opens a regular file for reading; returns an fd the caller owns and its size. */
+int sbx_sandbox_file_open_read(struct sbx_sandbox *sb, const char *path, int *fd_out,
+                               uint64_t *size_out, struct sbx_error *err);
+/* Creates/truncates a regular file (parents created, mode 0644 or given),
+ * owned by the sandbox user; returns a write fd the caller owns. */
+int sbx_sandbox_file_open_write(struct sbx_sandbox *sb, const char *path, unsigned mode,
+                                int *fd_out, struct sbx_error *err);
+/* Convenience: write len bytes to path. */
+int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void *data,
+                           size_t len, struct sbx_error *err);
+
+struct sbx_dirent {
+  char name[256];
+  char path[4096];
+  char type[8];        /* "file", "dir", "symlink", "other" */
+  uint64_t size;
+  unsigned mode;       /* permission bits */
+  int64_t mtime;       /* seconds */
+};
+/* Lists a directory (not recursive); *out is malloc'd, caller frees.
+ * At most max entries (more → SBX_E_TOO_LARGE). */
+int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent **out,
+                     size_t *count, size_t max, struct sbx_error *err);
+/* Removes a file or a directory tree inside the sandbox. */
+int sbx_sandbox_remove(struct sbx_sandbox *sb, const char *path, struct sbx_error *err);
+/* Expands a glob ("/work/out/*.txt") inside the sandbox to regular files;
+ * *out is a malloc'd array of malloc'd absolute paths (free each + array). */
+int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out,
+                     size_t *count, size_t max, struct sbx_error *err);
+
+/* True while sbx-init answers (socket open, process alive). */
+bool sbx_sandbox_alive(struct sbx_sandbox *sb);
+
+#endif

@@ -1,0 +1,189 @@
+/* store.h — the storage seam: a table of domain operations (tenants, API
+ * keys, sessions, executions and their collected files), so the SQLite
+ * backend (store/sqlite/) and the PostgreSQL backend (a later issue) are
+ * interchangeable.  Every query that touches a tenant's objects takes the
+ * tenant id and filters by it: another tenant's object is "not found".
+ *
+ * Rows are plain structs.  String members that may be long (JSON documents,
+ * output) are malloc'd and released with the matching *_row_free(); fixed
+ * buffers are used for ids and enums.  Functions return 0, or -1 with err
+ * (SBX_E_NOT_FOUND, SBX_E_CONFLICT, SBX_E_NOT_READY for a store that is
+ * down, SBX_E_INTERNAL).  A store handle is safe to share between threads
+ * (the backend serialises or pools connections). */
+#ifndef SBX_STORE_STORE_H
+#define SBX_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct sbx_store;
+
+struct sbx_tenant_row {
+  int64_t id;
+  char name[128];
+  int64_t created_at;
+};
+
+struct sbx_key_row {
+  char key_id[40];        /* public part of the key, "k" + 16 hex */
+  int64_t tenant_id;
+  char tenant_name[128];
+  unsigned char hash[32]; /* SHA-256 of the secret part */
+  bool admin;
+  int64_t created_at;
+};
+
+struct sbx_session_row {
+  char id[64];
+  int64_t tenant_id;
+  char status[16];        /* ready | terminated | expired | failed | lost */
+  char reason[32];        /* why it left ready ("" while ready) */
+  char profile[64];
+  char runtime[32];       /* driver name */
+  char image[256];
+  char *limits_json;      /* malloc'd JSON object */
+  char *network_json;     /* malloc'd JSON object */
+  char *metadata_json;    /* malloc'd JSON object */
+  char *env_json;         /* malloc'd JSON object: session default env */
+  int64_t ttl_s;
+  int64_t created_at;
+  int64_t updated_at;
+  int64_t expires_at;     /* created/last-patched + ttl */
+  int64_t last_used_at;   /* for idle expiry */
+};
+
+struct sbx_exec_file_row {
+  char path[4096];
+  uint64_t size;
+  char sha256[65];
+};
+
+struct sbx_execution_row {
+  char id[64];
+  int64_t tenant_id;
+  char status[16];        /* queued | running | succeeded | failed | timeout | … */
+  char reason[32];
+  char profile[64];
+  char *request_json;     /* malloc'd: the validated request, as accepted */
+  char *metadata_json;    /* malloc'd */
+  int exit_code;          /* -1 when none */
+  int signal;
+  char *stdout_buf;       /* malloc'd, stdout_len bytes (+NUL) */
+  size_t stdout_len;
+  bool stdout_truncated;
+  uint64_t stdout_dropped;
+  char *stderr_buf;
+  size_t stderr_len;
+  bool stderr_truncated;
+  uint64_t stderr_dropped;
+  double cpu_seconds;
+  double memory_mb_seconds;
+  double duration_seconds;
+  uint64_t memory_peak_bytes;
+  char *error_json;       /* malloc'd JSON object or NULL */
+  struct sbx_exec_file_row *files; /* malloc'd array (get only) */
+  size_t nfiles;
+  int64_t created_at;
+  int64_t started_at;     /* 0 until running */
+  int64_t finished_at;    /* 0 until final */
+  int64_t updated_at;
+};
+
+/* A collected file with its content, handed to execution_finish(). */
+struct sbx_exec_file_blob {
+  const char *path;
+  const void *data;
+  size_t size;
+  char sha256[65];
+};
+
+typedef int (*sbx_session_cb)(void *ctx, const struct sbx_session_row *row);
+typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);
+
+/* The backend table.  All members MUST be set. */
+struct sbx_store_ops {
+  const char *name; /* "sqlite", "postgres" */
+  /* target: a directory (sqlite: <dir>/sandboxd.db) or a URL. */
+  int (*open)(const char *target, struct sbx_store **out, struct sbx_error *err);
+  void (*close)(struct sbx_store *st);
+  /* Cheap liveness check for /readyz. */
+  int (*ping)(struct sbx_store *st, struct sbx_error *err);
+
+  /* Tenants and keys. */
+  int (*tenant_ensure)(struct sbx_store *st, const char *name, int64_t *id_out,
+                       struct sbx_error *err);
+  int (*key_insert)(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
+  /* By key_id, any tenant (authentication).  Fills tenant_name too. */
+  int (*key_get)(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
+                 struct sbx_error *err);
+
+  /* Sessions. */
+  int (*session_insert)(struct sbx_store *st, const struct sbx_session_row *row,
+                        struct sbx_error *err);
+  int (*session_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
+                     struct sbx_session_row *out, struct sbx_error *err);
+  /* Own tenant, newest first, ids strictly older than `after` ("" = start),
+   * at most limit rows; status NULL = any. */
+  int (*session_list)(struct sbx_store *st, int64_t tenant_id, const char *status,
+                      const char *after, int limit, sbx_session_cb cb, void *ctx,
+                      struct sbx_error *err);
+  /* All tenants, status "ready" (reaper and recovery). */
+  int (*session_list_ready)(struct sbx_store *st, sbx_session_cb cb, void *ctx,
+                            struct sbx_error *err);
+  /* Sets status+reason (and updated_at).  NOT_FOUND if missing. */
+  int (*session_set_status)(struct sbx_store *st, int64_t tenant_id, const char *id,
+                            const char *status, const char *reason, struct sbx_error *err);
+  /* PATCH: any of network_json/metadata_json may be NULL (unchanged);
+   * ttl_s < 0 unchanged, else expires_at = now + ttl_s. */
+  int (*session_update)(struct sbx_store *st, int64_t tenant_id, const char *id,
+                        const char *network_json, const char *metadata_json, int64_t ttl_s,
+                        int64_t expires_at, struct sbx_error *err);
+  int (*session_touch)(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
+                       struct sbx_error *err);
+
+  /* Executions. */
+  int (*execution_insert)(struct sbx_store *st, const struct sbx_execution_row *row,
+                          struct sbx_error *err);
+  /* Fills files[] too. */
+  int (*execution_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
+                       struct sbx_execution_row *out, struct sbx_error *err);
+  int (*execution_list)(struct sbx_store *st, int64_t tenant_id, const char *status,
+                        const char *after, int limit, sbx_execution_cb cb, void *ctx,
+                        struct sbx_error *err);
+  /* queued → running with started_at. CONFLICT if not queued (cancelled). */
+  int (*execution_start)(struct sbx_store *st, int64_t tenant_id, const char *id,
+                         int64_t started_at, struct sbx_error *err);
+  /* Writes the final result and the collected files in one transaction,
+   * only if the row is not final yet (CONFLICT otherwise). */
+  int (*execution_finish)(struct sbx_store *st, const struct sbx_execution_row *row,
+                          const struct sbx_exec_file_blob *files, size_t nfiles,
+                          struct sbx_error *err);
+  /* Content of one collected file; *data malloc'd. */
+  int (*execution_file_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
+                            const char *path, void **data, size_t *size,
+                            struct sbx_error *err);
+  /* All tenants, rows in status (recovery: "running" and "queued"). */
+  int (*execution_list_status)(struct sbx_store *st, const char *status, sbx_execution_cb cb,
+                               void *ctx, struct sbx_error *err);
+};
+
+extern const struct sbx_store_ops sbx_store_sqlite;
+
+/* A store handle: the ops plus the backend's state. */
+struct sbx_store_handle {
+  const struct sbx_store_ops *ops;
+  struct sbx_store *st;
+};
+/* Chooses the backend: "postgres://…"/"postgresql://…" → postgres (when
+ * built), otherwise SQLite under state_dir. */
+int sbx_store_open(const char *database_url, const char *state_dir,
+                   struct sbx_store_handle *out, struct sbx_error *err);
+void sbx_store_close(struct sbx_store_handle *h);
+
+void sbx_session_row_free(struct sbx_session_row *r);
+void sbx_execution_row_free(struct sbx_execution_row *r);
+
+#endif
