@@ -16,6 +16,7 @@ int sbx_err_set(struct sbx_error *err, enum sbx_errcode code, int errnum, const 
   err->code = code;
   err->errnum = errnum;
   err->field[0] = '\0';
+  err->msg_fr[0] = '\0';
   return -1;
 }
 
@@ -29,6 +30,7 @@ int sbx_err_field(struct sbx_error *err, const char *field, const char *fmt, ...
   va_end(ap);
   err->code = SBX_E_INVALID;
   err->errnum = 0;
+  err->msg_fr[0] = '\0';
   snprintf(err->field, sizeof err->field, "%s", field ? field : "");
   return -1;
 }
@@ -46,6 +48,7 @@ int sbx_err_sys(struct sbx_error *err, int errnum, const char *fmt, ...)
   err->code = SBX_E_INTERNAL;
   err->errnum = errnum;
   err->field[0] = '\0';
+  err->msg_fr[0] = '\0';
   return -1;
 }
 
@@ -59,7 +62,16 @@ int sbx_err_prefix(struct sbx_error *err, const char *fmt, ...)
   vsnprintf(head, sizeof head, fmt, ap);
   va_end(ap);
   memcpy(old, err->msg, sizeof old);
-  snprintf(err->msg, sizeof err->msg, "%s: %s", head, old);
+  /* Truncation is fine here: the message is for humans. */
+  size_t hl = strlen(head);
+  if (hl + 2 >= sizeof err->msg)
+    hl = sizeof err->msg - 3;
+  memcpy(err->msg, head, hl);
+  memcpy(err->msg + hl, ": ", 2);
+  size_t room = sizeof err->msg - hl - 3;
+  size_t ol = strnlen(old, room);
+  memcpy(err->msg + hl + 2, old, ol);
+  err->msg[hl + 2 + ol] = '\0';
   return -1;
 }
 
@@ -67,4 +79,15 @@ void sbx_err_clear(struct sbx_error *err)
 {
   if (err)
     memset(err, 0, sizeof *err);
+}
+
+int sbx_err_fr(struct sbx_error *err, const char *fmt, ...)
+{
+  if (!err)
+    return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg_fr, sizeof err->msg_fr, fmt, ap);
+  va_end(ap);
+  return -1;
 }

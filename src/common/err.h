@@ -9,6 +9,7 @@
 #ifndef SBX_COMMON_ERR_H
 #define SBX_COMMON_ERR_H
 
+#include <errno.h>
 #include <stddef.h>
 
 enum sbx_errcode {
@@ -32,6 +33,8 @@ struct sbx_error {
   int errnum;          /* errno behind the failure, 0 if none */
   char field[64];      /* JSON field at fault (SBX_E_INVALID), "" if none */
   char msg[512];       /* English, human readable */
+  char msg_fr[512];    /* French, if the raiser wrote one ("" → envelope.c
+                        * builds one from a per-code sentence + msg) */
 };
 
 /* Fill err (may be NULL) and return -1.  printf-style message. */
@@ -47,5 +50,7 @@ int sbx_err_sys(struct sbx_error *err, int errnum, const char *fmt, ...)
 int sbx_err_prefix(struct sbx_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sbx_err_clear(struct sbx_error *err);
+/* Sets the French message of an error already filled.  Returns -1. */
+int sbx_err_fr(struct sbx_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

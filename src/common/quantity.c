@@ -5,6 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* v = v*10 + d, refusing overflow. */
+static int mul10_add(uint64_t *v, unsigned d)
+{
+  if (*v > UINT64_MAX / 10 || (*v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+    return -1;
+  *v = *v * 10 + d;
+  return 0;
+}
+
 /* Parses "digits[.digits]" into an integer scaled by 10^scale_digits
  * (so "0.5" with scale 3 → 500).  Rejects extra fractional precision. */
 static int parse_decimal(const char **sp, unsigned scale_digits, uint64_t *out)
@@ -13,9 +22,8 @@ static int parse_decimal(const char **sp, unsigned scale_digits, uint64_t *out)
   uint64_t v = 0;
   int digits = 0;
   while (isdigit((unsigned char)*s)) {
-    if (v > (UINT64_MAX - 9) / 10)
+    if (mul10_add(&v, (unsigned)(*s++ - '0')) < 0)
       return -1;
-    v = v * 10 + (uint64_t)(*s++ - '0');
     digits++;
   }
   unsigned frac = 0;
@@ -24,9 +32,8 @@ static int parse_decimal(const char **sp, unsigned scale_digits, uint64_t *out)
     while (isdigit((unsigned char)*s)) {
       if (frac >= scale_digits)
         return -1;
-      if (v > (UINT64_MAX - 9) / 10)
+      if (mul10_add(&v, (unsigned)(*s++ - '0')) < 0)
         return -1;
-      v = v * 10 + (uint64_t)(*s++ - '0');
       frac++;
       digits++;
     }

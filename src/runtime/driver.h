@@ -119,7 +119,7 @@ struct sbx_driver {
   void (*shutdown)(void);
 };
 
-/* The built-in drivers (runtime/drivers/*.c). */
+/* The built-in drivers (runtime/drivers/). */
 extern const struct sbx_driver sbx_drv_process;
 extern const struct sbx_driver sbx_drv_container;
 extern const struct sbx_driver sbx_drv_gvisor;

@@ -128,7 +128,7 @@ int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent 
                      size_t *count, size_t max, struct sbx_error *err);
 /* Removes a file or a directory tree inside the sandbox. */
 int sbx_sandbox_remove(struct sbx_sandbox *sb, const char *path, struct sbx_error *err);
-/* Expands a glob ("/work/out/*.txt") inside the sandbox to regular files;
+/* Expands a glob (such as /work/out/ and a star pattern) inside the sandbox to regular files;
  * *out is a malloc'd array of malloc'd absolute paths (free each + array). */
 int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out,
                      size_t *count, size_t max, struct sbx_error *err);

@@ -100,6 +100,13 @@ struct sbx_exec_file_blob {
   char sha256[65];
 };
 
+/* List callbacks.  The row is borrowed for the duration of the call (copy
+ * what you keep).  Return 0 to go on, > 0 to stop early (the list op then
+ * returns 0), < 0 to stop with an error (the list op returns -1).  Callbacks
+ * run with no store lock held, so they may call the store again.
+ * Execution rows handed to list callbacks are summaries: stdout_buf and
+ * stderr_buf are NULL (lengths 0; the *_truncated/_dropped fields are set)
+ * and files is empty; execution_get returns the output and files. */
 typedef int (*sbx_session_cb)(void *ctx, const struct sbx_session_row *row);
 typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);
 
@@ -126,7 +133,12 @@ struct sbx_store_ops {
   int (*session_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
                      struct sbx_session_row *out, struct sbx_error *err);
   /* Own tenant, newest first, ids strictly older than `after` ("" = start),
-   * at most limit rows; status NULL = any. */
+   * at most limit rows; status NULL = any.
+   * Order is (created_at DESC, id DESC); `after` is the id of the last row
+   * of the previous page and the page holds the rows after it in that order
+   * (rows created in the same second page correctly).  An `after` that is
+   * not one of the tenant's ids → SBX_E_INVALID (field "after").  limit <= 0
+   * means no limit. */
   int (*session_list)(struct sbx_store *st, int64_t tenant_id, const char *status,
                       const char *after, int limit, sbx_session_cb cb, void *ctx,
                       struct sbx_error *err);
@@ -150,6 +162,7 @@ struct sbx_store_ops {
   /* Fills files[] too. */
   int (*execution_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
                        struct sbx_execution_row *out, struct sbx_error *err);
+  /* Same order, cursor and limit rules as session_list; summary rows. */
   int (*execution_list)(struct sbx_store *st, int64_t tenant_id, const char *status,
                         const char *after, int limit, sbx_execution_cb cb, void *ctx,
                         struct sbx_error *err);
@@ -157,7 +170,11 @@ struct sbx_store_ops {
   int (*execution_start)(struct sbx_store *st, int64_t tenant_id, const char *id,
                          int64_t started_at, struct sbx_error *err);
   /* Writes the final result and the collected files in one transaction,
-   * only if the row is not final yet (CONFLICT otherwise). */
+   * only if the row is not final yet (CONFLICT otherwise).
+   * Uses row's tenant_id, id, status (must be final), reason, exit_code,
+   * signal, outputs, usage, error_json; started_at if > 0; finished_at
+   * (0 = now).  Files are stored with their content (size = blob size);
+   * a duplicate path → CONFLICT and nothing is written. */
   int (*execution_finish)(struct sbx_store *st, const struct sbx_execution_row *row,
                           const struct sbx_exec_file_blob *files, size_t nfiles,
                           struct sbx_error *err);
@@ -168,6 +185,14 @@ struct sbx_store_ops {
   /* All tenants, rows in status (recovery: "running" and "queued"). */
   int (*execution_list_status)(struct sbx_store *st, const char *status, sbx_execution_cb cb,
                                void *ctx, struct sbx_error *err);
+
+  /* Added after the first cut of the seam (store module): */
+  /* Number of the tenant's sessions / executions in status (NULL = any),
+   * for per-tenant quotas that must survive a restart. */
+  int (*session_count)(struct sbx_store *st, int64_t tenant_id, const char *status,
+                       int64_t *count, struct sbx_error *err);
+  int (*execution_count)(struct sbx_store *st, int64_t tenant_id, const char *status,
+                         int64_t *count, struct sbx_error *err);
 };
 
 extern const struct sbx_store_ops sbx_store_sqlite;
@@ -178,7 +203,12 @@ struct sbx_store_handle {
   struct sbx_store *st;
 };
 /* Chooses the backend: "postgres://…"/"postgresql://…" → postgres (when
- * built), otherwise SQLite under state_dir. */
+ * built), otherwise SQLite under state_dir.
+ * Today: database_url NULL or "" → SQLite at <state_dir>/sandboxd.db
+ * (directory created 0700, file 0600, migrations applied); "sqlite://DIR"
+ * → SQLite under DIR; postgres URLs → SBX_E_NOT_READY ("PostgreSQL backend
+ * not built yet"); any other scheme → SBX_E_INVALID.  A database migrated
+ * by a newer sandboxd is refused (SBX_E_INTERNAL, message says so). */
 int sbx_store_open(const char *database_url, const char *state_dir,
                    struct sbx_store_handle *out, struct sbx_error *err);
 void sbx_store_close(struct sbx_store_handle *h);

@@ -1,0 +1,46 @@
+# sandboxd — the commands a newcomer types.  The build itself is Meson+Ninja.
+#   make          build build/sandboxd, build/sbx and build/sbx-init
+#   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
+#   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
+#   make bench    side-by-side benchmark; writes docs/benchmarks.md
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+PYTHON     ?= /usr/bin/python3
+STATE      ?= $(CURDIR)/state
+LISTEN     ?= 127.0.0.1:8080
+
+.PHONY: all deps run test test-unit test-asan test-integration bench clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) -Dwerror=true >/dev/null
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true >/dev/null
+
+deps:
+	@./scripts/install-deps.sh
+
+run: deps all
+	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
+
+test: deps all test-unit test-asan test-integration
+
+test-unit: all
+	meson test -C $(BUILD) --print-errorlogs
+
+test-asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	meson test -C $(ASAN_BUILD) --print-errorlogs --suite unit
+
+test-integration: all
+	SANDBOXD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
+bench: deps all
+	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

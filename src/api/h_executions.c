@@ -1,0 +1,77 @@
+/* h_executions.c — /v1/sandbox/executions[/{id}[/files|/cancel]]. */
+#include <stdlib.h>
+
+#include "api/handlers.h"
+#include "api/pagination.h"
+#include "core/core.h"
+
+SBX_HANDLER(sbx_h_execution_create)
+{
+  json_t *body = sbx_req_json(r, false, err), *res = NULL;
+  if (!body)
+    return -1;
+  int rc = sbx_execution_create(r->core, &r->who, body, &res, err);
+  json_decref(body);
+  if (rc < 0)
+    return -1;
+  snprintf(out->location, sizeof out->location, "/v1/sandbox/executions/%s",
+           json_string_value(json_object_get(res, "id")));
+  sbx_resp_json(out, 202, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_execution_list)
+{
+  int limit;
+  const char *cursor;
+  json_t *res;
+  if (sbx_api_page(r, &limit, &cursor, err) < 0 ||
+      sbx_execution_list(r->core, &r->who, sbx_req_query(r, "status"), cursor, limit, &res,
+                         err) < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_execution_get)
+{
+  double wait_s = 0;
+  const char *w = sbx_req_query(r, "wait_s");
+  if (w) {
+    char *end;
+    wait_s = strtod(w, &end);
+    if (*end || end == w || !(wait_s >= 0 && wait_s <= 60)) {
+      sbx_err_field(err, "wait_s", "wait_s must be a number of seconds from 0 to 60");
+      return sbx_err_fr(err, "Requête invalide : wait_s doit être un nombre de secondes de 0 à 60");
+    }
+  }
+  json_t *res;
+  if (sbx_execution_get(r->core, &r->who, r->params[0], wait_s, &res, err) < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_execution_file)
+{
+  const char *path = sbx_req_query(r, "path");
+  if (!path || !*path) {
+    sbx_err_field(err, "path", "the path query parameter is required");
+    return sbx_err_fr(err, "Requête invalide : le paramètre path est requis");
+  }
+  void *data;
+  size_t size;
+  if (sbx_execution_file(r->core, &r->who, r->params[0], path, &data, &size, err) < 0)
+    return -1;
+  sbx_resp_bytes(out, 200, data, size, "application/octet-stream");
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_execution_cancel)
+{
+  json_t *res;
+  if (sbx_execution_cancel(r->core, &r->who, r->params[0], &res, err) < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}

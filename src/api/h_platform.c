@@ -1,0 +1,34 @@
+/* h_platform.c — /healthz, /readyz and /v1/sandbox/profiles. */
+#include <string.h>
+
+#include "api/handlers.h"
+#include "core/core.h"
+
+SBX_HANDLER(sbx_h_healthz)
+{
+  (void)r;
+  (void)err;
+  sbx_resp_json(out, 200, json_pack("{s:s}", "status", "ok"));
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_readyz)
+{
+  (void)err;
+  bool ready;
+  json_t *body = sbx_core_readiness(r->core, &ready);
+  sbx_resp_json(out, ready ? 200 : 503, body);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_profiles)
+{
+  (void)err;
+  const struct sbx_profile_set *set = sbx_core_profiles(r->core);
+  json_t *arr = json_array();
+  for (size_t i = 0; i < set->count; i++)
+    json_array_append_new(arr, sbx_profile_json(&set->items[i],
+                                                strcmp(set->items[i].name, set->default_name) == 0));
+  sbx_resp_json(out, 200, json_pack("{s:o, s:s}", "profiles", arr, "default", set->default_name));
+  return 0;
+}

@@ -1,0 +1,74 @@
+/* h_sessions.c — /v1/sandbox/sessions[/{id}[/exec]]. */
+#include "api/handlers.h"
+#include "api/pagination.h"
+#include "core/core.h"
+
+SBX_HANDLER(sbx_h_session_create)
+{
+  json_t *body = sbx_req_json(r, true, err), *res = NULL;
+  if (!body)
+    return -1;
+  int rc = sbx_session_create(r->core, &r->who, body, &res, err);
+  json_decref(body);
+  if (rc < 0)
+    return -1;
+  snprintf(out->location, sizeof out->location, "/v1/sandbox/sessions/%s",
+           json_string_value(json_object_get(res, "id")));
+  sbx_resp_json(out, 201, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_session_list)
+{
+  int limit;
+  const char *cursor;
+  json_t *res;
+  if (sbx_api_page(r, &limit, &cursor, err) < 0 ||
+      sbx_session_list(r->core, &r->who, sbx_req_query(r, "status"), cursor, limit, &res, err) < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_session_get)
+{
+  json_t *res;
+  if (sbx_session_get(r->core, &r->who, r->params[0], &res, err) < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_session_patch)
+{
+  json_t *body = sbx_req_json(r, false, err), *res = NULL;
+  if (!body)
+    return -1;
+  int rc = sbx_session_patch(r->core, &r->who, r->params[0], body, &res, err);
+  json_decref(body);
+  if (rc < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_session_delete)
+{
+  if (sbx_session_delete(r->core, &r->who, r->params[0], err) < 0)
+    return -1;
+  sbx_resp_empty(out, 204);
+  return 0;
+}
+
+SBX_HANDLER(sbx_h_session_exec)
+{
+  json_t *body = sbx_req_json(r, false, err), *res = NULL;
+  if (!body)
+    return -1;
+  int rc = sbx_session_exec(r->core, &r->who, r->params[0], body, &res, err);
+  json_decref(body);
+  if (rc < 0)
+    return -1;
+  sbx_resp_json(out, 200, res);
+  return 0;
+}

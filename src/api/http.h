@@ -1,0 +1,92 @@
+/* http.h — the request and response types every API handler sees.
+ *
+ * One `struct sbx_req` per HTTP request: method, path, parsed route params,
+ * the bounded body, the authenticated principal and the request id.  It is
+ * created by server.c when the request arrives and freed when MHD reports
+ * the request complete; everything a handler allocates for the response is
+ * handed over in `struct sbx_resp` and freed by server.c after sending.
+ * Handlers never talk to libmicrohttpd directly except through these. */
+#ifndef SBX_API_HTTP_H
+#define SBX_API_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct MHD_Connection;
+struct sbx_core;
+
+#define SBX_MAX_PARAMS 4
+
+struct sbx_principal {
+  int64_t tenant_id;
+  char tenant[128];
+  char key_id[40];
+  bool admin;
+};
+
+struct sbx_req {
+  struct MHD_Connection *conn;
+  struct sbx_core *core;
+  char method[12];
+  char path[2048];
+  const struct sbx_route *route;
+  char params[SBX_MAX_PARAMS][256]; /* {id}, {pid}, … in route order */
+  int nparams;
+  char *body;            /* bounded by the server's body limit */
+  size_t body_len;
+  size_t body_cap;
+  bool body_too_large;
+  char request_id[40];
+  char lang[3];          /* "en" | "fr" from Accept-Language */
+  struct sbx_principal who;
+  uint64_t start_ns;
+  int status_sent;       /* for metrics/logs */
+};
+
+enum sbx_resp_kind { SBX_RESP_JSON, SBX_RESP_BYTES, SBX_RESP_FD, SBX_RESP_EMPTY, SBX_RESP_STREAM };
+
+/* A streamed body: the callback is called from the connection's thread and
+ * may block; it returns bytes written into buf, 0 to wait-and-retry never
+ * (block instead), -1 at end of stream. (Used for SSE.) */
+typedef long (*sbx_stream_fn)(void *ctx, uint64_t pos, char *buf, size_t max);
+
+struct sbx_resp {
+  int status;
+  enum sbx_resp_kind kind;
+  json_t *json;          /* SBX_RESP_JSON: owned, decref'd after sending */
+  char *bytes;           /* SBX_RESP_BYTES: owned, freed after sending */
+  size_t len;
+  int fd;                /* SBX_RESP_FD: owned; sent from offset 0, len bytes */
+  const char *content_type;
+  sbx_stream_fn stream;  /* SBX_RESP_STREAM */
+  void *stream_ctx;
+  void (*stream_free)(void *ctx);
+  char location[256];
+};
+
+/* Header lookup (case-insensitive), NULL if absent. */
+const char *sbx_req_header(struct sbx_req *r, const char *name);
+/* Query argument (URL-decoded), NULL if absent. */
+const char *sbx_req_query(struct sbx_req *r, const char *name);
+
+/* Parses the body as a JSON object (empty body → empty object when
+ * allow_empty).  On failure fills err (invalid_request) and returns NULL. */
+json_t *sbx_req_json(struct sbx_req *r, bool allow_empty, struct sbx_error *err);
+
+/* Response helpers; each consumes what it is given. */
+void sbx_resp_json(struct sbx_resp *out, int status, json_t *body);
+void sbx_resp_bytes(struct sbx_resp *out, int status, char *bytes, size_t len,
+                    const char *content_type);
+void sbx_resp_empty(struct sbx_resp *out, int status);
+/* Error envelope from err in the request's language. */
+void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err);
+
+/* A handler fills out and returns 0, or returns -1 with err set (the server
+ * turns it into the error envelope). */
+typedef int (*sbx_handler_fn)(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+
+#endif

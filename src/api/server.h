@@ -1,0 +1,28 @@
+/* server.h — the HTTP listener (libmicrohttpd, a thread per connection so
+ * a handler may block on an exec or a long-poll without stalling others). */
+#ifndef SBX_API_SERVER_H
+#define SBX_API_SERVER_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+struct sbx_core;
+struct sbx_server;
+
+struct sbx_server_config {
+  const char *listen;     /* "127.0.0.1:8080", "[::1]:0", ":8080" */
+  size_t max_body_bytes;  /* larger bodies → 413 */
+  unsigned max_connections;
+};
+
+int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
+                     struct sbx_server **out, struct sbx_error *err);
+/* The bound port (useful with port 0). */
+unsigned sbx_server_port(struct sbx_server *s);
+/* Stops accepting new connections (graceful shutdown step 1). */
+void sbx_server_quiesce(struct sbx_server *s);
+/* Waits for in-flight requests to finish and frees. */
+void sbx_server_stop(struct sbx_server *s);
+
+#endif

@@ -1,0 +1,214 @@
+/* args.c — argument helpers every verb uses: splitting at "--", the common
+ * options, usage errors, K=V and quantity checks, reading local files. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/cleanup.h"
+#include "common/quantity.h"
+
+void sbx_cli_split(int argc, char **argv, const char *display_name, struct sbx_cli_args *out)
+{
+  *out = (struct sbx_cli_args){
+      .argc = argc, .argv = argv, .rest = argv + argc, .all_argc = argc};
+  argv[0] = (char *)display_name; /* getopt's messages then read "sbx VERB: …" */
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) {
+      out->argc = i;
+      out->rest = argv + i + 1;
+      out->nrest = argc - i - 1;
+      out->had_dashdash = true;
+      return;
+    }
+  }
+}
+
+int sbx_cli_getopt(struct sbx_cli_args *a, const char *optstring, const struct option *lo)
+{
+  int c = getopt_long(a->argc, a->argv, optstring, lo, NULL);
+  if (c != -1)
+    return c;
+  if (optind >= a->argc)
+    return -1;
+  optarg = a->argv[optind++];
+  return SBX_OPT_POSITIONAL;
+}
+
+void sbx_cli_take_tail(struct sbx_cli_args *a, char ***argv, int *n)
+{
+  int start = optind - 1;
+  *argv = a->argv + start;
+  *n = a->all_argc - start;
+  a->had_dashdash = false;
+  a->nrest = 0;
+  optind = a->argc; /* nothing left for getopt */
+}
+
+int sbx_cli_common_opt(struct sbx_cli *cli, int c, const char *help, int *exit_now)
+{
+  switch (c) {
+  case SBX_OPT_URL:
+    cli->url = optarg;
+    return 1;
+  case SBX_OPT_API_KEY:
+    cli->api_key = *optarg ? optarg : NULL;
+    return 1;
+  case 'h':
+    fputs(help, stdout);
+    *exit_now = SBX_EXIT_OK;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int sbx_cli_usage(const char *verb, const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "sbx %s: ", verb);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'sbx %s --help'.\n", verb);
+  return SBX_EXIT_USAGE;
+}
+
+int sbx_cli_fail(const struct sbx_error *err)
+{
+  if (err->field[0])
+    fprintf(stderr, "sbx: %s (field: %s)\n", err->msg, err->field);
+  else
+    fprintf(stderr, "sbx: %s\n", err->msg);
+  return SBX_EXIT_API;
+}
+
+int sbx_cli_fail_api(struct sbx_cli *cli, const struct sbx_error *err)
+{
+  sbx_cli_fail(err);
+  if (err->code == SBX_E_UNAUTHENTICATED && !cli->api_key)
+    fputs("sbx: hint: set SANDBOXD_API_KEY or pass --api-key "
+          "(`sandboxd key create --tenant NAME` prints one)\n",
+          stderr);
+  return SBX_EXIT_API;
+}
+
+int sbx_cli_add_env(json_t **env, const char *kv, struct sbx_error *err)
+{
+  const char *eq = strchr(kv, '=');
+  if (!eq || eq == kv)
+    return sbx_err_field(err, "env", "--env wants KEY=VALUE, got '%s'", kv);
+  if (!*env && !(*env = json_object()))
+    return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+  _cleanup_free_ char *key = strndup(kv, (size_t)(eq - kv));
+  json_t *val = json_string(eq + 1);
+  if (!key || !val || json_object_set_new(*env, key, val) < 0)
+    return sbx_err_field(err, "env", "--env %s: the value is not valid UTF-8", kv);
+  return 0;
+}
+
+int sbx_cli_parse_seconds(const char *s, long *out, struct sbx_error *err)
+{
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v <= 0)
+    return sbx_err_field(err, "timeout_s", "--timeout wants whole seconds > 0, got '%s'", s);
+  *out = v;
+  return 0;
+}
+
+int sbx_cli_check_cpu(const char *s, struct sbx_error *err)
+{
+  uint64_t v;
+  if (sbx_parse_cpu_millis(s, &v) < 0 || v == 0)
+    return sbx_err_field(err, "limits.cpu", "--cpu wants a CPU quantity like 500m or 2, got '%s'",
+                         s);
+  return 0;
+}
+
+int sbx_cli_check_memory(const char *s, struct sbx_error *err)
+{
+  uint64_t v;
+  if (sbx_parse_bytes(s, &v) < 0 || v == 0)
+    return sbx_err_field(err, "limits.memory",
+                         "--memory wants a size like 256Mi or 1Gi, got '%s'", s);
+  return 0;
+}
+
+static int read_stream(FILE *f, const char *path, size_t max, char **out, size_t *len,
+                       struct sbx_error *err)
+{
+  size_t cap = 65536, n = 0;
+  _cleanup_free_ char *buf = malloc(cap + 1);
+  if (!buf)
+    return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+  for (;;) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0)
+      break;
+    if (n > max)
+      return sbx_err_set(err, SBX_E_TOO_LARGE, EFBIG, "%s is larger than %zu bytes", path, max);
+    if (n == cap) {
+      char *nb = realloc(buf, 2 * cap + 1);
+      if (!nb)
+        return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  if (ferror(f))
+    return sbx_err_sys(err, errno, "cannot read %s", path);
+  buf[n] = '\0';
+  *len = n;
+  *out = steal_pointer(&buf);
+  return 0;
+}
+
+int sbx_cli_read_file(const char *path, size_t max, char **out, size_t *len,
+                      struct sbx_error *err)
+{
+  if (strcmp(path, "-") == 0)
+    return read_stream(stdin, "stdin", max, out, len, err);
+  _cleanup_fclose_ FILE *f = fopen(path, "rbe");
+  if (!f)
+    return sbx_err_sys(err, errno, "cannot open %s", path);
+  return read_stream(f, path, max, out, len, err);
+}
+
+int sbx_cli_text(const char *what, const char *buf, size_t len, json_t **out,
+                 struct sbx_error *err)
+{
+  /* The API carries code and stdin as JSON strings: they must be UTF-8. */
+  json_t *s = memchr(buf, '\0', len) ? NULL : json_stringn(buf, len);
+  if (!s)
+    return sbx_err_field(err, what, "%s must be UTF-8 text without NUL bytes", what);
+  *out = s;
+  return 0;
+}
+
+int sbx_cli_set_text_file(json_t *body, const char *key, const char *path, size_t max,
+                          struct sbx_error *err)
+{
+  _cleanup_free_ char *buf = NULL;
+  size_t len = 0;
+  json_t *s = NULL;
+  if (sbx_cli_read_file(path, max, &buf, &len, err) < 0 || sbx_cli_text(key, buf, len, &s, err) < 0)
+    return -1;
+  json_object_set_new(body, key, s);
+  return 0;
+}
+
+int sbx_cli_set_code(json_t *body, const char *code, size_t max, struct sbx_error *err)
+{
+  json_t *s = NULL;
+  if (strcmp(code, "-") == 0)
+    return sbx_cli_set_text_file(body, "code", "-", max, err);
+  if (sbx_cli_text("code", code, strlen(code), &s, err) < 0)
+    return -1;
+  json_object_set_new(body, "code", s);
+  return 0;
+}

@@ -1,0 +1,152 @@
+/* core.c — start and stop of the daemon's world, the reaper thread,
+ * readiness, and request counters. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "core/internal.h"
+
+static void *reaper_main(void *arg)
+{
+  struct sbx_core *core = arg;
+  pthread_mutex_lock(&core->reaper_lock);
+  while (!core->stopping) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ms = core->cfg.reaper_interval_ms ? core->cfg.reaper_interval_ms : 1000;
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&core->reaper_cond, &core->reaper_lock, &ts);
+    if (core->stopping)
+      break;
+    pthread_mutex_unlock(&core->reaper_lock);
+    sbx_sessions_reap(core, sbx_wall_s());
+    pthread_mutex_lock(&core->reaper_lock);
+  }
+  pthread_mutex_unlock(&core->reaper_lock);
+  return NULL;
+}
+
+static void init_sync(struct sbx_core *core)
+{
+  pthread_mutex_init(&core->sess_lock, NULL);
+  pthread_mutex_init(&core->q_lock, NULL);
+  pthread_cond_init(&core->q_cond, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* execution_get waits on it */
+  pthread_cond_init(&core->done_cond, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&core->reaper_lock, NULL);
+  pthread_cond_init(&core->reaper_cond, NULL);
+}
+
+int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
+                   struct sbx_error *err)
+{
+  struct sbx_core *core = calloc(1, sizeof *core);
+  if (!core)
+    return sbx_err_sys(err, ENOMEM, "core");
+  core->cfg = *cfg;
+  if (!core->cfg.workers)
+    core->cfg.workers = 4;
+  if (!core->cfg.queue_max)
+    core->cfg.queue_max = 1024;
+  if (core->cfg.default_ttl_s <= 0)
+    core->cfg.default_ttl_s = 3600;
+  if (core->cfg.max_ttl_s <= 0)
+    core->cfg.max_ttl_s = 7 * 24 * 3600;
+  core->state_dir = strdup(cfg->state_dir);
+  core->started_at = sbx_wall_s();
+  init_sync(core);
+  core->drv_env = (struct sbx_driver_env){.state_dir = core->state_dir,
+                                          .init_path = cfg->init_path,
+                                          .runsc_path = cfg->runsc_path,
+                                          .unsafe_process_enabled = cfg->unsafe_process_driver};
+  if (sbx_profiles_build(cfg->profiles, cfg->nprofiles, cfg->default_profile, &core->profiles,
+                         err) < 0)
+    goto fail;
+  if (sbx_store_open(cfg->database_url, core->state_dir, &core->store, err) < 0)
+    goto fail;
+  sbx_profiles_probe(&core->profiles, &core->drv_env);
+  for (size_t i = 0; i < core->profiles.count; i++) {
+    const struct sbx_profile *p = &core->profiles.items[i];
+    if (p->available)
+      sbx_info("core", "profile %s: driver %s available", p->name, p->driver_name);
+    else
+      sbx_info("core", "profile %s: unavailable: %s", p->name, p->reason);
+  }
+  if (sbx_executions_start_workers(core, err) < 0)
+    goto fail;
+  sbx_recover(core);
+  if (pthread_create(&core->reaper, NULL, reaper_main, core) != 0) {
+    sbx_err_sys(err, errno, "starting the reaper");
+    goto fail;
+  }
+  core->reaper_started = true;
+  *out = core;
+  return 0;
+fail:
+  sbx_core_stop(core);
+  return -1;
+}
+
+void sbx_core_stop(struct sbx_core *core)
+{
+  if (!core)
+    return;
+  sbx_executions_shutdown(core); /* sets stopping, cancels running work */
+  if (core->reaper_started) {
+    pthread_mutex_lock(&core->reaper_lock);
+    pthread_cond_signal(&core->reaper_cond);
+    pthread_mutex_unlock(&core->reaper_lock);
+    pthread_join(core->reaper, NULL);
+  }
+  if (core->store.ops)
+    sbx_sessions_shutdown(core);
+  for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
+    if ((*d)->shutdown)
+      (*d)->shutdown();
+  if (core->store.ops)
+    sbx_store_close(&core->store);
+  sbx_profiles_free(&core->profiles);
+  free(core->state_dir);
+  free(core);
+}
+
+struct sbx_store_handle *sbx_core_store(struct sbx_core *core) { return &core->store; }
+
+const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core) { return &core->profiles; }
+
+json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
+{
+  struct sbx_error err = {0};
+  bool store_ok = core->store.ops->ping(core->store.st, &err) == 0;
+  json_t *drivers = json_object();
+  bool any = false;
+  for (size_t i = 0; i < core->profiles.count; i++) {
+    const struct sbx_profile *p = &core->profiles.items[i];
+    any |= p->available;
+    json_object_set_new(drivers, p->name,
+                        p->available ? json_string("ok") : json_string(p->reason));
+  }
+  *ready = store_ok && any && !core->stopping;
+  return json_pack("{s:s, s:{s:s, s:o}}", "status", *ready ? "ready" : "not_ready", "checks",
+                   "store", store_ok ? "ok" : err.msg, "profiles", drivers);
+}
+
+void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us)
+{
+  (void)route;
+  (void)us;
+  atomic_fetch_add(&core->http_requests, 1);
+  if (status >= 500)
+    atomic_fetch_add(&core->http_errors, 1);
+}

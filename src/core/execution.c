@@ -1,0 +1,695 @@
+/* execution.c — one-shot asynchronous executions (seed 003): validated and
+ * stored as queued, run by a bounded pool of workers in a fresh sandbox
+ * each (never reused), input files written before start, `collect` globs
+ * copied out with size and sha256 and stored in the same transaction that
+ * makes the status final.  Cancel reaches a queued one through the store
+ * (finish is conditional) and a running one through its cancel token. */
+#include <math.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/http.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "core/internal.h"
+
+#define MAX_COLLECT_FILES 256
+#define MAX_COLLECT_FILE_BYTES (16u << 20)
+#define MAX_COLLECT_TOTAL_BYTES (64u << 20)
+
+static const char *const exec_fields[] = {"profile", "image", "command", "language", "code",
+                                          "files", "collect", "stdin", "env", "limits",
+                                          "network", "metadata", NULL};
+
+/* The parsed request: what create validates and what a worker runs. */
+struct exec_plan {
+  const struct sbx_profile *profile;
+  struct sbx_limits limits;
+  struct sbx_exec_spec spec;
+  json_t *files;   /* borrowed from the body */
+  json_t *collect; /* borrowed */
+};
+
+static void plan_free(struct exec_plan *p) { sbx_exec_spec_free(&p->spec); }
+
+static int parse_files(json_t *files, struct sbx_error *err)
+{
+  if (!files || json_is_null(files))
+    return 0;
+  if (!json_is_array(files) || json_array_size(files) > 1024)
+    return sbx_err_field(err, "files", "files must be an array of at most 1024 objects");
+  size_t i;
+  json_t *f;
+  json_array_foreach(files, i, f) {
+    char field[48];
+    snprintf(field, sizeof field, "files[%zu]", i);
+    static const char *const allowed[] = {"path", "content", "encoding", "mode", NULL};
+    if (!json_is_object(f))
+      return sbx_err_field(err, field, "%s must be an object {path, content, encoding}", field);
+    if (sbx_schema_only(f, field, allowed, err) < 0)
+      return -1;
+    json_t *path = json_object_get(f, "path"), *content = json_object_get(f, "content");
+    json_t *enc = json_object_get(f, "encoding");
+    snprintf(field, sizeof field, "files[%zu].path", i);
+    if (!json_is_string(path) || sbx_schema_path(json_string_value(path), field, err) < 0)
+      return err->code ? -1 : sbx_err_field(err, field, "%s must be a string", field);
+    snprintf(field, sizeof field, "files[%zu].content", i);
+    if (!json_is_string(content))
+      return sbx_err_field(err, field, "%s must be a string", field);
+    snprintf(field, sizeof field, "files[%zu].encoding", i);
+    if (enc && !(json_is_string(enc) && (strcmp(json_string_value(enc), "utf-8") == 0 ||
+                                         strcmp(json_string_value(enc), "base64") == 0)))
+      return sbx_err_field(err, field, "%s must be \"utf-8\" or \"base64\"", field);
+    if (enc && strcmp(json_string_value(enc), "base64") == 0) {
+      size_t n = json_string_length(content), outlen;
+      unsigned char *tmp = malloc(n + 1);
+      int bad = !tmp || sodium_base642bin(tmp, n + 1, json_string_value(content), n, " \n\r",
+                                          &outlen, NULL, sodium_base64_VARIANT_ORIGINAL) != 0;
+      free(tmp);
+      snprintf(field, sizeof field, "files[%zu].content", i);
+      if (bad)
+        return sbx_err_field(err, field, "%s is not valid base64", field);
+    }
+  }
+  return 0;
+}
+
+static int parse_collect(json_t *collect, struct sbx_error *err)
+{
+  if (!collect || json_is_null(collect))
+    return 0;
+  if (!json_is_array(collect) || json_array_size(collect) > 32)
+    return sbx_err_field(err, "collect", "collect must be an array of at most 32 glob strings");
+  size_t i;
+  json_t *g;
+  json_array_foreach(collect, i, g) {
+    char field[32];
+    snprintf(field, sizeof field, "collect[%zu]", i);
+    if (!json_is_string(g))
+      return sbx_err_field(err, field, "%s must be a string", field);
+    if (sbx_schema_path(json_string_value(g), field, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
+                      struct sbx_error *err)
+{
+  memset(p, 0, sizeof *p);
+  if (sbx_schema_only(body, "", exec_fields, err) < 0)
+    return -1;
+  json_t *v = json_object_get(body, "profile");
+  if (v && !json_is_null(v) && !json_is_string(v))
+    return sbx_err_field(err, "profile", "profile must be a string");
+  if (!(p->profile = sbx_profile_find(&core->profiles, v ? json_string_value(v) : NULL, err)))
+    return -1;
+  v = json_object_get(body, "image");
+  if (v && !json_is_null(v) &&
+      !(json_is_string(v) && strcmp(json_string_value(v), p->profile->image) == 0))
+    return sbx_err_field(err, "image", "this version runs the profile's image ('%s') only",
+                         p->profile->image);
+  if (sbx_schema_limits(json_object_get(body, "limits"), p->profile, &p->limits, err) < 0)
+    return -1;
+  json_t *net = sbx_schema_network(json_object_get(body, "network"), "network", err);
+  if (!net)
+    return -1;
+  json_decref(net);
+  if (sbx_schema_metadata(json_object_get(body, "metadata"), "metadata", err) < 0)
+    return -1;
+  p->files = json_object_get(body, "files");
+  p->collect = json_object_get(body, "collect");
+  if (parse_files(p->files, err) < 0 || parse_collect(p->collect, err) < 0)
+    return -1;
+  return sbx_schema_exec(body, p->profile->limits.timeout_s, false, &p->spec, err);
+}
+
+/* ---- JSON view ---- */
+
+static json_t *time_or_null(int64_t t)
+{
+  if (t <= 0)
+    return json_null();
+  char buf[40];
+  sbx_format_time(t, buf, sizeof buf);
+  return json_string(buf);
+}
+
+static json_t *execution_json(const struct sbx_execution_row *row, bool with_output)
+{
+  json_t *files = json_array();
+  for (size_t i = 0; i < row->nfiles; i++)
+    json_array_append_new(files, json_pack("{s:s, s:I, s:s}", "path", row->files[i].path,
+                                           "size", (json_int_t)row->files[i].size, "sha256",
+                                           row->files[i].sha256));
+  bool final = strcmp(row->status, "queued") != 0 && strcmp(row->status, "running") != 0;
+  bool signalled = row->signal != 0;
+  json_t *o = json_pack(
+      "{s:s, s:s, s:o, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:o, s:{s:f, s:f, s:f, s:I}, s:o, "
+      "s:o, s:o}",
+      "id", row->id, "status", row->status, "reason",
+      row->reason[0] ? json_string(row->reason) : json_null(), "profile", row->profile,
+      "exit_code", final && !signalled && row->exit_code >= 0 ? json_integer(row->exit_code)
+                                                              : json_null(),
+      "signal", signalled ? json_integer(row->signal) : json_null(), "stdout_truncated",
+      row->stdout_truncated, "stderr_truncated", row->stderr_truncated, "stdout_dropped_bytes",
+      (json_int_t)row->stdout_dropped, "stderr_dropped_bytes", (json_int_t)row->stderr_dropped,
+      "files", files, "usage", "cpu_seconds", row->cpu_seconds, "memory_mb_seconds",
+      row->memory_mb_seconds, "duration_seconds", row->duration_seconds, "memory_peak_bytes",
+      (json_int_t)row->memory_peak_bytes, "created_at", time_or_null(row->created_at),
+      "started_at", time_or_null(row->started_at), "finished_at",
+      time_or_null(row->finished_at));
+  if (with_output) {
+    sbx_json_set_output(o, "stdout", row->stdout_buf, row->stdout_len);
+    sbx_json_set_output(o, "stderr", row->stderr_buf, row->stderr_len);
+  }
+  json_t *e = row->error_json ? json_loads(row->error_json, 0, NULL) : NULL;
+  json_object_set_new(o, "error", e ? e : json_null());
+  json_t *md = row->metadata_json ? json_loads(row->metadata_json, 0, NULL) : NULL;
+  json_object_set_new(o, "metadata", md ? md : json_object());
+  return o;
+}
+
+static int not_found(struct sbx_error *err, const char *id)
+{
+  sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution %s not found", id);
+  return sbx_err_fr(err, "Exécution %s introuvable", id);
+}
+
+/* ---- create ---- */
+
+int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
+                         json_t **out, struct sbx_error *err)
+{
+  struct exec_plan plan;
+  if (plan_parse(core, body, &plan, err) < 0) {
+    plan_free(&plan);
+    return -1;
+  }
+  if (!plan.profile->available) {
+    sbx_err_runtime_unavailable(err, plan.profile);
+    plan_free(&plan);
+    return -1;
+  }
+  struct sbx_execution_row row = {0};
+  sbx_random_id("exe", row.id, sizeof row.id);
+  row.tenant_id = who->tenant_id;
+  snprintf(row.status, sizeof row.status, "queued");
+  snprintf(row.profile, sizeof row.profile, "%s", plan.profile->name);
+  row.request_json = json_dumps(body, JSON_COMPACT);
+  json_t *md = json_object_get(body, "metadata");
+  row.metadata_json = json_dumps(json_is_object(md) ? md : json_object(), JSON_COMPACT);
+  row.exit_code = -1;
+  row.created_at = row.updated_at = sbx_wall_s();
+  plan_free(&plan);
+  int rc = -1;
+  if (!row.request_json || !row.metadata_json)
+    sbx_err_sys(err, ENOMEM, "execution");
+  else if (core->store.ops->execution_insert(core->store.st, &row, err) == 0) {
+    if (sbx_executions_enqueue(core, row.id, row.tenant_id) < 0) {
+      /* Full: say so, and do not leave a queued row nobody will run. */
+      struct sbx_execution_row fin = row;
+      snprintf(fin.status, sizeof fin.status, "error");
+      snprintf(fin.reason, sizeof fin.reason, "%s", "runtime_unavailable");
+      fin.error_json = strdup("{\"reason\":\"queue_full\",\"message\":\"execution queue full\"}");
+      fin.finished_at = sbx_wall_s();
+      core->store.ops->execution_finish(core->store.st, &fin, NULL, 0, NULL);
+      free(fin.error_json);
+      sbx_err_set(err, SBX_E_QUOTA, 0, "the execution queue is full (%u); retry later",
+                  core->cfg.queue_max);
+      sbx_err_fr(err, "La file d'exécution est pleine (%u) ; réessayez plus tard",
+                 core->cfg.queue_max);
+    } else {
+      *out = json_pack("{s:s, s:s, s:s}", "id", row.id, "status", "queued", "profile",
+                       row.profile);
+      rc = 0;
+    }
+  }
+  free(row.request_json);
+  free(row.metadata_json);
+  return rc;
+}
+
+/* ---- the queue ---- */
+
+int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id)
+{
+  pthread_mutex_lock(&core->q_lock);
+  if (core->q_len >= core->cfg.queue_max || core->stopping) {
+    pthread_mutex_unlock(&core->q_lock);
+    return -1;
+  }
+  struct sbx_queue_item *it = &core->queue[(core->q_head + core->q_len) % core->cfg.queue_max];
+  snprintf(it->id, sizeof it->id, "%s", id);
+  it->tenant_id = tenant_id;
+  core->q_len++;
+  pthread_cond_signal(&core->q_cond);
+  pthread_mutex_unlock(&core->q_lock);
+  return 0;
+}
+
+static struct sbx_running_exec *running_add(struct sbx_core *core, const char *id)
+{
+  struct sbx_running_exec *r = calloc(1, sizeof *r);
+  if (!r || sbx_cancel_init(&r->cancel) < 0) {
+    free(r);
+    return NULL;
+  }
+  snprintf(r->id, sizeof r->id, "%s", id);
+  pthread_mutex_lock(&core->q_lock);
+  r->next = core->running;
+  core->running = r;
+  if (core->stopping)
+    sbx_cancel_fire(&r->cancel, SBX_RS_DAEMON_SHUTDOWN);
+  pthread_mutex_unlock(&core->q_lock);
+  return r;
+}
+
+static void running_remove(struct sbx_core *core, struct sbx_running_exec *r)
+{
+  pthread_mutex_lock(&core->q_lock);
+  for (struct sbx_running_exec **pp = &core->running; *pp; pp = &(*pp)->next)
+    if (*pp == r) {
+      *pp = r->next;
+      break;
+    }
+  pthread_mutex_unlock(&core->q_lock);
+  sbx_cancel_destroy(&r->cancel);
+  free(r);
+}
+
+static void notify_done(struct sbx_core *core)
+{
+  pthread_mutex_lock(&core->q_lock);
+  pthread_cond_broadcast(&core->done_cond);
+  pthread_mutex_unlock(&core->q_lock);
+}
+
+/* ---- running one ---- */
+
+struct collected {
+  struct sbx_exec_file_blob *blobs;
+  size_t n;
+  size_t total;
+};
+
+static void collected_free(struct collected *c)
+{
+  for (size_t i = 0; i < c->n; i++) {
+    free((void *)c->blobs[i].path);
+    free((void *)c->blobs[i].data);
+  }
+  free(c->blobs);
+}
+
+static int write_inputs(struct sbx_sandbox *sb, json_t *files, struct sbx_error *err)
+{
+  size_t i;
+  json_t *f;
+  json_array_foreach(files, i, f) {
+    const char *path = json_string_value(json_object_get(f, "path"));
+    json_t *content = json_object_get(f, "content"), *enc = json_object_get(f, "encoding");
+    size_t n = json_string_length(content), len = n;
+    _cleanup_free_ unsigned char *buf = malloc(n + 1);
+    if (!buf)
+      return sbx_err_sys(err, ENOMEM, "files");
+    if (enc && strcmp(json_string_value(enc), "base64") == 0) {
+      if (sodium_base642bin(buf, n + 1, json_string_value(content), n, " \n\r", &len, NULL,
+                            sodium_base64_VARIANT_ORIGINAL) != 0)
+        return sbx_err_field(err, "files", "invalid base64");
+    } else {
+      memcpy(buf, json_string_value(content), n);
+    }
+    if (sbx_sandbox_file_write(sb, path, buf, len, err) < 0)
+      return sbx_err_prefix(err, "writing input file %s", path);
+  }
+  return 0;
+}
+
+static int collect_one(struct sbx_sandbox *sb, const char *path, struct collected *c,
+                       struct sbx_error *err)
+{
+  int fd;
+  uint64_t size;
+  if (sbx_sandbox_file_open_read(sb, path, &fd, &size, err) < 0)
+    return -1;
+  _cleanup_close_ int cfd = fd;
+  if (size > MAX_COLLECT_FILE_BYTES || c->total + size > MAX_COLLECT_TOTAL_BYTES)
+    return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "collected file %s is too large (%llu bytes)",
+                       path, (unsigned long long)size);
+  _cleanup_free_ char *data = malloc(size ? size : 1);
+  if (!data)
+    return sbx_err_sys(err, ENOMEM, "collect");
+  ssize_t got = sbx_read_all(cfd, data, size);
+  if (got < 0)
+    return sbx_err_sys(err, errno, "reading %s", path);
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, (unsigned char *)data, (unsigned long long)got);
+  struct sbx_exec_file_blob *b = &c->blobs[c->n];
+  sbx_hex(digest, sizeof digest, b->sha256);
+  b->path = strdup(path);
+  b->size = (size_t)got;
+  b->data = steal_pointer(&data);
+  c->n++;
+  c->total += (size_t)got;
+  return 0;
+}
+
+static void collect_outputs(struct sbx_sandbox *sb, json_t *collect, struct collected *c,
+                            char *warn, size_t warnlen)
+{
+  c->blobs = calloc(MAX_COLLECT_FILES, sizeof *c->blobs);
+  size_t i;
+  json_t *g;
+  json_array_foreach(collect, i, g) {
+    char **paths = NULL;
+    size_t n = 0;
+    struct sbx_error err = {0};
+    if (!c->blobs || sbx_sandbox_glob(sb, json_string_value(g), &paths, &n, MAX_COLLECT_FILES,
+                                      &err) < 0) {
+      if (err.code != SBX_E_NOT_FOUND)
+        snprintf(warn, warnlen, "collect %s: %s", json_string_value(g), err.msg);
+      continue;
+    }
+    for (size_t k = 0; k < n; k++) {
+      bool dup = false;
+      for (size_t j = 0; j < c->n && !dup; j++)
+        dup = strcmp(c->blobs[j].path, paths[k]) == 0;
+      if (!dup && c->n < MAX_COLLECT_FILES && collect_one(sb, paths[k], c, &err) < 0)
+        snprintf(warn, warnlen, "collect %s: %s", paths[k], err.msg);
+      free(paths[k]);
+    }
+    free(paths);
+  }
+}
+
+/* Copies res into row; row's own output/error buffers are released and
+ * replaced by res's (which res keeps owning). */
+static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_result *res)
+{
+  free(row->stdout_buf);
+  free(row->stderr_buf);
+  free(row->error_json);
+  row->error_json = NULL;
+  snprintf(row->status, sizeof row->status, "%s", sbx_status_name(res->status));
+  snprintf(row->reason, sizeof row->reason, "%s", sbx_reason_name(res->reason));
+  row->exit_code = res->exit_code;
+  row->signal = res->signal;
+  row->stdout_buf = res->stdout_buf;
+  row->stdout_len = res->stdout_len;
+  row->stdout_truncated = res->stdout_truncated;
+  row->stdout_dropped = res->stdout_dropped;
+  row->stderr_buf = res->stderr_buf;
+  row->stderr_len = res->stderr_len;
+  row->stderr_truncated = res->stderr_truncated;
+  row->stderr_dropped = res->stderr_dropped;
+  row->cpu_seconds = res->cpu_seconds;
+  row->duration_seconds = (double)res->duration_ms / 1000.0;
+  row->memory_peak_bytes = res->memory_peak_bytes;
+  /* Peak-memory × duration: an upper bound of the MB·s integral, which the
+   * per-exec counters do not sample. */
+  row->memory_mb_seconds = (double)res->memory_peak_bytes / 1048576.0 * row->duration_seconds;
+  if (res->error[0]) {
+    json_t *e = json_pack("{s:s, s:s}", "reason", sbx_reason_name(res->reason), "message",
+                          res->error);
+    row->error_json = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+  }
+}
+
+static void finish(struct sbx_core *core, struct sbx_execution_row *row,
+                   const struct collected *c)
+{
+  struct sbx_error err = {0};
+  row->finished_at = row->updated_at = sbx_wall_s();
+  if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL, c ? c->n : 0,
+                                        &err) < 0 &&
+      err.code != SBX_E_CONFLICT)
+    sbx_error("execution", "storing the result of %s: %s", row->id, err.msg);
+  sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
+           row->reason, row->exit_code, row->cpu_seconds, row->duration_seconds);
+  notify_done(core);
+}
+
+static void finish_error(struct sbx_core *core, struct sbx_execution_row *row,
+                         enum sbx_reason why, const char *msg)
+{
+  struct sbx_exec_result res = {.status = SBX_ST_ERROR, .reason = why, .exit_code = -1};
+  snprintf(res.error, sizeof res.error, "%s", msg);
+  fill_final(row, &res);
+  finish(core, row, NULL);
+  free(row->error_json);
+  row->error_json = NULL;
+}
+
+static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
+{
+  struct sbx_error err = {0};
+  struct sbx_execution_row row = {0};
+  if (core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &row, &err) < 0)
+    return;
+  json_t *body = json_loads(row.request_json ? row.request_json : "", 0, NULL);
+  struct exec_plan plan;
+  memset(&plan, 0, sizeof plan);
+  struct sbx_exec_result res = {0};
+  struct collected col = {0};
+  struct sbx_sandbox *sb = NULL;
+  struct sbx_running_exec *run = NULL;
+  char **env = NULL;
+  if (!body || plan_parse(core, body, &plan, &err) < 0) {
+    finish_error(core, &row, SBX_RS_NONE, err.msg[0] ? err.msg : "stored request unreadable");
+    goto out;
+  }
+  if (core->store.ops->execution_start(core->store.st, it->tenant_id, it->id, sbx_wall_s(),
+                                       &err) < 0)
+    goto out; /* cancelled while queued */
+  snprintf(row.status, sizeof row.status, "running");
+  if (!(run = running_add(core, row.id)) || !(env = sbx_run_env(NULL, plan.spec.env))) {
+    finish_error(core, &row, SBX_RS_NONE, "out of memory");
+    goto out;
+  }
+  struct sbx_sandbox_spec sspec = {.id = row.id, .profile = plan.profile->name,
+                                   .image = plan.profile->image, .limits = plan.limits};
+  uint64_t t0 = sbx_now_ms();
+  if (!plan.profile->available) {
+    finish_error(core, &row, SBX_RS_RUNTIME_UNAVAILABLE, plan.profile->reason);
+    goto out;
+  }
+  if (plan.profile->driver->create(&sspec, &sb, &err) < 0) {
+    finish_error(core, &row, err.code == SBX_E_RUNTIME_UNAVAILABLE ? SBX_RS_RUNTIME_UNAVAILABLE
+                                                                   : SBX_RS_NONE, err.msg);
+    goto out;
+  }
+  if (plan.files && write_inputs(sb, plan.files, &err) < 0) {
+    finish_error(core, &row, SBX_RS_NONE, err.msg);
+    goto out;
+  }
+  if (sbx_run_spec(sb, &plan.spec, env, plan.limits.timeout_s * 1000, plan.limits.output_bytes,
+                   &run->cancel, &res, &err) < 0) {
+    finish_error(core, &row, SBX_RS_SANDBOX_LOST, err.msg);
+    goto out;
+  }
+  if (res.status == SBX_ST_KILLED && res.reason == SBX_RS_DAEMON_SHUTDOWN)
+    snprintf(res.error, sizeof res.error, "the daemon shut down during the execution");
+  else if (res.status == SBX_ST_KILLED && res.reason == SBX_RS_CANCELLED)
+    snprintf(res.error, sizeof res.error, "cancelled by request");
+  char warn[512] = "";
+  if (plan.collect)
+    collect_outputs(sb, plan.collect, &col, warn, sizeof warn);
+  if (warn[0] && !res.error[0])
+    snprintf(res.error, sizeof res.error, "%s", warn);
+  fill_final(&row, &res);
+  (void)t0;
+  finish(core, &row, &col);
+  /* fill_final lent res's buffers to row: res frees them, row must not. */
+  row.stdout_buf = row.stderr_buf = NULL;
+out:
+  if (sb)
+    sb->driver->destroy(sb);
+  if (run)
+    running_remove(core, run);
+  sbx_strv_free(env);
+  collected_free(&col);
+  sbx_exec_result_free(&res);
+  plan_free(&plan);
+  json_decref(body);
+  sbx_execution_row_free(&row);
+}
+
+static void *worker_main(void *arg)
+{
+  struct sbx_core *core = arg;
+  for (;;) {
+    pthread_mutex_lock(&core->q_lock);
+    while (core->q_len == 0 && !core->stopping)
+      pthread_cond_wait(&core->q_cond, &core->q_lock);
+    if (core->stopping) {
+      pthread_mutex_unlock(&core->q_lock);
+      return NULL;
+    }
+    struct sbx_queue_item it = core->queue[core->q_head];
+    core->q_head = (core->q_head + 1) % core->cfg.queue_max;
+    core->q_len--;
+    pthread_mutex_unlock(&core->q_lock);
+    run_one(core, &it);
+  }
+}
+
+int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err)
+{
+  core->queue = calloc(core->cfg.queue_max, sizeof *core->queue);
+  core->workers = calloc(core->cfg.workers, sizeof *core->workers);
+  if (!core->queue || !core->workers)
+    return sbx_err_sys(err, ENOMEM, "workers");
+  for (unsigned i = 0; i < core->cfg.workers; i++) {
+    int rc = pthread_create(&core->workers[i], NULL, worker_main, core);
+    if (rc != 0)
+      return sbx_err_sys(err, rc, "starting execution worker");
+    core->nworkers++;
+  }
+  return 0;
+}
+
+void sbx_executions_shutdown(struct sbx_core *core)
+{
+  pthread_mutex_lock(&core->q_lock);
+  core->stopping = true;
+  for (struct sbx_running_exec *r = core->running; r; r = r->next)
+    sbx_cancel_fire(&r->cancel, SBX_RS_DAEMON_SHUTDOWN);
+  pthread_cond_broadcast(&core->q_cond);
+  pthread_cond_broadcast(&core->done_cond);
+  pthread_mutex_unlock(&core->q_lock);
+  for (unsigned i = 0; i < core->nworkers; i++)
+    pthread_join(core->workers[i], NULL);
+  core->nworkers = 0;
+  free(core->workers);
+  free(core->queue);
+  core->workers = NULL;
+  core->queue = NULL;
+}
+
+/* ---- read, list, cancel, files ---- */
+
+static bool is_final(const char *status)
+{
+  return strcmp(status, "queued") != 0 && strcmp(status, "running") != 0;
+}
+
+int sbx_execution_get(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                      double wait_s, json_t **out, struct sbx_error *err)
+{
+  uint64_t deadline = sbx_now_ms() + (uint64_t)(wait_s * 1000.0);
+  for (;;) {
+    struct sbx_execution_row row = {0};
+    if (core->store.ops->execution_get(core->store.st, who->tenant_id, id, &row, err) < 0)
+      return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
+    bool done = is_final(row.status);
+    uint64_t now = sbx_now_ms();
+    if (done || now >= deadline || core->stopping) {
+      *out = execution_json(&row, true);
+      sbx_execution_row_free(&row);
+      return 0;
+    }
+    sbx_execution_row_free(&row);
+    /* Wake on any completion (or at most every 250 ms as a safety net). */
+    uint64_t wait_ms = deadline - now < 250 ? deadline - now : 250;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(wait_ms / 1000);
+    ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&core->q_lock);
+    pthread_cond_timedwait(&core->done_cond, &core->q_lock, &ts);
+    pthread_mutex_unlock(&core->q_lock);
+  }
+}
+
+struct list_ctx {
+  json_t *arr;
+  int n;
+};
+
+static int list_cb(void *ctx, const struct sbx_execution_row *row)
+{
+  struct list_ctx *lc = ctx;
+  json_array_append_new(lc->arr, execution_json(row, false));
+  lc->n++;
+  return 0;
+}
+
+int sbx_execution_list(struct sbx_core *core, const struct sbx_principal *who,
+                       const char *status, const char *cursor, int limit, json_t **out,
+                       struct sbx_error *err)
+{
+  enum sbx_status st;
+  if (status && sbx_status_parse(status, &st) < 0) {
+    sbx_err_field(err, "status", "unknown status '%s'", status);
+    return sbx_err_fr(err, "Requête invalide : statut inconnu « %s »", status);
+  }
+  struct list_ctx lc = {.arr = json_array()};
+  if (core->store.ops->execution_list(core->store.st, who->tenant_id, status,
+                                      cursor ? cursor : "", limit + 1, list_cb, &lc, err) < 0) {
+    json_decref(lc.arr);
+    return -1;
+  }
+  json_t *next = json_null();
+  if (lc.n > limit) {
+    json_array_remove(lc.arr, (size_t)limit);
+    next = json_incref(json_object_get(json_array_get(lc.arr, (size_t)limit - 1), "id"));
+  }
+  *out = json_pack("{s:o, s:o}", "executions", lc.arr, "next_cursor", next);
+  return 0;
+}
+
+int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                         json_t **out, struct sbx_error *err)
+{
+  struct sbx_execution_row row = {0};
+  if (core->store.ops->execution_get(core->store.st, who->tenant_id, id, &row, err) < 0)
+    return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
+  if (strcmp(row.status, "queued") == 0) {
+    struct sbx_exec_result res = {.status = SBX_ST_KILLED, .reason = SBX_RS_CANCELLED,
+                                  .exit_code = -1};
+    snprintf(res.error, sizeof res.error, "cancelled before it started");
+    fill_final(&row, &res);
+    finish(core, &row, NULL);
+  } else if (strcmp(row.status, "running") == 0) {
+    pthread_mutex_lock(&core->q_lock);
+    for (struct sbx_running_exec *r = core->running; r; r = r->next)
+      if (strcmp(r->id, id) == 0)
+        sbx_cancel_fire(&r->cancel, SBX_RS_CANCELLED);
+    pthread_mutex_unlock(&core->q_lock);
+  }
+  row.stdout_buf = row.stderr_buf = NULL; /* not owned after fill_final of a queued row */
+  free(row.error_json);
+  row.error_json = NULL;
+  sbx_execution_row_free(&row);
+  /* Report the state after the cancel took effect (briefly wait for a running one). */
+  return sbx_execution_get(core, who, id, 5.0, out, err);
+}
+
+int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                       const char *path, void **data, size_t *size, struct sbx_error *err)
+{
+  struct sbx_execution_row row = {0};
+  if (core->store.ops->execution_get(core->store.st, who->tenant_id, id, &row, err) < 0)
+    return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
+  sbx_execution_row_free(&row);
+  if (core->store.ops->execution_file_get(core->store.st, who->tenant_id, id, path, data, size,
+                                          err) < 0) {
+    if (err->code == SBX_E_NOT_FOUND) {
+      sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution %s collected no file %s", id, path);
+      sbx_err_fr(err, "L'exécution %s n'a collecté aucun fichier %s", id, path);
+    }
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,107 @@
+/* internal.h — struct sbx_core and what core/ files share.  Not for api/. */
+#ifndef SBX_CORE_INTERNAL_H
+#define SBX_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/core.h"
+#include "core/schema.h"
+
+/* One in-flight exec, so delete/shutdown can cancel it. */
+struct sbx_exec_slot {
+  struct sbx_cancel cancel;
+  struct sbx_exec_slot *next;
+};
+
+/* A session whose sandbox is alive.  Refcounted: the API (exec, files),
+ * the reaper and delete may hold it at once; the sandbox is destroyed when
+ * the last reference goes after it was marked dying. */
+struct sbx_live_session {
+  char id[64];
+  int64_t tenant_id;
+  const struct sbx_profile *profile;
+  struct sbx_sandbox *sb;
+  struct sbx_limits limits;
+  char **env;                  /* session env "K=V" (from the create request) */
+  int refs;                    /* guarded by core->sess_lock */
+  bool dying;
+  enum sbx_reason dying_reason;
+  struct sbx_exec_slot *execs; /* guarded by core->sess_lock */
+  int64_t expires_at;          /* guarded by core->sess_lock */
+  int64_t last_used_at;
+  struct sbx_live_session *next;
+};
+
+struct sbx_queue_item {
+  char id[64];
+  int64_t tenant_id;
+};
+
+/* An execution being run by a worker, so cancel can reach it. */
+struct sbx_running_exec {
+  char id[64];
+  struct sbx_cancel cancel;
+  struct sbx_running_exec *next;
+};
+
+struct sbx_core {
+  struct sbx_core_config cfg;
+  char *state_dir;
+  struct sbx_store_handle store;
+  struct sbx_profile_set profiles;
+  struct sbx_driver_env drv_env;
+
+  pthread_mutex_t sess_lock;
+  struct sbx_live_session *sessions;
+  size_t nsessions;
+
+  pthread_mutex_t q_lock;
+  pthread_cond_t q_cond;        /* work available / stopping */
+  pthread_cond_t done_cond;     /* an execution reached a final status */
+  struct sbx_queue_item *queue; /* ring of cfg.queue_max */
+  size_t q_head, q_len;
+  struct sbx_running_exec *running;
+  pthread_t *workers;
+  unsigned nworkers;
+  bool stopping;
+
+  pthread_t reaper;
+  bool reaper_started;
+  pthread_mutex_t reaper_lock;
+  pthread_cond_t reaper_cond;
+
+  int64_t started_at;
+  atomic_ullong http_requests;
+  atomic_ullong http_errors;
+};
+
+/* core/session.c */
+void sbx_sessions_reap(struct sbx_core *core, int64_t now);
+void sbx_sessions_shutdown(struct sbx_core *core);
+
+/* core/execution.c */
+int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err);
+void sbx_executions_shutdown(struct sbx_core *core);
+int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id);
+
+/* core/recovery.c */
+void sbx_recover(struct sbx_core *core);
+
+/* core/run.c — what a session exec and an execution share. */
+/* The environment of a workload: base, then session env, then request env. */
+char **sbx_run_env(char *const *session_env, char *const *request_env);
+/* Runs spec in sb (writes long code to a file first), upgrading a kill by
+ * the OOM killer to oom_killed/memory. */
+int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
+                 uint64_t timeout_ms, uint64_t output_cap, struct sbx_cancel *cancel,
+                 struct sbx_exec_result *res, struct sbx_error *err);
+/* Result object of DESIGN §4 (status, reason, exit_code, …). */
+json_t *sbx_result_json(const struct sbx_exec_result *res);
+/* Adds "<name>" and "<name>_encoding" to o: a JSON string if valid UTF-8,
+ * else base64. */
+void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len);
+/* Error for a profile whose driver cannot run here (503, en+fr). */
+int sbx_err_runtime_unavailable(struct sbx_error *err, const struct sbx_profile *p);
+
+#endif

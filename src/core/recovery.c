@@ -1,0 +1,103 @@
+/* recovery.c — reconciliation at start (DESIGN §6): nothing stays running
+ * forever.  Drivers first remove the sandboxes a previous run left (their
+ * processes, cgroups, directories); then executions that were running get a
+ * final status (error, daemon_restarted), queued ones go back in the queue,
+ * and sessions whose sandbox died with the old daemon are marked lost. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "core/internal.h"
+
+static int mark_restarted(void *ctx, const struct sbx_execution_row *r)
+{
+  struct sbx_core *core = ctx;
+  struct sbx_execution_row fin = *r;
+  snprintf(fin.status, sizeof fin.status, "error");
+  snprintf(fin.reason, sizeof fin.reason, "daemon_restarted");
+  fin.stdout_buf = fin.stderr_buf = NULL;
+  fin.stdout_len = fin.stderr_len = 0;
+  fin.error_json = "{\"reason\":\"daemon_restarted\",\"message\":\"the daemon restarted while "
+                   "this execution was running; its sandbox was destroyed\"}";
+  fin.finished_at = fin.updated_at = sbx_wall_s();
+  fin.files = NULL;
+  fin.nfiles = 0;
+  struct sbx_error err = {0};
+  if (core->store.ops->execution_finish(core->store.st, &fin, NULL, 0, &err) < 0)
+    sbx_warn("recovery", "execution %s: %s", r->id, err.msg);
+  else
+    sbx_info("recovery", "execution %s was running: now error/daemon_restarted", r->id);
+  return 0;
+}
+
+struct ids {
+  char (*id)[64];
+  int64_t *tenant;
+  size_t n, cap;
+};
+
+static int collect_id(void *ctx, const char *id, int64_t tenant)
+{
+  struct ids *ids = ctx;
+  if (ids->n == ids->cap) {
+    size_t cap = ids->cap ? ids->cap * 2 : 64;
+    void *a = realloc(ids->id, cap * sizeof *ids->id), *b = NULL;
+    if (a)
+      ids->id = a;
+    b = realloc(ids->tenant, cap * sizeof *ids->tenant);
+    if (!a || !b)
+      return -1;
+    ids->tenant = b;
+    ids->cap = cap;
+  }
+  snprintf(ids->id[ids->n], 64, "%s", id);
+  ids->tenant[ids->n++] = tenant;
+  return 0;
+}
+
+static int queued_cb(void *ctx, const struct sbx_execution_row *r)
+{
+  return collect_id(ctx, r->id, r->tenant_id);
+}
+
+static int session_cb(void *ctx, const struct sbx_session_row *r)
+{
+  return collect_id(ctx, r->id, r->tenant_id);
+}
+
+void sbx_recover(struct sbx_core *core)
+{
+  for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
+    if ((*d)->recover) {
+      int n = (*d)->recover(&core->drv_env);
+      if (n > 0)
+        sbx_info("recovery", "driver %s removed %d sandbox(es) left by a previous run",
+                 (*d)->name, n);
+    }
+  struct sbx_error err = {0};
+  if (core->store.ops->execution_list_status(core->store.st, "running", mark_restarted, core,
+                                             &err) < 0)
+    sbx_warn("recovery", "listing running executions: %s", err.msg);
+
+  struct ids sessions = {0}, queued = {0};
+  if (core->store.ops->session_list_ready(core->store.st, session_cb, &sessions, &err) < 0)
+    sbx_warn("recovery", "listing sessions: %s", err.msg);
+  for (size_t i = 0; i < sessions.n; i++) {
+    core->store.ops->session_set_status(core->store.st, sessions.tenant[i], sessions.id[i],
+                                        "lost", "daemon_restarted", NULL);
+    sbx_info("recovery", "session %s lost its sandbox in the restart", sessions.id[i]);
+  }
+  if (core->store.ops->execution_list_status(core->store.st, "queued", queued_cb, &queued,
+                                             &err) < 0)
+    sbx_warn("recovery", "listing queued executions: %s", err.msg);
+  for (size_t i = 0; i < queued.n; i++)
+    if (sbx_executions_enqueue(core, queued.id[i], queued.tenant[i]) < 0)
+      sbx_warn("recovery", "queue full: execution %s stays queued until the next start",
+               queued.id[i]);
+  free(sessions.id);
+  free(sessions.tenant);
+  free(queued.id);
+  free(queued.tenant);
+}

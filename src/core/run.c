@@ -1,0 +1,151 @@
+/* run.c — running one command in a sandbox and turning the result into the
+ * API's result object: shared by session exec and one-shot executions. */
+#include <math.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/quantity.h"
+#include "common/util.h"
+#include "core/internal.h"
+
+/* What every workload sees; nothing of the daemon's own environment leaks
+ * in (DESIGN §5: environment scrubbed). */
+static const char *const base_env[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/work",
+    "LANG=C.UTF-8",
+    "TMPDIR=/tmp",
+    "USER=sandbox",
+    "PYTHONUNBUFFERED=1",
+    NULL,
+};
+
+/* Replaces an existing NAME= entry or appends. */
+static void env_put(char **env, size_t *n, const char *kv)
+{
+  size_t klen = strcspn(kv, "=");
+  for (size_t i = 0; i < *n; i++)
+    if (strncmp(env[i], kv, klen) == 0 && env[i][klen] == '=') {
+      free(env[i]);
+      env[i] = strdup(kv);
+      return;
+    }
+  env[(*n)++] = strdup(kv);
+}
+
+char **sbx_run_env(char *const *session_env, char *const *request_env)
+{
+  size_t cap = 8 + sbx_strv_len(session_env) + sbx_strv_len(request_env), n = 0;
+  char **env = calloc(cap + 1, sizeof *env);
+  if (!env)
+    return NULL;
+  for (const char *const *p = base_env; *p; p++)
+    env_put(env, &n, *p);
+  for (char *const *p = session_env; p && *p; p++)
+    env_put(env, &n, *p);
+  for (char *const *p = request_env; p && *p; p++)
+    env_put(env, &n, *p);
+  for (size_t i = 0; i < n; i++)
+    if (!env[i]) {
+      sbx_strv_free(env);
+      return NULL;
+    }
+  return env;
+}
+
+int sbx_err_runtime_unavailable(struct sbx_error *err, const struct sbx_profile *p)
+{
+  sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+              "profile '%s' (driver %s) is unavailable on this host: %s", p->name,
+              p->driver_name, p->reason);
+  return sbx_err_fr(err,
+                    "Le profil « %s » (pilote %s) est indisponible sur cet hôte : %s — le code "
+                    "n'a pas été exécuté",
+                    p->name, p->driver_name, p->reason);
+}
+
+int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
+                 uint64_t timeout_ms, uint64_t output_cap, struct sbx_cancel *cancel,
+                 struct sbx_exec_result *res, struct sbx_error *err)
+{
+  char **argv = spec->argv;
+  char *with_file[3] = {NULL, NULL, NULL};
+  char code_path[96];
+  if (spec->code) { /* too long for an argument: run it from a file */
+    char rnd[40];
+    sbx_random_id("code", rnd, sizeof rnd);
+    snprintf(code_path, sizeof code_path, "/tmp/.sbx-%s%s", rnd, spec->code_ext);
+    if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0)
+      return sbx_err_prefix(err, "writing the code into the sandbox");
+    with_file[0] = argv[0];
+    with_file[1] = code_path;
+    argv = with_file;
+  }
+  struct sbx_usage before = {0}, after = {0};
+  bool have_usage = sb->driver->usage && sb->driver->usage(sb, &before) == 0;
+  struct sbx_exec_request req = {
+      .argv = argv, .env = env, .cwd = spec->cwd, .stdin_data = spec->stdin_data,
+      .stdin_len = spec->stdin_len, .timeout_ms = timeout_ms, .output_cap = output_cap,
+      .cancel = cancel,
+  };
+  if (sbx_sandbox_exec(sb, &req, res, err) < 0)
+    return -1;
+  if (have_usage && sb->driver->usage(sb, &after) == 0 && after.oom_kills > before.oom_kills &&
+      res->status == SBX_ST_KILLED) {
+    char mem[32];
+    sbx_format_bytes(sb->limits.memory_bytes, mem, sizeof mem);
+    res->status = SBX_ST_OOM_KILLED;
+    res->reason = SBX_RS_MEMORY;
+    snprintf(res->error, sizeof res->error, "memory limit of %s reached; the process tree "
+             "was killed", mem);
+  }
+  if (res->status == SBX_ST_TIMEOUT && !res->error[0])
+    snprintf(res->error, sizeof res->error, "timeout of %.3g s reached; the process tree was "
+             "killed", (double)timeout_ms / 1000.0);
+  return 0;
+}
+
+void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len)
+{
+  char enc[64];
+  snprintf(enc, sizeof enc, "%s_encoding", name);
+  json_t *s = json_stringn(buf ? buf : "", buf ? len : 0);
+  if (s) {
+    json_object_set_new(o, name, s);
+    json_object_set_new(o, enc, json_string("utf-8"));
+    return;
+  }
+  size_t b64len = sodium_base64_encoded_len(len, sodium_base64_VARIANT_ORIGINAL);
+  char *b64 = malloc(b64len);
+  if (!b64)
+    return;
+  sodium_bin2base64(b64, b64len, (const unsigned char *)buf, len, sodium_base64_VARIANT_ORIGINAL);
+  json_object_set_new(o, name, json_string(b64));
+  json_object_set_new(o, enc, json_string("base64"));
+  free(b64);
+}
+
+json_t *sbx_result_json(const struct sbx_exec_result *res)
+{
+  bool signalled = res->signal != 0;
+  json_t *o = json_pack(
+      "{s:s, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:I, s:{s:f, s:I}}", "status",
+      sbx_status_name(res->status), "reason", sbx_reason_name(res->reason), "exit_code",
+      signalled || res->status == SBX_ST_ERROR ? json_null() : json_integer(res->exit_code),
+      "signal", signalled ? json_integer(res->signal) : json_null(), "stdout_truncated",
+      res->stdout_truncated, "stderr_truncated", res->stderr_truncated, "stdout_dropped_bytes",
+      (json_int_t)res->stdout_dropped, "stderr_dropped_bytes", (json_int_t)res->stderr_dropped,
+      "duration_ms", (json_int_t)res->duration_ms, "usage", "cpu_seconds",
+      round(res->cpu_seconds * 1e6) / 1e6, "memory_peak_bytes",
+      (json_int_t)res->memory_peak_bytes);
+  sbx_json_set_output(o, "stdout", res->stdout_buf, res->stdout_len);
+  sbx_json_set_output(o, "stderr", res->stderr_buf, res->stderr_len);
+  json_object_set_new(o, "error",
+                      res->error[0] ? json_pack("{s:s, s:s}", "reason",
+                                                sbx_reason_name(res->reason), "message",
+                                                res->error)
+                                    : json_null());
+  return o;
+}

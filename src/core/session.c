@@ -1,0 +1,538 @@
+/* session.c — sessions: a sandbox kept alive for many execs and file
+ * operations.  The store holds the record (what the API shows, what survives
+ * a restart); the live table holds the sandbox.  Deleting, expiring or
+ * shutting down marks the live session dying, cancels its in-flight execs
+ * and destroys the sandbox when the last user lets go. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/http.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "core/internal.h"
+
+/* ---- the live table (core->sess_lock) ---- */
+
+static struct sbx_live_session *live_find_locked(struct sbx_core *core, int64_t tenant,
+                                                 const char *id)
+{
+  for (struct sbx_live_session *ls = core->sessions; ls; ls = ls->next)
+    if (ls->tenant_id == tenant && strcmp(ls->id, id) == 0)
+      return ls;
+  return NULL;
+}
+
+static void live_unlink_locked(struct sbx_core *core, struct sbx_live_session *ls)
+{
+  for (struct sbx_live_session **pp = &core->sessions; *pp; pp = &(*pp)->next)
+    if (*pp == ls) {
+      *pp = ls->next;
+      core->nsessions--;
+      return;
+    }
+}
+
+static void live_free(struct sbx_live_session *ls)
+{
+  if (ls->sb)
+    ls->sb->driver->destroy(ls->sb);
+  sbx_strv_free(ls->env);
+  free(ls);
+}
+
+/* Drops one reference; destroys the sandbox after the last one if dying. */
+static void live_put(struct sbx_core *core, struct sbx_live_session *ls)
+{
+  pthread_mutex_lock(&core->sess_lock);
+  bool last = --ls->refs == 0;
+  pthread_mutex_unlock(&core->sess_lock);
+  if (last)
+    live_free(ls);
+}
+
+/* Marks dying, unlinks, cancels execs.  Caller holds sess_lock and one
+ * reference (the table's), which it must drop with live_put afterwards. */
+static void live_kill_locked(struct sbx_core *core, struct sbx_live_session *ls,
+                             enum sbx_reason why)
+{
+  ls->dying = true;
+  ls->dying_reason = why;
+  live_unlink_locked(core, ls);
+  for (struct sbx_exec_slot *s = ls->execs; s; s = s->next)
+    sbx_cancel_fire(&s->cancel, why);
+}
+
+static int not_found(struct sbx_error *err, const char *id)
+{
+  sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session %s not found", id);
+  return sbx_err_fr(err, "Session %s introuvable", id);
+}
+
+struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
+                                             const struct sbx_principal *who, const char *id,
+                                             struct sbx_error *err)
+{
+  pthread_mutex_lock(&core->sess_lock);
+  struct sbx_live_session *ls = live_find_locked(core, who->tenant_id, id);
+  if (ls && !ls->dying) {
+    ls->refs++;
+    ls->last_used_at = sbx_wall_s();
+  } else
+    ls = NULL;
+  pthread_mutex_unlock(&core->sess_lock);
+  if (ls)
+    return ls;
+  /* Not live: either absent/foreign (404) or ended (409 with its status). */
+  struct sbx_session_row row = {0};
+  if (core->store.ops->session_get(core->store.st, who->tenant_id, id, &row, err) < 0) {
+    if (err->code == SBX_E_NOT_FOUND)
+      not_found(err, id);
+    return NULL;
+  }
+  sbx_err_set(err, SBX_E_CONFLICT, 0, "session %s is %s (%s); create a new one", id, row.status,
+              row.reason[0] ? row.reason : "ended");
+  sbx_err_fr(err, "La session %s est dans l'état %s (%s) ; créez-en une nouvelle", id,
+             row.status, row.reason[0] ? row.reason : "terminée");
+  sbx_session_row_free(&row);
+  return NULL;
+}
+
+struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls) { return ls->sb; }
+
+void sbx_session_release(struct sbx_core *core, struct sbx_live_session *ls)
+{
+  if (ls)
+    live_put(core, ls);
+}
+
+/* ---- JSON ---- */
+
+static json_t *parse_or_empty(const char *txt)
+{
+  json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
+  return j ? j : json_object();
+}
+
+static json_t *time_or_null(int64_t t)
+{
+  if (t <= 0)
+    return json_null();
+  char buf[40];
+  sbx_format_time(t, buf, sizeof buf);
+  return json_string(buf);
+}
+
+static json_t *session_json(struct sbx_core *core, const struct sbx_session_row *row)
+{
+  json_t *caps = json_array();
+  const struct sbx_driver *drv = sbx_driver_find(row->runtime);
+  for (uint32_t bit = 1; drv && bit <= SBX_CAP_CONTEXTS; bit <<= 1)
+    if (drv->caps & bit)
+      json_array_append_new(caps, json_string(sbx_cap_name(bit)));
+  (void)core;
+  return json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}",
+                   "id", row->id, "status", row->status, "reason",
+                   row->reason[0] ? json_string(row->reason) : json_null(), "profile",
+                   row->profile, "runtime", row->runtime, "image", row->image, "limits",
+                   parse_or_empty(row->limits_json), "network", parse_or_empty(row->network_json),
+                   "capabilities", caps, "created_at", time_or_null(row->created_at),
+                   "expires_at", time_or_null(row->expires_at), "metadata",
+                   parse_or_empty(row->metadata_json), "updated_at",
+                   time_or_null(row->updated_at), "ttl_s", (json_int_t)row->ttl_s);
+}
+
+/* ---- create ---- */
+
+struct create_req {
+  const struct sbx_profile *profile;
+  struct sbx_limits limits;
+  json_t *network;  /* owned */
+  json_t *metadata; /* borrowed */
+  char **env;       /* owned */
+  int64_t ttl_s;
+  const char *image;
+};
+
+static int parse_create(struct sbx_core *core, json_t *body, struct create_req *cr,
+                        struct sbx_error *err)
+{
+  static const char *const allowed[] = {"profile", "image", "limits", "network", "env",
+                                        "metadata", "ttl_s", NULL};
+  memset(cr, 0, sizeof *cr);
+  if (sbx_schema_only(body, "", allowed, err) < 0)
+    return -1;
+  json_t *v = json_object_get(body, "profile");
+  if (v && !json_is_null(v) && !json_is_string(v))
+    return sbx_err_field(err, "profile", "profile must be a string");
+  if (!(cr->profile = sbx_profile_find(&core->profiles, v ? json_string_value(v) : NULL, err)))
+    return -1;
+  v = json_object_get(body, "image");
+  if (v && !json_is_null(v)) {
+    if (!json_is_string(v))
+      return sbx_err_field(err, "image", "image must be a string");
+    if (strcmp(json_string_value(v), cr->profile->image) != 0) {
+      sbx_err_field(err, "image", "image '%s' is not available: this version runs the "
+                    "profile's image ('%s') only", json_string_value(v), cr->profile->image);
+      return sbx_err_fr(err, "L'image « %s » n'est pas disponible : cette version n'exécute "
+                        "que l'image du profil (« %s »)", json_string_value(v),
+                        cr->profile->image);
+    }
+  }
+  cr->image = cr->profile->image;
+  if (sbx_schema_limits(json_object_get(body, "limits"), cr->profile, &cr->limits, err) < 0)
+    return -1;
+  if (!(cr->network = sbx_schema_network(json_object_get(body, "network"), "network", err)))
+    return -1;
+  cr->metadata = json_object_get(body, "metadata");
+  if (sbx_schema_metadata(cr->metadata, "metadata", err) < 0 ||
+      sbx_schema_env(json_object_get(body, "env"), "env", &cr->env, err) < 0)
+    goto fail;
+  cr->ttl_s = core->cfg.default_ttl_s;
+  if ((v = json_object_get(body, "ttl_s")) && !json_is_null(v) &&
+      sbx_schema_ttl(v, core->cfg.max_ttl_s, &cr->ttl_s, err) < 0)
+    goto fail;
+  return 0;
+fail:
+  json_decref(cr->network);
+  sbx_strv_free(cr->env);
+  return -1;
+}
+
+static int check_tenant_room(struct sbx_core *core, int64_t tenant, struct sbx_error *err)
+{
+  unsigned n = 0;
+  pthread_mutex_lock(&core->sess_lock);
+  for (struct sbx_live_session *ls = core->sessions; ls; ls = ls->next)
+    n += ls->tenant_id == tenant;
+  pthread_mutex_unlock(&core->sess_lock);
+  if (core->cfg.max_sessions_per_tenant && n >= core->cfg.max_sessions_per_tenant) {
+    sbx_err_set(err, SBX_E_QUOTA, 0, "this tenant already has %u live sessions (the limit)", n);
+    return sbx_err_fr(err, "Ce locataire a déjà %u sessions actives (la limite)", n);
+  }
+  return 0;
+}
+
+static json_t *env_object(char *const *env)
+{
+  json_t *o = json_object();
+  for (char *const *p = env; p && *p; p++) {
+    char *eq = strchr(*p, '=');
+    char key[160];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - *p), *p);
+    json_object_set_new(o, key, json_string(eq + 1));
+  }
+  return o;
+}
+
+static char *dump(json_t *j)
+{
+  return j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+}
+
+int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
+                       json_t **out, struct sbx_error *err)
+{
+  struct create_req cr;
+  if (parse_create(core, body, &cr, err) < 0)
+    return -1;
+  int rc = -1;
+  struct sbx_live_session *ls = NULL;
+  struct sbx_session_row row = {0};
+  if (!cr.profile->available) {
+    sbx_err_runtime_unavailable(err, cr.profile);
+    goto out;
+  }
+  if (check_tenant_room(core, who->tenant_id, err) < 0)
+    goto out;
+  ls = calloc(1, sizeof *ls);
+  if (!ls) {
+    sbx_err_sys(err, ENOMEM, "session");
+    goto out;
+  }
+  sbx_random_id("ses", ls->id, sizeof ls->id);
+  ls->tenant_id = who->tenant_id;
+  ls->profile = cr.profile;
+  ls->limits = cr.limits;
+  ls->env = cr.env;
+  cr.env = NULL;
+  struct sbx_sandbox_spec spec = {.id = ls->id, .profile = cr.profile->name,
+                                  .image = cr.image, .limits = cr.limits};
+  if (cr.profile->driver->create(&spec, &ls->sb, err) < 0) {
+    sbx_err_prefix(err, "creating the %s sandbox", cr.profile->driver_name);
+    goto out;
+  }
+  int64_t now = sbx_wall_s();
+  snprintf(row.id, sizeof row.id, "%s", ls->id);
+  row.tenant_id = who->tenant_id;
+  snprintf(row.status, sizeof row.status, "ready");
+  snprintf(row.profile, sizeof row.profile, "%s", cr.profile->name);
+  snprintf(row.runtime, sizeof row.runtime, "%s", cr.profile->driver_name);
+  snprintf(row.image, sizeof row.image, "%s", cr.image);
+  json_t *lim = sbx_limits_json(&cr.limits), *envo = env_object(ls->env);
+  row.limits_json = dump(lim);
+  row.network_json = dump(cr.network);
+  row.metadata_json = dump(cr.metadata && json_is_object(cr.metadata) ? cr.metadata : NULL);
+  row.env_json = dump(envo);
+  json_decref(lim);
+  json_decref(envo);
+  row.ttl_s = cr.ttl_s;
+  row.created_at = row.updated_at = row.last_used_at = now;
+  row.expires_at = now + cr.ttl_s;
+  ls->expires_at = row.expires_at;
+  ls->last_used_at = now;
+  if (core->store.ops->session_insert(core->store.st, &row, err) < 0)
+    goto out;
+  ls->refs = 1; /* the table's */
+  pthread_mutex_lock(&core->sess_lock);
+  ls->next = core->sessions;
+  core->sessions = ls;
+  core->nsessions++;
+  pthread_mutex_unlock(&core->sess_lock);
+  sbx_info("session", "created %s tenant=%s profile=%s", ls->id, who->tenant, cr.profile->name);
+  *out = session_json(core, &row);
+  ls = NULL;
+  rc = 0;
+out:
+  if (ls)
+    live_free(ls); /* destroys a half-made sandbox: nothing is left behind */
+  sbx_session_row_free(&row);
+  json_decref(cr.network);
+  sbx_strv_free(cr.env);
+  return rc;
+}
+
+/* ---- read, list, patch ---- */
+
+int sbx_session_get(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                    json_t **out, struct sbx_error *err)
+{
+  struct sbx_session_row row = {0};
+  if (core->store.ops->session_get(core->store.st, who->tenant_id, id, &row, err) < 0)
+    return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
+  *out = session_json(core, &row);
+  sbx_session_row_free(&row);
+  return 0;
+}
+
+struct list_ctx {
+  struct sbx_core *core;
+  json_t *arr;
+  char last[64];
+  int n;
+};
+
+static int list_cb(void *ctx, const struct sbx_session_row *row)
+{
+  struct list_ctx *lc = ctx;
+  json_array_append_new(lc->arr, session_json(lc->core, row));
+  snprintf(lc->last, sizeof lc->last, "%s", row->id);
+  lc->n++;
+  return 0;
+}
+
+int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, const char *status,
+                     const char *cursor, int limit, json_t **out, struct sbx_error *err)
+{
+  struct list_ctx lc = {.core = core, .arr = json_array()};
+  if (core->store.ops->session_list(core->store.st, who->tenant_id, status, cursor ? cursor : "",
+                                    limit + 1, list_cb, &lc, err) < 0) {
+    json_decref(lc.arr);
+    return -1;
+  }
+  json_t *next = json_null();
+  if (lc.n > limit) { /* one more than asked: there is a next page */
+    json_array_remove(lc.arr, (size_t)limit);
+    json_t *lastobj = json_array_get(lc.arr, (size_t)limit - 1);
+    next = json_incref(json_object_get(lastobj, "id"));
+  }
+  *out = json_pack("{s:o, s:o}", "sessions", lc.arr, "next_cursor", next);
+  return 0;
+}
+
+int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                      json_t *body, json_t **out, struct sbx_error *err)
+{
+  static const char *const allowed[] = {"network", "ttl_s", "metadata", NULL};
+  if (sbx_schema_only(body, "", allowed, err) < 0)
+    return -1;
+  _cleanup_free_ char *net_txt = NULL, *md_txt = NULL;
+  json_t *v;
+  if ((v = json_object_get(body, "network"))) {
+    json_t *net = sbx_schema_network(v, "network", err);
+    if (!net)
+      return -1;
+    net_txt = dump(net);
+    json_decref(net);
+  }
+  if ((v = json_object_get(body, "metadata"))) {
+    if (sbx_schema_metadata(v, "metadata", err) < 0)
+      return -1;
+    md_txt = dump(json_is_object(v) ? v : NULL);
+  }
+  int64_t ttl = -1, expires = 0;
+  if ((v = json_object_get(body, "ttl_s")) && sbx_schema_ttl(v, core->cfg.max_ttl_s, &ttl, err) < 0)
+    return -1;
+  struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
+  if (!ls)
+    return -1;
+  if (ttl > 0) { /* a new TTL counts from now */
+    expires = sbx_wall_s() + ttl;
+    pthread_mutex_lock(&core->sess_lock);
+    ls->expires_at = expires;
+    pthread_mutex_unlock(&core->sess_lock);
+  }
+  int rc = core->store.ops->session_update(core->store.st, who->tenant_id, id, net_txt, md_txt,
+                                           ttl, expires, err);
+  sbx_session_release(core, ls);
+  return rc < 0 ? -1 : sbx_session_get(core, who, id, out, err);
+}
+
+/* ---- ending sessions ---- */
+
+static void end_session(struct sbx_core *core, struct sbx_live_session *ls, const char *status,
+                        enum sbx_reason why)
+{
+  struct sbx_error err = {0};
+  if (core->store.ops->session_set_status(core->store.st, ls->tenant_id, ls->id, status,
+                                          sbx_reason_name(why), &err) < 0)
+    sbx_warn("session", "recording %s as %s: %s", ls->id, status, err.msg);
+  sbx_info("session", "%s %s (%s)", ls->id, status, sbx_reason_name(why));
+  live_put(core, ls); /* the table's reference */
+}
+
+int sbx_session_delete(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                       struct sbx_error *err)
+{
+  pthread_mutex_lock(&core->sess_lock);
+  struct sbx_live_session *ls = live_find_locked(core, who->tenant_id, id);
+  if (ls && !ls->dying)
+    live_kill_locked(core, ls, SBX_RS_SESSION_DELETED);
+  else
+    ls = NULL;
+  pthread_mutex_unlock(&core->sess_lock);
+  if (ls) {
+    end_session(core, ls, "terminated", SBX_RS_SESSION_DELETED);
+    return 0;
+  }
+  /* Not live: 404 if absent or foreign; deleting an ended session is a no-op. */
+  struct sbx_session_row row = {0};
+  if (core->store.ops->session_get(core->store.st, who->tenant_id, id, &row, err) < 0)
+    return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
+  sbx_session_row_free(&row);
+  return 0;
+}
+
+void sbx_sessions_reap(struct sbx_core *core, int64_t now)
+{
+  for (;;) {
+    struct sbx_live_session *victim = NULL;
+    const char *status = "expired";
+    enum sbx_reason why = SBX_RS_TIMEOUT;
+    pthread_mutex_lock(&core->sess_lock);
+    for (struct sbx_live_session *ls = core->sessions; ls && !victim; ls = ls->next) {
+      bool idle = core->cfg.idle_timeout_s > 0 && ls->execs == NULL &&
+                  now - ls->last_used_at >= core->cfg.idle_timeout_s;
+      if (now >= ls->expires_at || idle) {
+        victim = ls;
+      } else if (!sbx_sandbox_alive(ls->sb)) { /* sbx-init died: the sandbox is gone */
+        victim = ls;
+        status = "failed";
+        why = SBX_RS_SANDBOX_LOST;
+      }
+    }
+    if (victim)
+      live_kill_locked(core, victim, why);
+    pthread_mutex_unlock(&core->sess_lock);
+    if (!victim)
+      return;
+    end_session(core, victim, status, why);
+  }
+}
+
+void sbx_sessions_shutdown(struct sbx_core *core)
+{
+  for (;;) {
+    pthread_mutex_lock(&core->sess_lock);
+    struct sbx_live_session *ls = core->sessions;
+    if (ls)
+      live_kill_locked(core, ls, SBX_RS_DAEMON_SHUTDOWN);
+    pthread_mutex_unlock(&core->sess_lock);
+    if (!ls)
+      return;
+    end_session(core, ls, "terminated", SBX_RS_DAEMON_SHUTDOWN);
+  }
+}
+
+/* ---- exec ---- */
+
+static struct sbx_exec_slot *slot_add(struct sbx_core *core, struct sbx_live_session *ls)
+{
+  struct sbx_exec_slot *s = calloc(1, sizeof *s);
+  if (!s || sbx_cancel_init(&s->cancel) < 0) {
+    free(s);
+    return NULL;
+  }
+  pthread_mutex_lock(&core->sess_lock);
+  s->next = ls->execs;
+  ls->execs = s;
+  if (ls->dying) /* deleted between acquire and now */
+    sbx_cancel_fire(&s->cancel, ls->dying_reason);
+  pthread_mutex_unlock(&core->sess_lock);
+  return s;
+}
+
+static void slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
+                        struct sbx_exec_slot *s)
+{
+  pthread_mutex_lock(&core->sess_lock);
+  for (struct sbx_exec_slot **pp = &ls->execs; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  ls->last_used_at = sbx_wall_s();
+  pthread_mutex_unlock(&core->sess_lock);
+  sbx_cancel_destroy(&s->cancel);
+  free(s);
+}
+
+int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                     json_t *body, json_t **out, struct sbx_error *err)
+{
+  static const char *const allowed[] = {"command", "language", "code", "stdin", "env",
+                                        "cwd", "timeout_s", "background", "pty", NULL};
+  if (sbx_schema_only(body, "", allowed, err) < 0)
+    return -1;
+  struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
+  if (!ls)
+    return -1;
+  struct sbx_exec_spec spec;
+  int rc = -1;
+  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &spec, err) < 0) {
+    sbx_session_release(core, ls);
+    return -1;
+  }
+  char **env = sbx_run_env(ls->env, spec.env);
+  struct sbx_exec_slot *slot = env ? slot_add(core, ls) : NULL;
+  if (!slot) {
+    sbx_err_sys(err, ENOMEM, "exec");
+    goto out;
+  }
+  double t = spec.timeout_s > 0 ? spec.timeout_s : (double)ls->profile->default_timeout_s;
+  struct sbx_exec_result res = {0};
+  if (sbx_run_spec(ls->sb, &spec, env, (uint64_t)(t * 1000.0), ls->limits.output_bytes,
+                   &slot->cancel, &res, err) == 0) {
+    *out = sbx_result_json(&res);
+    rc = 0;
+  }
+  sbx_exec_result_free(&res);
+  slot_remove(core, ls, slot);
+  core->store.ops->session_touch(core->store.st, who->tenant_id, id, sbx_wall_s(), NULL);
+out:
+  sbx_strv_free(env);
+  sbx_exec_spec_free(&spec);
+  sbx_session_release(core, ls);
+  return rc;
+}

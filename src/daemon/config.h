@@ -1,0 +1,49 @@
+/* config.h — sandboxd's settings: built-in defaults, then the config file
+ * (INI, parsed by libinih), then SANDBOXD_* environment variables, then
+ * command-line flags; later sources win.  See docs/configuration.md. */
+#ifndef SBX_DAEMON_CONFIG_H
+#define SBX_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "core/profile.h"
+
+struct sbx_config {
+  char listen[256];
+  char state_dir[4096];   /* made absolute by sbx_config_finish */
+  char database_url[1024];
+  char config_file[4096];
+  char init_path[4096];
+  char runsc_path[4096];
+  char default_profile[64];
+  enum sbx_log_level log_level;
+  int log_json;           /* -1 auto */
+  uint64_t max_body;
+  unsigned workers;
+  unsigned queue_max;
+  int64_t session_ttl_s;
+  int64_t session_max_ttl_s;
+  int64_t idle_timeout_s;
+  unsigned max_sessions_per_tenant;
+  bool unsafe_process_driver;
+  struct sbx_profile profiles[32];
+  size_t nprofiles;
+};
+
+void sbx_config_defaults(struct sbx_config *c);
+/* Reads the file (if c->config_file is set). */
+int sbx_config_load_file(struct sbx_config *c, struct sbx_error *err);
+int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err);
+/* One "--flag value" pair (or a boolean flag with value NULL).  Returns the
+ * number of argv entries consumed (1 or 2), 0 if not a config flag, -1 on error. */
+int sbx_config_flag(struct sbx_config *c, int argc, char **argv, int i, struct sbx_error *err);
+/* Creates the state dir (0700) and makes its path absolute. */
+int sbx_config_resolve_state(struct sbx_config *c, struct sbx_error *err);
+/* Absolute state dir, sbx-init path next to the binary if unset. */
+int sbx_config_finish(struct sbx_config *c, struct sbx_error *err);
+
+#endif

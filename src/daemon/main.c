@@ -1,0 +1,82 @@
+/* main.c — sandboxd's entry point: global flags, then a subcommand
+ * (serve, key, routes, version). */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "daemon/commands.h"
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: sandboxd COMMAND [OPTIONS]\n\n"
+          "Commands:\n"
+          "  serve         run the daemon (HTTP API)\n"
+          "  key create    create an API key: --tenant NAME [--admin]\n"
+          "  routes        list the HTTP routes\n"
+          "  version       print the version\n\n"
+          "Options (every command that touches state):\n"
+          "  --config FILE           INI config file (see docs/configuration.md)\n"
+          "  --listen ADDR           HOST:PORT (default 127.0.0.1:8080; env SANDBOXD_LISTEN)\n"
+          "  --state-dir DIR         state directory (env SANDBOXD_STATE_DIR)\n"
+          "  --database URL          postgres://… or empty for SQLite (env SANDBOXD_DATABASE_URL)\n"
+          "  --log-level LEVEL       debug, info, warn, error\n"
+          "  --log-format FMT        auto, text, json\n"
+          "  --enable-unsafe-process-driver\n"
+          "                          allow the 'process' driver (no isolation: development only)\n");
+}
+
+/* Settings in order: defaults, --config file, environment, flags. */
+static int load_config(struct sbx_config *cfg, int argc, char **argv, int *rest)
+{
+  struct sbx_error err = {0};
+  sbx_config_defaults(cfg);
+  for (int i = 0; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--config"))
+      snprintf(cfg->config_file, sizeof cfg->config_file, "%s", argv[i + 1]);
+  if (sbx_config_load_file(cfg, &err) < 0 || sbx_config_load_env(cfg, &err) < 0) {
+    fprintf(stderr, "sandboxd: %s\n", err.msg);
+    return -1;
+  }
+  *rest = 0;
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+      !strcmp(argv[1], "help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("sandboxd 0.1.0\n");
+    return 0;
+  }
+  if (!strcmp(cmd, "routes"))
+    return sbx_cmd_routes();
+  struct sbx_config cfg;
+  int rest;
+  if (load_config(&cfg, argc, argv, &rest) < 0)
+    return 1;
+  if (!strcmp(cmd, "key"))
+    return sbx_cmd_key(&cfg, argc - 2, argv + 2);
+  if (!strcmp(cmd, "serve")) {
+    for (int i = 2; i < argc; i++) {
+      struct sbx_error err = {0};
+      int used = sbx_config_flag(&cfg, argc, argv, i, &err);
+      if (used <= 0) {
+        fprintf(stderr, "sandboxd serve: %s\n", used < 0 ? err.msg : "unknown argument");
+        if (used == 0)
+          fprintf(stderr, "  (got '%s'; see sandboxd --help)\n", argv[i]);
+        return 2;
+      }
+      i += used - 1;
+    }
+    return sbx_cmd_serve(&cfg);
+  }
+  fprintf(stderr, "sandboxd: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return 2;
+}

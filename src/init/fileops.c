@@ -1,0 +1,350 @@
+/* fileops.c — OPEN_READ, OPEN_WRITE, LIST, REMOVE (and GLOB's dispatch).
+ *
+ * Every path is resolved from the sandbox root with openat2
+ * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, so ".." and absolute symlinks the
+ * sandbox planted stay inside it.  Final components are never followed
+ * (O_NOFOLLOW), special files are refused and opened O_NONBLOCK first so a
+ * planted FIFO cannot hang sbx-init.  Removal is fd-based and never follows
+ * a symlink or crosses a mount. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "init/init.h"
+
+#define REMOVE_MAX_DEPTH 256
+
+int sbxi_open_in_root(int rootfd, const char *path, int flags, unsigned mode)
+{
+  struct open_how how = {
+      .flags = (uint64_t)(flags | O_CLOEXEC),
+      .mode = (flags & O_CREAT) ? mode : 0,
+      .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+  };
+  return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+}
+
+void sbxi_reply_ok(int chan, uint32_t id, uint64_t v, int fd)
+{
+  sbx_proto_send(chan, SBX_MSG_OK, id, 0, &v, sizeof v, fd >= 0 ? &fd : NULL, fd >= 0);
+  if (fd >= 0)
+    close(fd);
+}
+
+void sbxi_reply_err(int chan, uint32_t id, int e)
+{
+  int32_t v = e ? e : EIO;
+  sbx_proto_send(chan, SBX_MSG_ERR, id, 0, &v, sizeof v, NULL, 0);
+}
+
+/* Splits path into its parent (into buf) and last component; "/" alone,
+ * "." and ".." have no removable/creatable last component. */
+static int split_path(const char *path, char *buf, size_t len, const char **name)
+{
+  size_t n = strlen(path);
+  if (n + 3 > len)
+    return -ENAMETOOLONG;
+  memcpy(buf, path, n + 1);
+  while (n > 1 && buf[n - 1] == '/')
+    buf[--n] = '\0';
+  char *slash = strrchr(buf, '/');
+  *name = slash ? slash + 1 : buf;
+  if (!**name || !strcmp(*name, ".") || !strcmp(*name, ".."))
+    return -EINVAL;
+  if (!slash) {
+    memmove(buf + 2, buf, n + 1);
+    buf[0] = '.';
+    buf[1] = '\0';
+    *name = buf + 2;
+  } else if (slash == buf) {
+    memmove(buf + 2, slash + 1, strlen(slash + 1) + 1);
+    buf[0] = '/';
+    buf[1] = '\0';
+    *name = buf + 2;
+  } else {
+    *slash = '\0';
+  }
+  return 0;
+}
+
+static int check_regular(int fd)
+{
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return -errno;
+  if (S_ISDIR(st.st_mode))
+    return -EISDIR;
+  if (!S_ISREG(st.st_mode))
+    return -EINVAL;
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+    return -errno;
+  return 0;
+}
+
+static int open_read(int rootfd, const char *path, uint64_t *size)
+{
+  int fd = sbxi_open_in_root(rootfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+  if (fd < 0)
+    return -errno;
+  int r = check_regular(fd);
+  struct stat st;
+  if (!r && fstat(fd, &st) < 0)
+    r = -errno;
+  if (r) {
+    close(fd);
+    return r;
+  }
+  *size = (uint64_t)st.st_size;
+  return fd;
+}
+
+/* mkdir -p of dir inside the root: each prefix is resolved from the root
+ * afresh, and each missing component is made with mkdirat in its parent. */
+static int mkdir_parents(int rootfd, const char *dir)
+{
+  char buf[SBX_PROTO_MAX_PATH];
+  size_t n = strlen(dir);
+  if (n >= sizeof buf)
+    return -ENAMETOOLONG;
+  memcpy(buf, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0')
+      continue;
+    if (buf[i - 1] == '/')
+      continue;
+    char saved = buf[i];
+    buf[i] = '\0';
+    int fd = sbxi_open_in_root(rootfd, buf, O_PATH | O_DIRECTORY, 0);
+    if (fd < 0 && errno == ENOENT) {
+      char parent[SBX_PROTO_MAX_PATH];
+      const char *name;
+      int r = split_path(buf, parent, sizeof parent, &name);
+      if (r)
+        return r;
+      int pfd = sbxi_open_in_root(rootfd, parent, O_PATH | O_DIRECTORY, 0);
+      if (pfd < 0)
+        return -errno;
+      r = mkdirat(pfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+      close(pfd);
+      if (r)
+        return r;
+      fd = sbxi_open_in_root(rootfd, buf, O_PATH | O_DIRECTORY, 0);
+    }
+    if (fd < 0)
+      return -errno;
+    close(fd);
+    buf[i] = saved;
+  }
+  return 0;
+}
+
+static int open_write(int rootfd, const char *path, unsigned mode, uint32_t flags)
+{
+  char parent[SBX_PROTO_MAX_PATH];
+  const char *name;
+  int r = split_path(path, parent, sizeof parent, &name);
+  if (r)
+    return r;
+  if ((flags & SBX_PROTO_W_MKDIR) && (r = mkdir_parents(rootfd, parent)) < 0)
+    return r;
+  mode &= 0777; /* never setuid/setgid/sticky from the API */
+  int fd = sbxi_open_in_root(rootfd, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
+                             mode ? mode : 0644);
+  if (fd < 0)
+    return -errno;
+  /* Truncate only once we know it is a regular file. */
+  if ((r = check_regular(fd)) < 0 || (ftruncate(fd, 0) < 0 && (r = -errno))) {
+    close(fd);
+    return r;
+  }
+  return fd;
+}
+
+static uint8_t dtype(mode_t m)
+{
+  if (S_ISREG(m))
+    return SBX_PROTO_DT_FILE;
+  if (S_ISDIR(m))
+    return SBX_PROTO_DT_DIR;
+  if (S_ISLNK(m))
+    return SBX_PROTO_DT_LINK;
+  return SBX_PROTO_DT_OTHER;
+}
+
+static int list_dir(int rootfd, const char *dir, uint32_t max, int memfd, uint64_t *count)
+{
+  int dfd = sbxi_open_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+  if (dfd < 0)
+    return -errno;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return -errno;
+  }
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, ((size_t)max + 1) * (SBX_PROTO_LIST_REC + 256));
+  struct dirent *e;
+  *count = 0;
+  while (*count <= max && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    struct stat st;
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      continue; /* raced with a removal */
+    size_t nl = strlen(e->d_name);
+    sbx_wbuf_u8(&w, dtype(st.st_mode));
+    sbx_wbuf_u32(&w, st.st_mode & 07777);
+    sbx_wbuf_u64(&w, (uint64_t)st.st_size);
+    sbx_wbuf_u64(&w, (uint64_t)st.st_mtim.tv_sec);
+    sbx_wbuf_u16(&w, (uint16_t)nl);
+    sbx_wbuf_put(&w, e->d_name, nl);
+    (*count)++;
+  }
+  closedir(d);
+  int r = w.bad ? -ENOMEM : 0;
+  if (!r && w.len && write(memfd, w.buf, w.len) != (ssize_t)w.len)
+    r = -EIO;
+  sbx_wbuf_free(&w);
+  return r;
+}
+
+static bool is_mount_root(int dirfd, const char *name, dev_t parent_dev, dev_t dev)
+{
+  if (dev != parent_dev)
+    return true;
+  struct statx sx;
+  if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) == 0 &&
+      (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  return false;
+}
+
+static int remove_at(int pfd, const char *name, dev_t pdev, int depth);
+
+static int empty_dir(int dfd, dev_t dev, int depth)
+{
+  int dup_fd = dup(dfd);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+  if (!d) {
+    if (dup_fd >= 0)
+      close(dup_fd);
+    return -errno;
+  }
+  int r = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    int rr = remove_at(dfd, e->d_name, dev, depth + 1);
+    if (rr && !r)
+      r = rr;
+  }
+  closedir(d);
+  return r;
+}
+
+static int remove_at(int pfd, const char *name, dev_t pdev, int depth)
+{
+  struct stat st;
+  if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return -errno;
+  if (!S_ISDIR(st.st_mode))
+    return unlinkat(pfd, name, 0) < 0 ? -errno : 0;
+  if (depth > REMOVE_MAX_DEPTH)
+    return -ELOOP;
+  if (is_mount_root(pfd, name, pdev, st.st_dev))
+    return -EBUSY;
+  int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return -errno;
+  int r = empty_dir(dfd, st.st_dev, depth);
+  close(dfd);
+  if (unlinkat(pfd, name, AT_REMOVEDIR) < 0 && !r)
+    r = -errno;
+  return r;
+}
+
+static int remove_path(int rootfd, const char *path)
+{
+  char parent[SBX_PROTO_MAX_PATH];
+  const char *name;
+  int r = split_path(path, parent, sizeof parent, &name);
+  if (r)
+    return r;
+  int pfd = sbxi_open_in_root(rootfd, parent, O_RDONLY | O_DIRECTORY, 0);
+  if (pfd < 0)
+    return -errno;
+  struct stat pst;
+  r = fstat(pfd, &pst) < 0 ? -errno : remove_at(pfd, name, pst.st_dev, 0);
+  close(pfd);
+  return r;
+}
+
+static void reply_list(const struct sbxi *in, uint32_t id, const char *p, uint32_t max,
+                       bool glob)
+{
+  int mfd = memfd_create(glob ? "sbx-glob" : "sbx-list", MFD_CLOEXEC);
+  if (mfd < 0) {
+    sbxi_reply_err(in->chan, id, errno);
+    return;
+  }
+  uint64_t count = 0;
+  int r = glob ? sbxi_glob(in->rootfd, p, max, mfd, &count)
+               : list_dir(in->rootfd, p, max, mfd, &count);
+  if (r < 0) {
+    close(mfd);
+    sbxi_reply_err(in->chan, id, -r);
+    return;
+  }
+  sbxi_reply_ok(in->chan, id, count, mfd);
+}
+
+void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r)
+{
+  const char *path = sbx_rbuf_str(r, SBX_PROTO_MAX_PATH);
+  uint32_t a = 0, b = 0;
+  if (h->type == SBX_MSG_OPEN_WRITE || h->type == SBX_MSG_LIST || h->type == SBX_MSG_GLOB)
+    a = sbx_rbuf_u32(r);
+  if (h->type == SBX_MSG_OPEN_WRITE)
+    b = sbx_rbuf_u32(r);
+  if (r->bad || !path || !sbx_proto_path_ok(path)) {
+    sbxi_reply_err(in->chan, h->id, EINVAL);
+    return;
+  }
+  int fd;
+  uint64_t size = 0;
+  switch (h->type) {
+  case SBX_MSG_OPEN_READ:
+    fd = open_read(in->rootfd, path, &size);
+    break;
+  case SBX_MSG_OPEN_WRITE:
+    fd = open_write(in->rootfd, path, a, b);
+    break;
+  case SBX_MSG_REMOVE:
+    fd = remove_path(in->rootfd, path);
+    if (fd == 0) {
+      sbxi_reply_ok(in->chan, h->id, 0, -1);
+      return;
+    }
+    break;
+  case SBX_MSG_LIST:
+  case SBX_MSG_GLOB:
+    reply_list(in, h->id, path, a, h->type == SBX_MSG_GLOB);
+    return;
+  default:
+    sbxi_reply_err(in->chan, h->id, ENOSYS);
+    return;
+  }
+  if (fd < 0)
+    sbxi_reply_err(in->chan, h->id, -fd);
+  else
+    sbxi_reply_ok(in->chan, h->id, size, fd);
+}

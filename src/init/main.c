@@ -1,0 +1,222 @@
+/* main.c — sbx-init: PID 1 of every sandbox.  Parses argv, drops
+ * privileges, says READY and serves the daemon channel (init/proto.h) until
+ * it closes, then kills everything it started.  Static, libc only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "init/init.h"
+
+struct args {
+  const char *root;
+  long uid, gid;
+};
+
+static _Noreturn void die(const char *what)
+{
+  /* stderr is whatever the driver gave us; best effort. */
+  dprintf(2, "sbx-init: %s: %s\n", what, strerror(errno));
+  _exit(1);
+}
+
+static long parse_id(const char *s)
+{
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < 0 || v > 0x7fffffff) {
+    errno = EINVAL;
+    die("bad --uid/--gid");
+  }
+  return v;
+}
+
+static void parse_args(int argc, char **argv, struct args *a)
+{
+  a->root = "/";
+  a->uid = a->gid = -1;
+  for (int i = 1; i < argc; i++) {
+    if (i + 1 >= argc) {
+      errno = EINVAL;
+      die(argv[i]);
+    }
+    if (!strcmp(argv[i], "--root"))
+      a->root = argv[++i];
+    else if (!strcmp(argv[i], "--uid"))
+      a->uid = parse_id(argv[++i]);
+    else if (!strcmp(argv[i], "--gid"))
+      a->gid = parse_id(argv[++i]);
+    else {
+      errno = EINVAL;
+      die(argv[i]);
+    }
+  }
+  if ((a->uid < 0) != (a->gid < 0)) {
+    errno = EINVAL;
+    die("--uid and --gid go together");
+  }
+}
+
+/* Everything but stdio and the channel goes: we must not hold anything of
+ * the driver's that the sandbox could reach through us. */
+static void close_extra_fds(void)
+{
+  if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0)
+    return;
+  for (int fd = 4; fd < 65536; fd++)
+    close(fd);
+}
+
+static void drop_ids(const struct args *a)
+{
+  if (a->uid < 0)
+    return;
+  if (setgroups(0, NULL) < 0 && errno != EPERM)
+    die("setgroups");
+  if (setresgid((gid_t)a->gid, (gid_t)a->gid, (gid_t)a->gid) < 0)
+    die("setresgid");
+  if (setresuid((uid_t)a->uid, (uid_t)a->uid, (uid_t)a->uid) < 0)
+    die("setresuid");
+  /* Fail closed: if any id did not change, refuse to serve. */
+  uid_t r, e, s;
+  if (getresuid(&r, &e, &s) < 0 || r != (uid_t)a->uid || e != r || s != r)
+    die("uid drop did not take");
+}
+
+static void on_sigchld(int sig)
+{
+  int saved = errno;
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  errno = saved;
+}
+
+static void setup_signals(void)
+{
+  struct sigaction sa = {.sa_handler = SIG_IGN};
+  sigaction(SIGPIPE, &sa, NULL);
+  sa.sa_handler = on_sigchld;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The daemon went away: nothing we started may outlive us. */
+static _Noreturn void shutdown_all(const struct sbxi *in)
+{
+  signal(SIGCHLD, SIG_DFL);
+  if (in->pid1)
+    kill(-1, SIGKILL);
+  sbxi_kill_tree(0, NULL, NULL);
+  _exit(0);
+}
+
+/* EXEC with a payload too big for one datagram: it comes in a memfd. */
+static char *memfd_payload(int fd, size_t len)
+{
+  struct stat st;
+  if (len > SBX_PROTO_MAX_PAYLOAD || fstat(fd, &st) < 0 || (uint64_t)st.st_size != len)
+    return NULL;
+  char *p = malloc(len ? len : 1);
+  if (p && pread(fd, p, len, 0) != (ssize_t)len) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void handle_exec(const struct sbxi *in, const struct sbx_proto_hdr *h, char *payload,
+                        int *fds, size_t nfds)
+{
+  if (!(h->flags & SBX_PROTO_F_MEMFD)) {
+    sbxi_exec(in, payload, h->len, fds, nfds);
+    return;
+  }
+  if (nfds == 0)
+    return;
+  char *big = memfd_payload(fds[nfds - 1], h->len);
+  close(fds[--nfds]);
+  sbxi_exec(in, big, big ? h->len : 0, fds, nfds);
+  free(big);
+}
+
+static void serve(const struct sbxi *in)
+{
+  static char buf[sizeof(struct sbx_proto_hdr) + SBX_PROTO_MAX_INLINE];
+  for (;;) {
+    int fds[SBX_PROTO_MAX_FDS];
+    size_t nfds = SBX_PROTO_MAX_FDS;
+    ssize_t n = sbx_proto_recv(in->chan, buf, sizeof buf, fds, &nfds);
+    if (n == 0 || (n < 0 && errno != EMSGSIZE && errno != EBADMSG))
+      shutdown_all(in);
+    if (n < 0)
+      continue; /* malformed: dropped, its fds closed */
+    struct sbx_proto_hdr h;
+    memcpy(&h, buf, sizeof h);
+    char *payload = buf + sizeof h;
+    if (h.type == SBX_MSG_EXEC) {
+      handle_exec(in, &h, payload, fds, nfds);
+      continue;
+    }
+    for (size_t i = 0; i < nfds; i++)
+      close(fds[i]);
+    if (h.type == SBX_MSG_PING) {
+      sbx_proto_send(in->chan, SBX_MSG_PONG, h.id, 0, NULL, 0, NULL, 0);
+      continue;
+    }
+    struct sbx_rbuf r;
+    sbx_rbuf_init(&r, payload, h.len);
+    sbxi_fileop(in, &h, &r);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  struct args a;
+  parse_args(argc, argv, &a);
+  close_extra_fds();
+  struct stat st;
+  if (fstat(SBX_PROTO_CHAN_FD, &st) < 0 || !S_ISSOCK(st.st_mode))
+    die("fd 3 is not the daemon socket");
+  fcntl(SBX_PROTO_CHAN_FD, F_SETFD, FD_CLOEXEC);
+
+  struct sbxi in = {.chan = SBX_PROTO_CHAN_FD, .root = a.root};
+  /* Opened before the uid drop: the sandbox dir's ancestors (the daemon's
+   * state dir) need not be searchable by the sandbox user. */
+  in.rootfd = open(a.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (in.rootfd < 0)
+    die(a.root);
+  drop_ids(&a);
+  /* After the drop: a credential change resets both of these. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  in.self = getpid();
+  in.pid1 = in.self == 1;
+  if (!in.pid1) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  }
+  umask(022);
+  setup_signals();
+
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, 64);
+  sbx_wbuf_u32(&w, SBX_PROTO_VERSION);
+  sbx_wbuf_u32(&w, (uint32_t)in.self);
+  if (w.bad || sbx_proto_send(in.chan, SBX_MSG_READY, 0, 0, w.buf, w.len, NULL, 0) < 0)
+    die("READY");
+  sbx_wbuf_free(&w);
+  serve(&in);
+  return 0;
+}

@@ -1,0 +1,171 @@
+/* proto.h — the wire protocol between the daemon and sbx-init, and the
+ * contract every runtime driver relies on to start sbx-init.
+ *
+ * == Starting sbx-init (drivers) ==
+ * sbx-init is a statically linked executable (build: src/init/sbx-init) with
+ * no dependency beyond libc, so it runs inside any image rootfs.  Drivers
+ * exec it; the container driver execs a sealed memfd copy
+ * (init/launch.h: sbx_init_memfd + execveat(fd, "", argv, envp,
+ * AT_EMPTY_PATH)), so it need not exist in the sandbox rootfs and the
+ * sandbox cannot overwrite the host binary (CVE-2019-5736 class).
+ *
+ *   argv: sbx-init [--root DIR] [--uid N --gid N]
+ *   fd 3: the daemon channel, an AF_UNIX SOCK_SEQPACKET socket.
+ *   fd 0-2: /dev/null or anything; every other fd is closed at entry.
+ *
+ *   --root DIR  the directory that is "/" for every path the daemon sends
+ *               (file ops, exec cwd): "/" in a container after pivot_root,
+ *               the sandbox's host directory for the process driver.  When
+ *               DIR is not "/", env HOME=/work and TMPDIR=/tmp of an exec
+ *               are rewritten to DIR/work and DIR/tmp (process driver only;
+ *               nothing else is translated: the workload sees host paths).
+ *   --uid/--gid drop to these (setgroups([]), setresgid, setresuid) after
+ *               opening DIR and before serving.
+ *
+ * At start sbx-init: closes fds >= 4, opens DIR, drops ids, sets
+ * PR_SET_DUMPABLE 0, ignores SIGPIPE; when it is not PID 1 it also sets
+ * PR_SET_PDEATHSIG SIGKILL (NB: tied to the *thread* that forked it) and
+ * PR_SET_CHILD_SUBREAPER.  It reaps every zombie (as PID 1 orphans too).
+ * Then it sends READY{version, pid} — the driver waits for it with
+ * sbx_init_handshake() to measure start latency and detect failures.
+ * EOF on fd 3 → SIGKILL everything it started (kill(-1) as PID 1, else a
+ * subreaper walk), reap, exit 0.
+ *
+ * == Messages ==
+ * Every datagram is a struct sbx_proto_hdr followed by `len` payload bytes
+ * (little-endian host order: both ends run on the same host).  Payload
+ * fields: u32, u64, str (u32 n, n bytes, a NUL; no NUL inside), strv (u32
+ * count, count strs).  Every length is checked; a short, long or malformed
+ * message is rejected.  The daemon treats everything sbx-init sends as
+ * hostile input (the sandbox may own sbx-init): bounded sizes, validated
+ * types, unexpected fds closed.
+ *
+ * Main channel (fd 3), request → one reply with the same id, except EXEC:
+ *   PING                                     → PONG
+ *   EXEC  u32 flags, str cwd, strv argv, strv env
+ *         fds [stdin_r, stdout_w, stderr_w, ctl] (+ payload memfd when
+ *         hdr.flags & SBX_PROTO_F_MEMFD: payload of hdr.len bytes in it,
+ *         for requests larger than SBX_PROTO_MAX_INLINE)
+ *         no reply on the main channel; everything comes on ctl.
+ *   OPEN_READ  str path                      → OK{u64 size} + fd | ERR
+ *   OPEN_WRITE str path, u32 mode, u32 flags(SBX_PROTO_W_MKDIR)
+ *                                            → OK{0} + fd | ERR
+ *   LIST  str dir, u32 max                   → OK{u64 count} + memfd | ERR
+ *         memfd records: u8 type(SBX_PROTO_DT_*), u32 mode, u64 size,
+ *         i64 mtime, u16 namelen, name bytes (no NUL).  At most max+1.
+ *   REMOVE str path                          → OK{0} | ERR
+ *   GLOB  str pattern, u32 max               → OK{u64 count} + memfd | ERR
+ *         memfd records: u16 len, absolute path bytes.  At most max+1.
+ *   ERR is {i32 errno}.
+ *
+ * Per-exec ctl socket (SOCK_SEQPACKET socketpair end given with EXEC):
+ *   shepherd → daemon: STARTED{u32 pid} then EXITED{u32 wait status,
+ *     u64 cpu_usec (ru_utime+ru_stime of RUSAGE_CHILDREN), u64 maxrss_kb};
+ *     or EXEC_FAILED{i32 errno, u32 stage} (stage 0 exec, 1 cwd);
+ *     or ERR{i32 errno} when sbx-init could not start the exec at all.
+ *   daemon → shepherd: KILL.  KILL or EOF on ctl → the shepherd SIGKILLs
+ *     the whole tree at once, then reports EXITED.
+ *   When the workload exits the shepherd SIGKILLs what is left of its
+ *   tree (it is a child subreaper), so the pipes reach EOF.
+ *
+ * All paths are absolute inside the sandbox, resolved by sbx-init with
+ * openat2(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS); paths with
+ * a ".." component are refused (EINVAL) by both ends.
+ *
+ * This file and proto.c are shared by sbx-init and the daemon: libc only. */
+#ifndef SBX_INIT_PROTO_H
+#define SBX_INIT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SBX_PROTO_VERSION 1
+#define SBX_PROTO_CHAN_FD 3
+
+/* Limits shared by both ends. */
+#define SBX_PROTO_MAX_INLINE (60u * 1024)       /* one datagram */
+#define SBX_PROTO_MAX_PAYLOAD (4u * 1024 * 1024) /* EXEC via memfd */
+#define SBX_PROTO_MAX_STRV 65536u
+#define SBX_PROTO_MAX_PATH 4096u
+#define SBX_PROTO_MAX_FDS 5
+
+enum sbx_proto_type {
+  SBX_MSG_READY = 1,
+  SBX_MSG_PING,
+  SBX_MSG_PONG,
+  SBX_MSG_EXEC,
+  SBX_MSG_OPEN_READ,
+  SBX_MSG_OPEN_WRITE,
+  SBX_MSG_LIST,
+  SBX_MSG_REMOVE,
+  SBX_MSG_GLOB,
+  SBX_MSG_OK,
+  SBX_MSG_ERR,
+  /* ctl */
+  SBX_MSG_STARTED = 32,
+  SBX_MSG_EXEC_FAILED,
+  SBX_MSG_EXITED,
+  SBX_MSG_KILL,
+};
+
+#define SBX_PROTO_F_MEMFD 1u  /* hdr.flags: payload is in the last fd */
+#define SBX_PROTO_W_MKDIR 1u  /* OPEN_WRITE flags: create missing parents */
+
+enum { SBX_PROTO_DT_FILE = 1, SBX_PROTO_DT_DIR, SBX_PROTO_DT_LINK, SBX_PROTO_DT_OTHER };
+#define SBX_PROTO_LIST_REC 27u /* fixed bytes of a LIST record before the name */
+
+struct sbx_proto_hdr {
+  uint32_t type;
+  uint32_t id;
+  uint32_t flags;
+  uint32_t len; /* payload bytes */
+};
+
+/* Growable write buffer, bounded by max. */
+struct sbx_wbuf {
+  char *buf;
+  size_t len, cap, max;
+  bool bad; /* ENOMEM or over max */
+};
+void sbx_wbuf_init(struct sbx_wbuf *w, size_t max);
+void sbx_wbuf_free(struct sbx_wbuf *w);
+void sbx_wbuf_put(struct sbx_wbuf *w, const void *p, size_t n);
+void sbx_wbuf_u8(struct sbx_wbuf *w, uint8_t v);
+void sbx_wbuf_u16(struct sbx_wbuf *w, uint16_t v);
+void sbx_wbuf_u32(struct sbx_wbuf *w, uint32_t v);
+void sbx_wbuf_u64(struct sbx_wbuf *w, uint64_t v);
+void sbx_wbuf_str(struct sbx_wbuf *w, const char *s);
+void sbx_wbuf_strv(struct sbx_wbuf *w, char *const *v);
+
+/* Bounds-checked reader over a borrowed buffer; any failure sets bad. */
+struct sbx_rbuf {
+  const char *p;
+  size_t len, off;
+  bool bad;
+};
+void sbx_rbuf_init(struct sbx_rbuf *r, const void *p, size_t len);
+uint32_t sbx_rbuf_u32(struct sbx_rbuf *r);
+uint64_t sbx_rbuf_u64(struct sbx_rbuf *r);
+/* Returns a pointer into the buffer (NUL-terminated there) or NULL. */
+const char *sbx_rbuf_str(struct sbx_rbuf *r, size_t maxlen);
+/* Returns a malloc'd NULL-terminated array of pointers into the buffer. */
+char **sbx_rbuf_strv(struct sbx_rbuf *r, size_t maxcount);
+
+/* Sends one message with up to SBX_PROTO_MAX_FDS fds (MSG_NOSIGNAL).
+ * Returns 0, or -1 with errno. */
+int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags,
+                   const void *payload, size_t len, const int *fds, size_t nfds);
+/* Receives one message into buf (cap bytes, header included).  Received fds
+ * go to fds (at most *nfds, which is updated; extras are closed, always
+ * MSG_CMSG_CLOEXEC).  Returns the datagram length, 0 on EOF, -1 with errno
+ * (EMSGSIZE for a truncated datagram or fd list, EBADMSG for a short or
+ * inconsistent header — fds are closed then). */
+ssize_t sbx_proto_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds);
+
+/* True if path is absolute-or-relative text without NUL, not too long and
+ * without a ".." component. */
+bool sbx_proto_path_ok(const char *path);
+
+#endif

@@ -1,0 +1,243 @@
+/* shepherd.c — one per exec: forks the workload, reports STARTED/EXITED on
+ * the exec's ctl socket, and makes sure nothing of the workload's tree
+ * survives it (it is a child subreaper, so double-forked grandchildren
+ * reparent to it and are found and killed too). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "init/init.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+extern char **environ;
+
+/* Process driver: the daemon says HOME=/work and TMPDIR=/tmp, which only
+ * mean something under --root; point them at the sandbox's own dirs. */
+static char **rewrite_env(const struct sbxi *in, char **env)
+{
+  if (!strcmp(in->root, "/"))
+    return env;
+  size_t n = 0;
+  while (env[n])
+    n++;
+  char **out = calloc(n + 1, sizeof *out);
+  if (!out)
+    return env;
+  for (size_t i = 0; i < n; i++) {
+    out[i] = env[i];
+    const char *v = NULL;
+    if (!strcmp(env[i], "HOME=/work") || !strcmp(env[i], "TMPDIR=/tmp"))
+      v = strchr(env[i], '=');
+    char *s;
+    if (v && asprintf(&s, "%.*s=%s%s", (int)(v - env[i]), env[i], in->root, v + 1) >= 0)
+      out[i] = s;
+  }
+  return out;
+}
+
+static void set_stdio(const int fds[3])
+{
+  /* Move out of the 0..2 range first so no dup2 clobbers a source. */
+  int tmp[3];
+  for (int i = 0; i < 3; i++)
+    tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+  for (int i = 0; i < 3; i++)
+    if (tmp[i] < 0 || dup2(tmp[i], i) < 0)
+      _exit(127);
+}
+
+static void reset_signals(void)
+{
+  for (int s = 1; s < NSIG; s++)
+    signal(s, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static _Noreturn void workload(char **argv, char **env, const int fds[4], int cwdfd, int errfd)
+{
+  setsid();
+  /* If the shepherd dies (sbx-init killed) the main process goes with it. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  set_stdio(fds);
+  int e = 0;
+  if (fchdir(cwdfd) < 0)
+    e = errno;
+  /* Everything above 2 closes at exec; errfd is already CLOEXEC. */
+  if (!e && syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
+    for (int fd = 3; fd < 65536; fd++)
+      if (fd != errfd)
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (!e) {
+    reset_signals();
+    environ = env; /* execvp searches the PATH of this environment */
+    execvp(argv[0], argv);
+    e = errno;
+  }
+  int32_t v = e;
+  (void)!write(errfd, &v, sizeof v);
+  _exit(127);
+}
+
+static void send_exec_failed(int ctl, int e, uint32_t stage)
+{
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, 64);
+  sbx_wbuf_u32(&w, (uint32_t)e);
+  sbx_wbuf_u32(&w, stage);
+  sbx_proto_send(ctl, SBX_MSG_EXEC_FAILED, 0, 0, w.buf, w.len, NULL, 0);
+  sbx_wbuf_free(&w);
+}
+
+static void send_u32(int ctl, uint32_t type, uint32_t v)
+{
+  sbx_proto_send(ctl, type, 0, 0, &v, sizeof v, NULL, 0);
+}
+
+/* Kill the workload's tree and report its status and rusage.  The main pid
+ * is still unreaped here (alive or a zombie), so kill(-main) cannot hit a
+ * recycled process group. */
+static _Noreturn void finish(int ctl, pid_t main)
+{
+  kill(-main, SIGKILL);
+  kill(main, SIGKILL);
+  int st = 0;
+  bool reaped = false;
+  sbxi_kill_tree(main, &st, &reaped);
+  while (!reaped) {
+    pid_t r = waitpid(main, &st, 0);
+    if (r == main || (r < 0 && errno != EINTR))
+      reaped = true;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  uint64_t cpu_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
+                    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, 64);
+  sbx_wbuf_u32(&w, (uint32_t)st);
+  sbx_wbuf_u64(&w, cpu_us);
+  sbx_wbuf_u64(&w, (uint64_t)ru.ru_maxrss);
+  sbx_proto_send(ctl, SBX_MSG_EXITED, 0, 0, w.buf, w.len, NULL, 0);
+  _exit(0);
+}
+
+/* Reaps orphans that died while leaving the main process unreaped; true
+ * once the main process has exited. */
+static bool reap_orphans(pid_t main)
+{
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+      return false;
+    if (si.si_pid == main)
+      return true;
+    waitpid(si.si_pid, NULL, 0);
+  }
+}
+
+static _Noreturn void supervise(int ctl, int sfd, pid_t main)
+{
+  for (;;) {
+    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      finish(ctl, main);
+    }
+    if (p[0].revents) {
+      struct signalfd_siginfo si[8];
+      (void)!read(sfd, si, sizeof si);
+      if (reap_orphans(main))
+        finish(ctl, main);
+    }
+    if (p[1].revents) {
+      char buf[64];
+      ssize_t n = recv(ctl, buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        continue;
+      /* KILL, EOF (the daemon thread is gone) or anything broken: kill. */
+      finish(ctl, main);
+    }
+  }
+}
+
+static int setup_self(const struct sbxi *in, int *sfd)
+{
+  close(in->chan);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != in->self)
+    _exit(1);
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  /* main.c's SIGCHLD handler would reap our children behind our back. */
+  sigset_t m;
+  sigemptyset(&m);
+  sigaddset(&m, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &m, NULL);
+  signal(SIGCHLD, SIG_DFL);
+  *sfd = signalfd(-1, &m, SFD_CLOEXEC | SFD_NONBLOCK);
+  return *sfd < 0 ? -1 : 0;
+}
+
+_Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
+                             const int fds[4])
+{
+  int ctl = fds[3], sfd;
+  if (setup_self(in, &sfd) < 0) {
+    send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
+    _exit(1);
+  }
+  int cwdfd = sbxi_open_in_root(in->rootfd, cwd, O_RDONLY | O_DIRECTORY, 0);
+  if (cwdfd < 0) {
+    send_exec_failed(ctl, errno, 1);
+    _exit(0);
+  }
+  env = rewrite_env(in, env);
+  int ep[2];
+  if (pipe2(ep, O_CLOEXEC) < 0) {
+    send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
+    _exit(1);
+  }
+  pid_t pid = fork();
+  if (pid == 0)
+    workload(argv, env, fds, cwdfd, ep[1]);
+  int e = errno;
+  for (int i = 0; i < 3; i++)
+    close(fds[i]); /* the pipes must reach EOF when the tree is gone */
+  close(ep[1]);
+  close(cwdfd);
+  close(in->rootfd);
+  if (pid < 0) {
+    send_u32(ctl, SBX_MSG_ERR, (uint32_t)e);
+    _exit(1);
+  }
+  int32_t child_err;
+  ssize_t n;
+  do
+    n = read(ep[0], &child_err, sizeof child_err);
+  while (n < 0 && errno == EINTR);
+  close(ep[0]);
+  if (n == sizeof child_err) {
+    waitpid(pid, NULL, 0);
+    send_exec_failed(ctl, child_err, 0);
+    _exit(0);
+  }
+  send_u32(ctl, SBX_MSG_STARTED, (uint32_t)pid);
+  supervise(ctl, sfd, pid);
+}

@@ -1,0 +1,599 @@
+/* cgroup.c — one cgroup per sandbox, v1 or v2 (isolation.md §1 A1, F4, F5).
+ *
+ * Sandbox cgroups live under the daemon's own cgroup, in a parent dir
+ * named "sandboxd" (SANDBOXD_CGROUP_PARENT overrides it, e.g. one per test
+ * run), and nowhere else: <daemon cgroup>/<parent>/<leaf>.
+ *
+ * v1 (this machine and CI): a leaf in each of memory, pids, cpu, cpuacct
+ * and freezer (cpu and cpuacct may share a hierarchy).  Limits:
+ * memory.limit_in_bytes and memory.memsw.limit_in_bytes (no swap beyond
+ * the memory limit), OOM killer on, pids.max, cpu.cfs_quota_us/period.
+ * Whole-tree kill with the freezer: FROZEN, SIGKILL every pid, THAWED —
+ * a frozen fork bomb cannot outrun the kill.
+ * v2: memory.max, memory.swap.max=0, memory.oom.group=1, pids.max,
+ * cpu.max, cgroup.kill; the child enters with CLONE_INTO_CGROUP.  The v2
+ * path is tested against a fake tree only (docs/cgroups.md has the gap).
+ * All paths here are daemon-controlled cgroupfs paths. */
+#include "isolation/iso.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+
+static const struct {
+  const char *name;
+  unsigned mask;
+} v1_ctrls[] = {
+    {"memory", SBX_CGC_MEMORY}, {"pids", SBX_CGC_PIDS},       {"cpu", SBX_CGC_CPU},
+    {"cpuacct", SBX_CGC_CPUACCT}, {"freezer", SBX_CGC_FREEZER},
+};
+
+/* ---- small file helpers ---------------------------------------------- */
+
+static int cg_path(const struct sbx_cgroup *cg, int i, const char *file, char *buf, size_t len)
+{
+  int n = snprintf(buf, len, "%s/%s%s%s", cg->host->ctrl[i].parent, cg->leaf, file ? "/" : "",
+                   file ? file : "");
+  return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+static int write_str(const struct sbx_cg_host *h, const char *path, const char *s)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC | (h->fake ? O_CREAT | O_TRUNC : 0), 0644);
+  if (fd < 0)
+    return -1;
+  ssize_t n = write(fd, s, strlen(s));
+  int e = errno;
+  close(fd);
+  errno = e;
+  return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static ssize_t read_str(const char *path, char *buf, size_t len)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = '\0';
+  return n;
+}
+
+/* Index of the hierarchy serving controller bit c, or -1. */
+static int ctrl_index(const struct sbx_cg_host *h, unsigned c)
+{
+  for (int i = 0; i < h->nctrl; i++)
+    if (h->ctrl[i].mask & c)
+      return i;
+  return -1;
+}
+
+static int write_ctrl(struct sbx_cgroup *cg, unsigned c, const char *file, const char *val,
+                      struct sbx_error *err)
+{
+  int i = ctrl_index(cg->host, c);
+  if (i < 0)
+    return 0;
+  char p[768];
+  if (cg_path(cg, i, file, p, sizeof p) < 0 || write_str(cg->host, p, val) < 0)
+    return sbx_err_sys(err, errno, "cgroup: write %s=%s", file, val);
+  return 0;
+}
+
+static uint64_t read_u64(struct sbx_cgroup *cg, unsigned c, const char *file, const char *key)
+{
+  int i = ctrl_index(cg->host, c);
+  char p[768], buf[4096];
+  if (i < 0 || cg_path(cg, i, file, p, sizeof p) < 0 || read_str(p, buf, sizeof buf) <= 0)
+    return 0;
+  if (!key)
+    return strtoull(buf, NULL, 10);
+  size_t kl = strlen(key);
+  for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (!strncmp(l, key, kl) && l[kl] == ' ')
+      return strtoull(l + kl + 1, NULL, 10);
+  return 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- detection --------------------------------------------------------- */
+
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return NULL;
+  size_t cap = 65536, len = 0;
+  char *b = malloc(cap);
+  size_t n;
+  while (b && (n = fread(b + len, 1, cap - len - 1, f)) > 0) {
+    len += n;
+    if (len + 1 == cap) {
+      char *nb = realloc(b, cap *= 2);
+      if (!nb) {
+        free(b);
+        b = NULL;
+      }
+      b = nb;
+    }
+  }
+  fclose(f);
+  if (b)
+    b[len] = '\0';
+  return b;
+}
+
+/* The path of this process in the hierarchy whose /proc/self/cgroup
+ * controller list contains ctrl ("" = the v2 line). */
+static int self_path(const char *selfcg, const char *ctrl, char *out, size_t len)
+{
+  const char *l = selfcg;
+  while (l && *l) {
+    const char *nl = strchr(l, '\n');
+    size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+    const char *c1 = memchr(l, ':', ll);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', ll - (size_t)(c1 + 1 - l)) : NULL;
+    if (c2) {
+      size_t cl = (size_t)(c2 - c1 - 1);
+      bool match = false;
+      if (!*ctrl)
+        match = cl == 0 && !strncmp(l, "0:", 2);
+      else
+        for (const char *t = c1 + 1; t < c2;) {
+          const char *e = memchr(t, ',', (size_t)(c2 - t));
+          size_t tl = e ? (size_t)(e - t) : (size_t)(c2 - t);
+          match |= tl == strlen(ctrl) && !strncmp(t, ctrl, tl);
+          t += tl + 1;
+        }
+      if (match) {
+        size_t pl = ll - (size_t)(c2 + 1 - l);
+        if (pl >= len)
+          return -1;
+        memcpy(out, c2 + 1, pl);
+        out[pl] = '\0';
+        if (pl == 1 && out[0] == '/')
+          out[0] = '\0';
+        return 0;
+      }
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  return -1;
+}
+
+/* Mount point of the v1 hierarchy carrying ctrl (or of cgroup2 if ctrl is
+ * ""), from mountinfo. */
+static int find_mount(const char *mountinfo, const char *ctrl, char *out, size_t len)
+{
+  for (const char *l = mountinfo; l && *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+    char line[1024];
+    bool fits = ll < sizeof line;
+    if (fits) {
+      memcpy(line, l, ll);
+      line[ll] = '\0';
+    }
+    l = nl ? nl + 1 : NULL;
+    if (!fits)
+      continue;
+    char mnt[512], fstype[32], opts[512];
+    const char *sep = strstr(line, " - ");
+    if (!sep || sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1 ||
+        sscanf(sep + 3, "%31s %*s %511s", fstype, opts) != 2)
+      continue;
+    bool hit = false;
+    if (!*ctrl)
+      hit = !strcmp(fstype, "cgroup2");
+    else if (!strcmp(fstype, "cgroup"))
+      for (char *save = NULL, *t = strtok_r(opts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        hit |= !strcmp(t, ctrl);
+    if (hit && strlen(mnt) < len) {
+      strcpy(out, mnt);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static int add_ctrl(struct sbx_cg_host *h, const char *name, const char *mnt, const char *self,
+                    const char *parent_name, unsigned mask)
+{
+  char dir[512];
+  if (snprintf(dir, sizeof dir, "%s%s/%s", mnt, self, parent_name) >= (int)sizeof dir)
+    return -1;
+  for (int i = 0; i < h->nctrl; i++)
+    if (!strcmp(h->ctrl[i].parent, dir)) {
+      h->ctrl[i].mask |= mask;
+      return 0;
+    }
+  if (h->nctrl >= (int)(sizeof h->ctrl / sizeof h->ctrl[0]))
+    return -1;
+  snprintf(h->ctrl[h->nctrl].name, sizeof h->ctrl[0].name, "%s", name);
+  snprintf(h->ctrl[h->nctrl].parent, sizeof h->ctrl[0].parent, "%s", dir);
+  h->ctrl[h->nctrl++].mask = mask;
+  return 0;
+}
+
+static int detect_v1(struct sbx_cg_host *h, const char *root, const char *selfcg, const char *mi,
+                     const char *parent_name)
+{
+  for (size_t i = 0; i < sizeof v1_ctrls / sizeof v1_ctrls[0]; i++) {
+    char mnt[512], self[512];
+    if (self_path(selfcg, v1_ctrls[i].name, self, sizeof self) < 0)
+      continue;
+    if (root)
+      snprintf(mnt, sizeof mnt, "%s/%s", root, v1_ctrls[i].name);
+    else if (find_mount(mi, v1_ctrls[i].name, mnt, sizeof mnt) < 0)
+      continue;
+    if (add_ctrl(h, v1_ctrls[i].name, mnt, self, parent_name, v1_ctrls[i].mask) < 0)
+      return -1;
+  }
+  return ctrl_index(h, SBX_CGC_MEMORY) >= 0 && ctrl_index(h, SBX_CGC_PIDS) >= 0 ? 0 : -1;
+}
+
+static int detect_v2(struct sbx_cg_host *h, const char *root, const char *selfcg, const char *mi,
+                     const char *parent_name)
+{
+  char mnt[512], self[512], p[1100], buf[512];
+  if (self_path(selfcg, "", self, sizeof self) < 0)
+    return -1;
+  if (root)
+    snprintf(mnt, sizeof mnt, "%s", root);
+  else if (find_mount(mi, "", mnt, sizeof mnt) < 0)
+    return -1;
+  snprintf(p, sizeof p, "%s%s/cgroup.controllers", mnt, self);
+  if (read_str(p, buf, sizeof buf) < 0 || !strstr(buf, "memory") || !strstr(buf, "pids"))
+    return -1;
+  if (add_ctrl(h, "", mnt, self, parent_name, SBX_CGC_MEMORY | SBX_CGC_PIDS | SBX_CGC_CPU |
+                                                  SBX_CGC_CPUACCT | SBX_CGC_FREEZER) < 0)
+    return -1;
+  return 0;
+}
+
+int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgroup,
+                  const char *mountinfo, const char *parent_name, struct sbx_error *err)
+{
+  memset(h, 0, sizeof *h);
+  h->fake = root != NULL;
+  _cleanup_free_ char *own_self = self_cgroup ? NULL : slurp("/proc/self/cgroup");
+  _cleanup_free_ char *own_mi = (mountinfo || root) ? NULL : slurp("/proc/self/mountinfo");
+  const char *selfcg = self_cgroup ? self_cgroup : own_self;
+  const char *mi = mountinfo ? mountinfo : own_mi;
+  if (!parent_name)
+    parent_name = getenv("SANDBOXD_CGROUP_PARENT") ? getenv("SANDBOXD_CGROUP_PARENT") : "sandboxd";
+  if (!selfcg)
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "cgroup: cannot read /proc/self/cgroup");
+  if (detect_v1(h, root, selfcg, mi, parent_name) == 0) {
+    h->version = SBX_CG_V1;
+    return 0;
+  }
+  memset(h->ctrl, 0, sizeof h->ctrl);
+  h->nctrl = 0;
+  if (detect_v2(h, root, selfcg, mi, parent_name) == 0) {
+    h->version = SBX_CG_V2;
+    return 0;
+  }
+  return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                     "cgroup: neither v1 (memory+pids) nor v2 with memory+pids controllers available");
+}
+
+/* ---- lifecycle ------------------------------------------------------- */
+
+/* v2: controllers must be enabled on the way down.  The daemon's own
+ * cgroup can only delegate them if it holds no processes itself (the
+ * "no internal processes" rule) — see docs/cgroups.md. */
+static void v2_enable_controllers(const struct sbx_cg_host *h)
+{
+  char p[600];
+  snprintf(p, sizeof p, "%s/../cgroup.subtree_control", h->ctrl[0].parent);
+  if (write_str(h, p, "+memory +pids +cpu") < 0)
+    sbx_debug("cgroup", "enable controllers in %s: %s", p, strerror(errno));
+  snprintf(p, sizeof p, "%s/cgroup.subtree_control", h->ctrl[0].parent);
+  if (write_str(h, p, "+memory +pids +cpu") < 0)
+    sbx_debug("cgroup", "enable controllers in %s: %s", p, strerror(errno));
+}
+
+int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_limits *lim,
+                  struct sbx_cgroup *out, struct sbx_error *err)
+{
+  memset(out, 0, sizeof *out);
+  out->host = h;
+  out->v2_dirfd = -1;
+  if (!leaf[0] || strchr(leaf, '/') || leaf[0] == '.' || strlen(leaf) >= sizeof out->leaf)
+    return sbx_err_field(err, "id", "cgroup: bad leaf name '%s'", leaf);
+  snprintf(out->leaf, sizeof out->leaf, "%s", leaf);
+  for (int i = 0; i < h->nctrl; i++) {
+    char p[768];
+    if (mkdir(h->ctrl[i].parent, 0755) < 0 && errno != EEXIST) {
+      sbx_err_sys(err, errno, "cgroup: mkdir %s", h->ctrl[i].parent);
+      goto fail;
+    }
+    if (h->version == SBX_CG_V2 && i == 0)
+      v2_enable_controllers(h);
+    cg_path(out, i, NULL, p, sizeof p);
+    if (mkdir(p, 0755) < 0) {
+      int e = errno;
+      /* undo only what this call made */
+      for (int j = 0; j < i; j++) {
+        cg_path(out, j, NULL, p, sizeof p);
+        rmdir(p);
+      }
+      return e == EEXIST ? sbx_err_set(err, SBX_E_CONFLICT, e, "cgroup: %s already exists", p)
+                         : sbx_err_sys(err, e, "cgroup: mkdir %s", p);
+    }
+  }
+  if (h->version == SBX_CG_V2) {
+    char p[768];
+    cg_path(out, 0, NULL, p, sizeof p);
+    out->v2_dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (out->v2_dirfd < 0) {
+      sbx_err_sys(err, errno, "cgroup: open %s", p);
+      goto fail;
+    }
+  }
+  if (sbx_cg_set_limits(out, lim, err) < 0)
+    goto fail;
+  return 0;
+fail:
+  sbx_cg_remove(out, NULL);
+  return -1;
+}
+
+static int v1_memory(struct sbx_cgroup *cg, uint64_t mem, struct sbx_error *err)
+{
+  char v[32];
+  snprintf(v, sizeof v, mem ? "%llu" : "-1", (unsigned long long)mem);
+  int i = ctrl_index(cg->host, SBX_CGC_MEMORY);
+  char p[768];
+  cg_path(cg, i, "memory.memsw.limit_in_bytes", p, sizeof p);
+  bool memsw = cg->host->fake || access(p, F_OK) == 0;
+  /* memsw must stay >= the memory limit: lowering goes mem first,
+   * raising memsw first.  Try one order, fall back to the other. */
+  if (write_ctrl(cg, SBX_CGC_MEMORY, "memory.limit_in_bytes", v, NULL) == 0) {
+    if (memsw && write_ctrl(cg, SBX_CGC_MEMORY, "memory.memsw.limit_in_bytes", v, err) < 0)
+      return -1;
+  } else if (!memsw || write_ctrl(cg, SBX_CGC_MEMORY, "memory.memsw.limit_in_bytes", v, err) < 0 ||
+             write_ctrl(cg, SBX_CGC_MEMORY, "memory.limit_in_bytes", v, err) < 0) {
+    return sbx_err_prefix(err, "memory limit");
+  }
+  /* the OOM killer stays on: a paused OOM would hang the sandbox */
+  return write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom_control", "0", err);
+}
+
+static int set_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err)
+{
+  char v[32];
+  if (v1_memory(cg, lim->memory_bytes, err) < 0)
+    return -1;
+  snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
+  if (write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
+    return -1;
+  if (write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_period_us", "100000", err) < 0)
+    return -1;
+  snprintf(v, sizeof v, lim->cpu_millis ? "%llu" : "-1", (unsigned long long)lim->cpu_millis * 100);
+  return write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_quota_us", v, err);
+}
+
+static int set_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err)
+{
+  char v[48];
+  snprintf(v, sizeof v, lim->memory_bytes ? "%llu" : "max", (unsigned long long)lim->memory_bytes);
+  if (write_ctrl(cg, SBX_CGC_MEMORY, "memory.max", v, err) < 0 ||
+      write_ctrl(cg, SBX_CGC_MEMORY, "memory.swap.max", "0", err) < 0 ||
+      write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom.group", "1", err) < 0)
+    return -1;
+  snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
+  if (write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
+    return -1;
+  if (lim->cpu_millis)
+    snprintf(v, sizeof v, "%llu 100000", (unsigned long long)lim->cpu_millis * 100);
+  else
+    snprintf(v, sizeof v, "max 100000");
+  return write_ctrl(cg, SBX_CGC_CPU, "cpu.max", v, err);
+}
+
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err)
+{
+  return cg->host->version == SBX_CG_V2 ? set_v2(cg, lim, err) : set_v1(cg, lim, err);
+}
+
+int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err)
+{
+  char v[24];
+  snprintf(v, sizeof v, "%d", (int)pid);
+  for (int i = 0; i < cg->host->nctrl; i++) {
+    char p[768];
+    cg_path(cg, i, "cgroup.procs", p, sizeof p);
+    if (write_str(cg->host, p, v) < 0)
+      return sbx_err_sys(err, errno, "cgroup: attach %d to %s", (int)pid, p);
+  }
+  return 0;
+}
+
+int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out)
+{
+  memset(out, 0, sizeof *out);
+  if (cg->host->version == SBX_CG_V2) {
+    out->cpu_seconds = (double)read_u64(cg, SBX_CGC_CPU, "cpu.stat", "usage_usec") / 1e6;
+    out->memory_peak_bytes = read_u64(cg, SBX_CGC_MEMORY, "memory.peak", NULL);
+    out->oom_kills = read_u64(cg, SBX_CGC_MEMORY, "memory.events", "oom_kill");
+  } else {
+    out->cpu_seconds = (double)read_u64(cg, SBX_CGC_CPUACCT, "cpuacct.usage", NULL) / 1e9;
+    out->memory_peak_bytes = read_u64(cg, SBX_CGC_MEMORY, "memory.max_usage_in_bytes", NULL);
+    out->oom_kills = read_u64(cg, SBX_CGC_MEMORY, "memory.oom_control", "oom_kill");
+  }
+  out->pids_current = read_u64(cg, SBX_CGC_PIDS, "pids.current", NULL);
+  return 0;
+}
+
+/* ---- kill and remove ------------------------------------------------- */
+
+/* SIGKILLs every pid listed in hierarchy i's cgroup.procs; returns how many. */
+static int kill_listed(struct sbx_cgroup *cg, int i)
+{
+  char p[768], buf[65536];
+  cg_path(cg, i, "cgroup.procs", p, sizeof p);
+  if (read_str(p, buf, sizeof buf) <= 0)
+    return 0;
+  int n = 0;
+  for (char *s = buf, *e; *s; s = e) {
+    long pid = strtol(s, &e, 10);
+    if (e == s)
+      break;
+    if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+      n++;
+    while (*e == '\n')
+      e++;
+  }
+  return n;
+}
+
+static bool is_empty(struct sbx_cgroup *cg)
+{
+  char p[768], buf[256];
+  if (cg->host->version == SBX_CG_V2) {
+    cg_path(cg, 0, "cgroup.events", p, sizeof p);
+    if (read_str(p, buf, sizeof buf) < 0)
+      return true;
+    return strstr(buf, "populated 0") != NULL;
+  }
+  int i = ctrl_index(cg->host, SBX_CGC_PIDS);
+  cg_path(cg, i < 0 ? 0 : i, "cgroup.procs", p, sizeof p);
+  return read_str(p, buf, sizeof buf) <= 0;
+}
+
+static int freeze(struct sbx_cgroup *cg, int fi, const char *state)
+{
+  char p[768], buf[32];
+  cg_path(cg, fi, "freezer.state", p, sizeof p);
+  if (write_str(cg->host, p, state) < 0)
+    return -1;
+  for (int t = 0; t < 1000; t++) {
+    if (read_str(p, buf, sizeof buf) < 0 || !strncmp(buf, state, strlen(state)) || cg->host->fake)
+      return 0;
+    sleep_ms(1);
+  }
+  errno = ETIMEDOUT;
+  return -1;
+}
+
+static void kill_v1(struct sbx_cgroup *cg)
+{
+  int fi = ctrl_index(cg->host, SBX_CGC_FREEZER);
+  int pi = ctrl_index(cg->host, SBX_CGC_PIDS);
+  if (fi >= 0 && freeze(cg, fi, "FROZEN") == 0) {
+    kill_listed(cg, fi);
+    freeze(cg, fi, "THAWED");
+    return;
+  }
+  /* No freezer: repeat until nothing new appears. */
+  for (int round = 0; round < 100 && kill_listed(cg, pi < 0 ? 0 : pi) > 0; round++)
+    ;
+}
+
+int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *err)
+{
+  if (!cg->host || !cg->leaf[0])
+    return 0;
+  if (cg->host->version == SBX_CG_V2) {
+    char p[768];
+    cg_path(cg, 0, "cgroup.kill", p, sizeof p);
+    if (write_str(cg->host, p, "1") < 0) /* < 5.14: no cgroup.kill */
+      kill_listed(cg, 0);
+  } else {
+    kill_v1(cg);
+  }
+  uint64_t deadline = sbx_now_ms() + timeout_ms;
+  unsigned nap = 1;
+  while (!is_empty(cg)) {
+    if (sbx_now_ms() > deadline)
+      return sbx_err_set(err, SBX_E_INTERNAL, ETIMEDOUT, "cgroup: %s not empty after kill", cg->leaf);
+    if (cg->host->version == SBX_CG_V1)
+      kill_v1(cg);
+    sleep_ms(nap);
+    nap = nap < 8 ? nap * 2 : nap;
+  }
+  return 0;
+}
+
+int sbx_cg_remove(struct sbx_cgroup *cg, struct sbx_error *err)
+{
+  int r = 0;
+  if (cg->v2_dirfd >= 0) {
+    close(cg->v2_dirfd);
+    cg->v2_dirfd = -1;
+  }
+  if (!cg->host || !cg->leaf[0])
+    return 0;
+  for (int i = 0; i < cg->host->nctrl; i++) {
+    char p[768];
+    cg_path(cg, i, NULL, p, sizeof p);
+    int t = 0;
+    /* EBUSY for a moment while the last task is released */
+    while (rmdir(p) < 0 && errno != ENOENT) {
+      if (errno != EBUSY || ++t > 200) {
+        r = sbx_err_sys(err, errno, "cgroup: rmdir %s", p);
+        break;
+      }
+      sleep_ms(1);
+    }
+  }
+  return r;
+}
+
+int sbx_cg_recover(const struct sbx_cg_host *h)
+{
+  int count = 0;
+  for (int i = 0; i < h->nctrl; i++) {
+    DIR *d = opendir(h->ctrl[i].parent);
+    if (!d)
+      continue;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (de->d_type != DT_DIR || de->d_name[0] == '.' || strlen(de->d_name) >= 96)
+        continue;
+      struct sbx_cgroup cg = {.host = h, .v2_dirfd = -1};
+      memcpy(cg.leaf, de->d_name, strlen(de->d_name) + 1);
+      struct sbx_error err = {0};
+      if (sbx_cg_kill(&cg, 5000, &err) < 0 || sbx_cg_remove(&cg, &err) < 0)
+        sbx_warn("cgroup", "recover %s: %s", cg.leaf, err.msg);
+      else
+        count++;
+    }
+    closedir(d);
+  }
+  return count;
+}
+
+int sbx_cg_count(const struct sbx_cg_host *h)
+{
+  if (h->nctrl == 0)
+    return -1;
+  DIR *d = opendir(h->ctrl[0].parent);
+  if (!d)
+    return errno == ENOENT ? 0 : -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    n += de->d_type == DT_DIR && de->d_name[0] != '.';
+  closedir(d);
+  return n;
+}

@@ -1,0 +1,101 @@
+/* chain.c — the child's side of the wall as one ordered list of steps, in
+ * privilege-drop order (isolation.md §1 "Order", nsjail containProc()):
+ *
+ *   wait for the parent (maps written, cgroup joined) → root of the new
+ *   user ns → cgroup ns → mounts → pivot_root → root read-only → lo up →
+ *   hostname → signals reset → setsid → pdeathsig → rlimits → bounding set → uid/gid →
+ *   capability sets → pdeathsig again → no_new_privs → fds → seccomp →
+ *   execveat.
+ *
+ * Runs after a raw clone3 from a threaded daemon: raw syscalls only (see
+ * iso.h).  Any failure reports {step, errno} on the sync socket and exits;
+ * nothing half-built ever runs code. */
+#include "isolation/iso.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const char *const step_names[SBX_STEP__COUNT] = {
+    [SBX_STEP_NONE] = "none", [SBX_STEP_SYNC] = "sync with parent",
+    [SBX_STEP_USERNS] = "user namespace", [SBX_STEP_CGROUPNS] = "cgroup namespace",
+    [SBX_STEP_MOUNT_PRIVATE] = "mount propagation", [SBX_STEP_MOUNT_ROOT] = "root tmpfs",
+    [SBX_STEP_MOUNT_USR] = "/usr bind", [SBX_STEP_MOUNT_ETC] = "synthetic /etc",
+    [SBX_STEP_MOUNT_PROC] = "/proc", [SBX_STEP_MOUNT_DEV] = "/dev",
+    [SBX_STEP_MOUNT_TMP] = "/tmp and /work", [SBX_STEP_PIVOT] = "pivot_root",
+    [SBX_STEP_MOUNT_RO] = "read-only root", [SBX_STEP_NET] = "loopback",
+    [SBX_STEP_UTS] = "hostname", [SBX_STEP_SIGNALS] = "signal reset", [SBX_STEP_SETSID] = "setsid",
+    [SBX_STEP_PDEATHSIG] = "pdeathsig", [SBX_STEP_RLIMIT] = "rlimits",
+    [SBX_STEP_CAPS_BOUND] = "capability bounding set", [SBX_STEP_CREDS] = "uid/gid",
+    [SBX_STEP_CAPS] = "capability sets", [SBX_STEP_NNP] = "no_new_privs",
+    [SBX_STEP_FDS] = "fd sweep", [SBX_STEP_SECCOMP] = "seccomp", [SBX_STEP_EXEC] = "execveat",
+};
+
+const char *sbx_iso_step_name(enum sbx_iso_step s)
+{
+  return s > 0 && s < SBX_STEP__COUNT && step_names[s] ? step_names[s] : "unknown step";
+}
+
+static int report_fd = -1;
+
+__attribute__((noreturn)) static void fail(enum sbx_iso_step step)
+{
+  struct sbx_iso_report r = {.step = step, .errnum = errno};
+  if (report_fd >= 0)
+    (void)!send(report_fd, &r, sizeof r, MSG_NOSIGNAL);
+  syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+static void wait_parent(int fd)
+{
+  char go;
+  ssize_t n;
+  do
+    n = recv(fd, &go, 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) {
+    errno = n < 0 ? errno : EPIPE;
+    fail(SBX_STEP_SYNC);
+  }
+}
+
+#define STEP(id, call)    \
+  do {                    \
+    if ((call) < 0)       \
+      fail(id);           \
+  } while (0)
+
+void sbx_iso_child(const struct sbx_iso_plan *p)
+{
+  enum sbx_iso_step step = SBX_STEP_NONE;
+  int sync_fd, exec_fd;
+  report_fd = p->sync_fd;
+
+  wait_parent(p->sync_fd);
+  STEP(SBX_STEP_USERNS, sbx_userns_child_become_root());
+  /* After the parent moved us: the cgroup ns root is our own cgroup. */
+  STEP(SBX_STEP_CGROUPNS, unshare(CLONE_NEWCGROUP));
+  if (sbx_mount_build_root(p, &step) < 0 || sbx_mount_pivot(&step) < 0)
+    fail(step);
+  STEP(SBX_STEP_MOUNT_RO, sbx_mount_root_readonly());
+  STEP(SBX_STEP_NET, sbx_net_lo_up());
+  STEP(SBX_STEP_UTS, sbx_uts_set_hostname());
+  STEP(SBX_STEP_SIGNALS, sbx_pid_reset_signals());
+  STEP(SBX_STEP_SETSID, sbx_pid_setsid());
+  STEP(SBX_STEP_PDEATHSIG, sbx_pid_deathsig());
+  STEP(SBX_STEP_RLIMIT, sbx_rlimit_apply(p));
+  STEP(SBX_STEP_CAPS_BOUND, sbx_caps_drop_bounding());
+  STEP(SBX_STEP_CREDS, sbx_caps_drop_creds());
+  STEP(SBX_STEP_CAPS, sbx_caps_clear());
+  STEP(SBX_STEP_PDEATHSIG, sbx_pid_deathsig()); /* the uid change cleared it */
+  STEP(SBX_STEP_NNP, sbx_caps_no_new_privs());
+  STEP(SBX_STEP_FDS, sbx_fds_arrange(p, &sync_fd, &exec_fd));
+  report_fd = sync_fd;
+  STEP(SBX_STEP_SECCOMP, sbx_seccomp_apply());
+  syscall(SYS_execveat, exec_fd, "", p->argv, p->envp, AT_EMPTY_PATH);
+  fail(SBX_STEP_EXEC);
+}

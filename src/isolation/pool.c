@@ -1,0 +1,211 @@
+/* pool.c — see pool.h.  One refill thread; entries are built with the
+ * driver's build function outside the lock, one at a time (netns creation
+ * is serialised in the kernel anyway). */
+#include "isolation/pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "isolation/iso.h"
+
+#define MAX_KEYS 16
+#define MAX_SIZE 64
+
+struct pool_key {
+  char profile[64];
+  uint64_t disk;
+  unsigned n;
+  struct sbx_iso_box *idle[MAX_SIZE];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static struct pool_key keys[MAX_KEYS];
+static int nkeys;
+static int size = -1;
+static bool running, stopping;
+static pthread_t thread;
+static sbx_pool_build_fn build_fn;
+static unsigned long seq;
+
+static unsigned cur_size(void)
+{
+  if (size < 0) {
+    const char *e = getenv("SANDBOXD_POOL_SIZE");
+    size = e ? atoi(e) : 2;
+    if (size < 0)
+      size = 0;
+    if (size > MAX_SIZE)
+      size = MAX_SIZE;
+  }
+  return (unsigned)size;
+}
+
+static void drain_excess_locked(struct sbx_iso_box **out, int *nout)
+{
+  unsigned s = cur_size();
+  for (int k = 0; k < nkeys; k++)
+    while (keys[k].n > s)
+      out[(*nout)++] = keys[k].idle[--keys[k].n];
+}
+
+void sbx_container_pool_configure(unsigned n)
+{
+  struct sbx_iso_box *drop[MAX_KEYS * MAX_SIZE];
+  int ndrop = 0;
+  pthread_mutex_lock(&lock);
+  size = n > MAX_SIZE ? MAX_SIZE : (int)n;
+  drain_excess_locked(drop, &ndrop);
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&lock);
+  for (int i = 0; i < ndrop; i++)
+    sbx_iso_box_destroy(drop[i]);
+}
+
+unsigned sbx_container_pool_size(void)
+{
+  pthread_mutex_lock(&lock);
+  unsigned s = cur_size();
+  pthread_mutex_unlock(&lock);
+  return s;
+}
+
+static struct pool_key *find_key(const char *profile, uint64_t disk, bool add)
+{
+  if (!profile)
+    profile = "";
+  for (int k = 0; k < nkeys; k++)
+    if (keys[k].disk == disk && !strcmp(keys[k].profile, profile))
+      return &keys[k];
+  if (!add || nkeys >= MAX_KEYS || strlen(profile) >= sizeof keys[0].profile)
+    return NULL;
+  struct pool_key *pk = &keys[nkeys++];
+  snprintf(pk->profile, sizeof pk->profile, "%s", profile);
+  pk->disk = disk;
+  pk->n = 0;
+  return pk;
+}
+
+static struct pool_key *next_to_fill_locked(void)
+{
+  for (int k = 0; k < nkeys; k++)
+    if (keys[k].n < cur_size())
+      return &keys[k];
+  return NULL;
+}
+
+static void nap_locked(unsigned ms)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+  ts.tv_nsec %= 1000000000L;
+  pthread_cond_timedwait(&wake, &lock, &ts);
+}
+
+static void *refill_main(void *arg)
+{
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  while (!stopping) {
+    struct pool_key *pk = next_to_fill_locked();
+    if (!pk) {
+      pthread_cond_wait(&wake, &lock);
+      continue;
+    }
+    char leaf[96], profile[64];
+    uint64_t disk = pk->disk;
+    snprintf(profile, sizeof profile, "%s", pk->profile);
+    snprintf(leaf, sizeof leaf, "pool_%d_%lu", (int)getpid(), ++seq);
+    pthread_mutex_unlock(&lock);
+    struct sbx_iso_box *box = NULL;
+    struct sbx_error err = {0};
+    int r = build_fn(leaf, disk, &box, &err);
+    pthread_mutex_lock(&lock);
+    if (r < 0) {
+      sbx_warn("pool", "building a warm sandbox for '%s': %s", profile, err.msg);
+      nap_locked(1000); /* a broken host must not spin */
+      continue;
+    }
+    pk = find_key(profile, disk, false);
+    if (stopping || !pk || pk->n >= cur_size()) {
+      pthread_mutex_unlock(&lock);
+      sbx_iso_box_destroy(box);
+      pthread_mutex_lock(&lock);
+      continue;
+    }
+    pk->idle[pk->n++] = box;
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+int sbx_pool_start(sbx_pool_build_fn build, struct sbx_error *err)
+{
+  pthread_mutex_lock(&lock);
+  if (running) {
+    pthread_mutex_unlock(&lock);
+    return 0;
+  }
+  build_fn = build;
+  stopping = false;
+  int e = pthread_create(&thread, NULL, refill_main, NULL);
+  running = e == 0;
+  pthread_mutex_unlock(&lock);
+  return e ? sbx_err_sys(err, e, "pool: starting the refill thread") : 0;
+}
+
+struct sbx_iso_box *sbx_pool_take(const char *profile, uint64_t disk_bytes)
+{
+  struct sbx_iso_box *box = NULL;
+  pthread_mutex_lock(&lock);
+  if (running && cur_size() > 0) {
+    struct pool_key *pk = find_key(profile, disk_bytes, true);
+    if (pk && pk->n > 0)
+      box = pk->idle[--pk->n];
+    pthread_cond_broadcast(&wake);
+  }
+  pthread_mutex_unlock(&lock);
+  return box;
+}
+
+unsigned sbx_pool_idle(const char *profile, uint64_t disk_bytes)
+{
+  pthread_mutex_lock(&lock);
+  struct pool_key *pk = find_key(profile, disk_bytes, false);
+  unsigned n = pk ? pk->n : 0;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+void sbx_pool_stop(void)
+{
+  pthread_mutex_lock(&lock);
+  if (!running) {
+    pthread_mutex_unlock(&lock);
+    return;
+  }
+  stopping = true;
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&lock);
+  pthread_join(thread, NULL);
+  pthread_mutex_lock(&lock);
+  running = false;
+  struct sbx_iso_box *drop[MAX_KEYS * MAX_SIZE];
+  int ndrop = 0;
+  for (int k = 0; k < nkeys; k++) {
+    while (keys[k].n)
+      drop[ndrop++] = keys[k].idle[--keys[k].n];
+  }
+  nkeys = 0;
+  pthread_mutex_unlock(&lock);
+  for (int i = 0; i < ndrop; i++)
+    sbx_iso_box_destroy(drop[i]);
+}

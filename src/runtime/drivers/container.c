@@ -1,0 +1,191 @@
+/* container.c — the `container` driver: shared-kernel isolation (issue 3).
+ *
+ * A sandbox is an sbx-init (PID 1 of its own user, mount, pid, net, ipc,
+ * uts and cgroup namespaces) behind the wall built by src/isolation/ —
+ * see isolation/iso.h for the split between daemon and child and
+ * isolation/chain.c for the ordered steps.  sbx-init is exec'd from a
+ * sealed memfd copy (CVE-2019-5736) with the daemon channel as fd 3.
+ *
+ * create() takes a pre-built sandbox from the warm pool when one matches
+ * (profile, disk size) and applies the request's memory/pids/cpu limits to
+ * its cgroup; otherwise it builds one cold.  destroy() freezes and kills
+ * the whole cgroup, reaps sbx-init, removes the cgroup and closes the
+ * channel: processes die with the pid namespace, mounts with the mount
+ * namespace, the netns with its last process. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "init/launch.h"
+#include "isolation/iso.h"
+#include "isolation/pool.h"
+#include "runtime/driver.h"
+
+#define HANDSHAKE_MS 5000
+
+/* Idle pool entries are capped until hand-over sets the request's limits. */
+#define POOL_IDLE_MEMORY (256ull << 20)
+#define POOL_IDLE_PIDS 64
+
+static int init_memfd = -1;
+
+struct ctr_priv {
+  struct sbx_iso_box *box;
+  bool pooled;
+};
+
+static int build_box(const char *leaf, const struct sbx_limits *lim, struct sbx_iso_box **out,
+                     struct sbx_error *err)
+{
+  struct sbx_iso_spec spec = {.leaf = leaf, .limits = *lim, .exec_fd = init_memfd,
+                              .stdio = {-1, -1, -1}};
+  struct sbx_iso_box *box;
+  if (sbx_iso_box_create(&spec, &box, err) < 0)
+    return -1;
+  if (sbx_init_handshake(box->chan_fd, HANDSHAKE_MS, err) < 0) {
+    sbx_err_prefix(err, "container %s", leaf);
+    sbx_iso_box_destroy(box);
+    return -1;
+  }
+  *out = box;
+  return 0;
+}
+
+static int build_pooled(const char *leaf, uint64_t disk, struct sbx_iso_box **out,
+                        struct sbx_error *err)
+{
+  struct sbx_limits lim = {.memory_bytes = POOL_IDLE_MEMORY, .pids = POOL_IDLE_PIDS,
+                           .disk_bytes = disk};
+  return build_box(leaf, &lim, out, err);
+}
+
+static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
+{
+  struct sbx_error err = {0};
+  if (!env || !env->init_path) {
+    snprintf(why, whylen, "no sbx-init path");
+    return -1;
+  }
+  if (sbx_iso_init(&err) < 0) {
+    snprintf(why, whylen, "%s", err.msg);
+    return -1;
+  }
+  if (init_memfd < 0 && (init_memfd = sbx_init_memfd(env->init_path, &err)) < 0) {
+    snprintf(why, whylen, "sbx-init: %s", err.msg);
+    return -1;
+  }
+  if (sbx_pool_start(build_pooled, &err) < 0) {
+    snprintf(why, whylen, "%s", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static bool image_supported(const char *image)
+{
+  return !image || !*image || !strcmp(image, "host");
+}
+
+static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint64_t disk)
+{
+  struct sbx_iso_box *box = sbx_pool_take(spec->profile, disk);
+  if (!box)
+    return NULL;
+  struct sbx_error err = {0};
+  struct sbx_limits lim = spec->limits;
+  lim.disk_bytes = disk;
+  if (sbx_cg_set_limits(&box->cg, &lim, &err) < 0) {
+    /* e.g. a memory limit below what the idle sandbox already uses */
+    sbx_warn("container", "pooled sandbox rejected the limits (%s); building cold", err.msg);
+    sbx_iso_box_destroy(box);
+    return NULL;
+  }
+  return box;
+}
+
+static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
+                      struct sbx_error *err)
+{
+  if (init_memfd < 0)
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "container driver not probed");
+  if (!image_supported(spec->image))
+    return sbx_err_field(err, "image", "the container driver only runs the 'host' image");
+  uint64_t disk = spec->limits.disk_bytes ? spec->limits.disk_bytes : SBX_ISO_DEFAULT_DISK;
+  struct ctr_priv *priv = calloc(1, sizeof *priv);
+  if (!priv)
+    return sbx_err_sys(err, ENOMEM, "container");
+  priv->box = take_pooled(spec, disk);
+  priv->pooled = priv->box != NULL;
+  if (!priv->box) {
+    struct sbx_limits lim = spec->limits;
+    lim.disk_bytes = disk;
+    if (build_box(spec->id, &lim, &priv->box, err) < 0) {
+      free(priv);
+      return -1;
+    }
+  }
+  struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_container, spec);
+  if (!sb) {
+    sbx_iso_box_destroy(priv->box);
+    free(priv);
+    return sbx_err_sys(err, ENOMEM, "container");
+  }
+  sb->init_fd = priv->box->chan_fd;
+  priv->box->chan_fd = -1; /* the sandbox owns the channel now */
+  sb->init_pid = priv->box->pid;
+  sb->limits.disk_bytes = disk;
+  snprintf(sb->root_desc, sizeof sb->root_desc, "/ (container %.48s)", priv->box->leaf);
+  sb->priv = priv;
+  *out = sb;
+  return 0;
+}
+
+static void ctr_destroy(struct sbx_sandbox *sb)
+{
+  if (!sb)
+    return;
+  struct ctr_priv *priv = sb->priv;
+  if (priv) {
+    sbx_iso_box_destroy(priv->box); /* freezer-kill, reap, rmdir */
+    free(priv);
+  }
+  sb->priv = NULL;
+  sbx_sandbox_free(sb); /* closes the channel */
+}
+
+static int ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
+{
+  struct ctr_priv *priv = sb->priv;
+  if (!priv || !priv->box)
+    return -1;
+  return sbx_cg_usage(&priv->box->cg, out);
+}
+
+static int ctr_recover(const struct sbx_driver_env *env)
+{
+  (void)env;
+  if (sbx_iso_init(NULL) < 0)
+    return 0;
+  return sbx_cg_recover(sbx_cg_host_default());
+}
+
+static void ctr_shutdown(void)
+{
+  sbx_pool_stop();
+}
+
+const struct sbx_driver sbx_drv_container = {
+    .abi = SBX_DRIVER_ABI,
+    .name = "container",
+    .klass = "shared-kernel",
+    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS,
+    .probe = ctr_probe,
+    .create = ctr_create,
+    .destroy = ctr_destroy,
+    .usage = ctr_usage,
+    .recover = ctr_recover,
+    .shutdown = ctr_shutdown,
+};

@@ -1,0 +1,446 @@
+/* sandbox.c — sbx_sandbox_exec: run one command in a live sandbox.
+ *
+ * The daemon owns the stdio pipes and the per-exec ctl socket; sbx-init only
+ * forks the shepherd (init/proto.h).  This thread then multiplexes stdout,
+ * stderr, stdin, ctl and the cancel token with poll() until the tree is gone.
+ * Output is read as fast as it comes and kept head+tail (common/capture.h),
+ * so a chatty child never blocks on a full pipe and memory stays ~2×cap.
+ * Everything from ctl is validated: the sandbox may own sbx-init. */
+#include "runtime/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/capture.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "init/proto.h"
+#include "runtime/chan.h"
+
+#define READ_CHUNK (64 * 1024)
+#define KILL_GRACE_MS 5000  /* after KILL: time for EXITED and pipe EOF */
+#define DRAIN_MS 2000       /* after EXITED: time for pipe EOF */
+#define DEFAULT_CAP (1024 * 1024)
+
+enum { P_OUT, P_ERR, P_IN, P_CTL, P_CANCEL, P_N };
+
+struct run {
+  const struct sbx_exec_request *req;
+  int fd[P_N];
+  struct sbx_capture cap[2];
+  size_t in_off;
+  char *buf;
+  bool exited, exec_failed, lost, init_err, killed;
+  enum sbx_status kill_status;
+  enum sbx_reason kill_reason;
+  int remote_errno;
+  uint32_t stage, wstatus;
+  uint64_t cpu_us, maxrss_kb;
+  uint64_t deadline, kill_at, exited_at;
+};
+
+void sbx_exec_result_free(struct sbx_exec_result *r)
+{
+  if (!r)
+    return;
+  free(r->stdout_buf);
+  free(r->stderr_buf);
+  r->stdout_buf = r->stderr_buf = NULL;
+}
+
+/* res->error is shorter than an sbx_error message: cut, don't overflow. */
+static void set_error(struct sbx_exec_result *res, const char *msg)
+{
+  if (snprintf(res->error, sizeof res->error, "%s", msg) < 0)
+    res->error[0] = '\0';
+}
+
+static void close_fd(int *fd)
+{
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+}
+
+static void run_free(struct run *run)
+{
+  for (int i = 0; i < P_N; i++)
+    if (i != P_CANCEL)
+      close_fd(&run->fd[i]);
+  sbx_capture_free(&run->cap[0]);
+  sbx_capture_free(&run->cap[1]);
+  free(run->buf);
+}
+
+/* "/work" when absent; relative paths are under /work. */
+static int exec_cwd(const char *cwd, char *out, size_t len, struct sbx_error *err)
+{
+  if (!cwd || !*cwd)
+    cwd = "/work";
+  int n = cwd[0] == '/' ? snprintf(out, len, "%s", cwd) : snprintf(out, len, "/work/%s", cwd);
+  if (n < 0 || (size_t)n >= len || !sbx_proto_path_ok(out))
+    return sbx_err_field(err, "cwd", "invalid working directory");
+  return 0;
+}
+
+static int build_payload(const struct sbx_exec_request *req, struct sbx_wbuf *w,
+                         struct sbx_error *err)
+{
+  char cwd[SBX_PROTO_MAX_PATH];
+  if (!req->argv || !req->argv[0] || !req->argv[0][0])
+    return sbx_err_field(err, "command", "empty command");
+  if (exec_cwd(req->cwd, cwd, sizeof cwd, err) < 0)
+    return -1;
+  static char *const no_env[] = {NULL};
+  sbx_wbuf_init(w, SBX_PROTO_MAX_PAYLOAD);
+  sbx_wbuf_u32(w, 0);
+  sbx_wbuf_str(w, cwd);
+  sbx_wbuf_strv(w, req->argv);
+  sbx_wbuf_strv(w, req->env ? req->env : no_env);
+  if (w->bad) {
+    sbx_wbuf_free(w);
+    return sbx_err_set(err, SBX_E_TOO_LARGE, E2BIG, "command and environment too large");
+  }
+  return 0;
+}
+
+/* Sends EXEC; payloads over one datagram go in a sealed memfd. */
+static int send_exec(struct sbx_sandbox *sb, const struct sbx_wbuf *w, const int fds[4],
+                     struct sbx_error *err)
+{
+  if (w->len <= SBX_PROTO_MAX_INLINE)
+    return sbx_chan_send(sb, SBX_MSG_EXEC, 0, w->buf, w->len, fds, 4, err);
+  _cleanup_close_ int mfd = memfd_create("sbx-exec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (mfd < 0 || sbx_write_all(mfd, w->buf, w->len) != (ssize_t)w->len ||
+      fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+    return sbx_err_sys(err, errno, "exec payload memfd");
+  int all[5] = {fds[0], fds[1], fds[2], fds[3], mfd};
+  return sbx_chan_send(sb, SBX_MSG_EXEC, SBX_PROTO_F_MEMFD, w->buf, w->len, all, 5, err);
+}
+
+/* Makes the pipes, sends EXEC and keeps the daemon's ends in run->fd. */
+static int start(struct sbx_sandbox *sb, struct run *run, struct sbx_error *err)
+{
+  struct sbx_wbuf w;
+  if (build_payload(run->req, &w, err) < 0)
+    return -1;
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ctl[2] = {-1, -1};
+  int r = -1;
+  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0 ||
+      socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
+    sbx_err_sys(err, errno, "exec pipes");
+    goto out;
+  }
+  int child[4] = {in[0], out[1], er[1], ctl[1]};
+  if (send_exec(sb, &w, child, err) < 0)
+    goto out;
+  run->fd[P_IN] = steal_fd(&in[1]);
+  run->fd[P_OUT] = steal_fd(&out[0]);
+  run->fd[P_ERR] = steal_fd(&er[0]);
+  run->fd[P_CTL] = steal_fd(&ctl[0]);
+  r = 0;
+out:
+  sbx_wbuf_free(&w);
+  int all[8] = {in[0], in[1], out[0], out[1], er[0], er[1], ctl[0], ctl[1]};
+  for (int i = 0; i < 8; i++)
+    close_fd(&all[i]);
+  return r;
+}
+
+static void kill_tree(struct run *run, enum sbx_status st, enum sbx_reason why)
+{
+  if (run->killed)
+    return;
+  run->killed = true;
+  run->kill_status = st;
+  run->kill_reason = why;
+  run->kill_at = sbx_now_ms();
+  if (run->fd[P_CTL] >= 0)
+    sbx_proto_send(run->fd[P_CTL], SBX_MSG_KILL, 0, 0, NULL, 0, NULL, 0);
+}
+
+static void emit(struct run *run, int stream, const char *data, size_t len)
+{
+  struct sbx_capture *c = &run->cap[stream - 1];
+  if (run->req->on_output)
+    run->req->on_output(run->req->on_output_ctx, stream, data, len, c->total);
+  sbx_capture_feed(c, data, len);
+}
+
+static void read_stream(struct run *run, int which)
+{
+  /* A few reads per wakeup keep up with a fast writer without starving
+   * the other fds. */
+  for (int i = 0; i < 4; i++) {
+    ssize_t n = read(run->fd[which], run->buf, READ_CHUNK);
+    if (n > 0) {
+      emit(run, which == P_OUT ? 1 : 2, run->buf, (size_t)n);
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR))
+      close_fd(&run->fd[which]);
+    return;
+  }
+}
+
+static void write_stdin(struct run *run)
+{
+  const struct sbx_exec_request *req = run->req;
+  while (run->in_off < req->stdin_len) {
+    ssize_t n = write(run->fd[P_IN], (const char *)req->stdin_data + run->in_off,
+                      req->stdin_len - run->in_off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n <= 0)
+      break; /* EPIPE: the child stopped reading; not an error */
+    run->in_off += (size_t)n;
+  }
+  close_fd(&run->fd[P_IN]);
+}
+
+/* One validated ctl message; anything malformed is ignored. */
+static void on_ctl_msg(struct run *run, const char *buf, size_t n)
+{
+  struct sbx_proto_hdr h;
+  memcpy(&h, buf, sizeof h);
+  struct sbx_rbuf r;
+  sbx_rbuf_init(&r, buf + sizeof h, n - sizeof h);
+  if (h.type == SBX_MSG_EXITED) {
+    uint32_t st = sbx_rbuf_u32(&r);
+    uint64_t cpu = sbx_rbuf_u64(&r), rss = sbx_rbuf_u64(&r);
+    if (r.bad)
+      return;
+    run->wstatus = st;
+    run->cpu_us = cpu;
+    run->maxrss_kb = rss;
+    run->exited = true;
+  } else if (h.type == SBX_MSG_EXEC_FAILED) {
+    run->remote_errno = (int)sbx_rbuf_u32(&r);
+    run->stage = sbx_rbuf_u32(&r);
+    run->exec_failed = !r.bad;
+  } else if (h.type == SBX_MSG_ERR) {
+    run->remote_errno = (int)sbx_rbuf_u32(&r);
+    run->init_err = !r.bad;
+  } else
+    return; /* STARTED and unknown types need nothing */
+  if (run->exited || run->exec_failed || run->init_err) {
+    run->exited_at = sbx_now_ms();
+    close_fd(&run->fd[P_CTL]);
+  }
+}
+
+static void read_ctl(struct run *run)
+{
+  char buf[sizeof(struct sbx_proto_hdr) + 64];
+  int fds[SBX_PROTO_MAX_FDS];
+  size_t nfds = SBX_PROTO_MAX_FDS;
+  ssize_t n = sbx_proto_recv(run->fd[P_CTL], buf, sizeof buf, fds, &nfds);
+  for (size_t i = 0; i < nfds; i++)
+    close(fds[i]);
+  if (n > 0) {
+    on_ctl_msg(run, buf, (size_t)n);
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR || errno == EMSGSIZE || errno == EBADMSG))
+    return;
+  /* EOF before a final report: the shepherd (or all of sbx-init) died. */
+  run->lost = true;
+  close_fd(&run->fd[P_CTL]);
+}
+
+static bool finished(const struct run *run)
+{
+  if (run->lost)
+    return true;
+  bool final = run->exited || run->exec_failed || run->init_err;
+  return final && run->fd[P_OUT] < 0 && run->fd[P_ERR] < 0;
+}
+
+/* Next timer in ms (-1: none); fires the deadline and the give-up timers. */
+static int timers(struct run *run, bool *give_up)
+{
+  uint64_t now = sbx_now_ms(), next = UINT64_MAX;
+  if (run->deadline && !run->killed) {
+    if (now >= run->deadline)
+      kill_tree(run, SBX_ST_TIMEOUT, SBX_RS_TIMEOUT);
+    else
+      next = run->deadline;
+  }
+  if (run->killed)
+    next = next < run->kill_at + KILL_GRACE_MS ? next : run->kill_at + KILL_GRACE_MS;
+  if (run->exited_at)
+    next = next < run->exited_at + DRAIN_MS ? next : run->exited_at + DRAIN_MS;
+  if (next == UINT64_MAX)
+    return -1;
+  if (now >= next) {
+    *give_up = true;
+    return 0;
+  }
+  return (int)(next - now);
+}
+
+static void cancelled(struct run *run)
+{
+  struct sbx_cancel *c = run->req->cancel;
+  enum sbx_reason why = c->why != SBX_RS_NONE ? c->why : SBX_RS_CANCELLED;
+  kill_tree(run, SBX_ST_KILLED, why);
+  run->fd[P_CANCEL] = -1; /* borrowed: stop polling it, never close it */
+}
+
+static void pump(struct run *run)
+{
+  static const short ev[P_N] = {POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN};
+  while (!finished(run)) {
+    bool give_up = false;
+    int timeout = timers(run, &give_up);
+    if (give_up)
+      return;
+    struct pollfd p[P_N];
+    for (int i = 0; i < P_N; i++)
+      p[i] = (struct pollfd){.fd = run->fd[i], .events = ev[i]};
+    int r = poll(p, P_N, timeout);
+    if (r < 0 && errno != EINTR)
+      return;
+    if (r <= 0)
+      continue;
+    if (p[P_OUT].revents)
+      read_stream(run, P_OUT);
+    if (p[P_ERR].revents)
+      read_stream(run, P_ERR);
+    if (p[P_IN].revents)
+      write_stdin(run);
+    if (p[P_CTL].revents)
+      read_ctl(run);
+    if (p[P_CANCEL].revents)
+      cancelled(run);
+  }
+}
+
+static void exec_failed_message(struct run *run)
+{
+  char msg[512];
+  int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : EIO;
+  if (run->stage == 1)
+    snprintf(msg, sizeof msg, "sbx: cannot change directory: %s\n", strerror(e));
+  else if (e == ENOENT)
+    snprintf(msg, sizeof msg, "sbx: %.200s: command not found\n", run->req->argv[0]);
+  else
+    snprintf(msg, sizeof msg, "sbx: %.200s: %s\n", run->req->argv[0], strerror(e));
+  emit(run, 2, msg, strlen(msg));
+}
+
+static void classify(struct run *run, struct sbx_exec_result *res)
+{
+  int st = (int)run->wstatus;
+  res->exit_code = -1;
+  if (run->exec_failed) {
+    exec_failed_message(run);
+    res->status = SBX_ST_FAILED;
+    res->reason = SBX_RS_EXIT;
+    bool noexec = run->stage == 0 && (run->remote_errno == EACCES ||
+                                      run->remote_errno == ENOEXEC);
+    res->exit_code = noexec ? 126 : 127;
+    return;
+  }
+  if (run->exited && WIFEXITED(st)) {
+    res->exit_code = WEXITSTATUS(st);
+    res->status = res->exit_code ? SBX_ST_FAILED : SBX_ST_SUCCEEDED;
+    res->reason = SBX_RS_EXIT;
+  } else {
+    res->signal = run->exited && WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    res->status = SBX_ST_KILLED;
+    res->reason = SBX_RS_SIGNAL;
+  }
+  if (run->killed) {
+    res->status = run->kill_status;
+    res->reason = run->kill_reason;
+    set_error(res, run->kill_status == SBX_ST_TIMEOUT ? "wall-clock timeout exceeded"
+                                                      : "cancelled");
+  }
+}
+
+static int fill_result(struct run *run, struct sbx_exec_result *res, uint64_t t0,
+                       struct sbx_error *err)
+{
+  int r = 0;
+  if (run->init_err || (run->lost && !run->killed) || (!run->exited && !run->exec_failed &&
+                                                       !run->killed)) {
+    int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : 0;
+    r = run->init_err ? sbx_err_set(err, SBX_E_INTERNAL, e, "sbx-init could not start the "
+                                    "command: %s", strerror(e))
+                      : sbx_err_set(err, SBX_E_INTERNAL, 0,
+                                    "sandbox lost: sbx-init went away during the exec");
+    res->status = SBX_ST_ERROR;
+    res->reason = run->init_err ? SBX_RS_NONE : SBX_RS_SANDBOX_LOST;
+    res->exit_code = -1;
+    set_error(res, err ? err->msg : "sandbox lost");
+  } else
+    classify(run, res);
+  res->duration_ms = sbx_now_ms() - t0;
+  res->cpu_seconds = (double)run->cpu_us / 1e6;
+  res->memory_peak_bytes = run->maxrss_kb * 1024;
+  char **bufs[2] = {&res->stdout_buf, &res->stderr_buf};
+  size_t *lens[2] = {&res->stdout_len, &res->stderr_len};
+  for (int i = 0; i < 2; i++) {
+    *bufs[i] = sbx_capture_flatten(&run->cap[i], lens[i]);
+    if (!*bufs[i] && r == 0)
+      r = sbx_err_sys(err, ENOMEM, "exec output");
+  }
+  res->stdout_truncated = sbx_capture_truncated(&run->cap[0]);
+  res->stdout_dropped = sbx_capture_dropped(&run->cap[0]);
+  res->stderr_truncated = sbx_capture_truncated(&run->cap[1]);
+  res->stderr_dropped = sbx_capture_dropped(&run->cap[1]);
+  return r;
+}
+
+static int run_init(struct run *run, const struct sbx_exec_request *req, struct sbx_error *err)
+{
+  memset(run, 0, sizeof *run);
+  for (int i = 0; i < P_N; i++)
+    run->fd[i] = -1;
+  run->req = req;
+  size_t cap = req->output_cap ? (size_t)req->output_cap : DEFAULT_CAP;
+  run->buf = malloc(READ_CHUNK);
+  if (!run->buf || sbx_capture_init(&run->cap[0], cap) < 0 ||
+      sbx_capture_init(&run->cap[1], cap) < 0)
+    return sbx_err_sys(err, ENOMEM, "exec buffers");
+  return 0;
+}
+
+int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                     struct sbx_exec_result *res, struct sbx_error *err)
+{
+  memset(res, 0, sizeof *res);
+  res->status = SBX_ST_ERROR;
+  res->exit_code = -1;
+  struct run run;
+  uint64_t t0 = sbx_now_ms();
+  if (run_init(&run, req, err) < 0 || start(sb, &run, err) < 0) {
+    set_error(res, err ? err->msg : "exec failed");
+    run_free(&run);
+    return -1;
+  }
+  if (req->timeout_ms)
+    run.deadline = t0 + req->timeout_ms;
+  if (req->cancel && req->cancel->efd >= 0)
+    run.fd[P_CANCEL] = req->cancel->efd;
+  for (int i = P_OUT; i <= P_CTL; i++)
+    sbx_set_nonblock(run.fd[i], 1);
+  if (!req->stdin_data || req->stdin_len == 0)
+    close_fd(&run.fd[P_IN]);
+  pump(&run);
+  run.fd[P_CANCEL] = -1;
+  int r = fill_result(&run, res, t0, err);
+  run_free(&run);
+  return r;
+}

@@ -1,0 +1,277 @@
+/* sessions.c — SQLite queries for sessions.  Every tenant-facing query
+ * filters by tenant_id, so another tenant's session is "not found". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "store/sqlite/sqlite_int.h"
+
+#define SES_COLS                                                                        \
+  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
+  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
+
+static int session_from_row(sqlite3_stmt *s, struct sbx_session_row *out, struct sbx_error *err)
+{
+  memset(out, 0, sizeof *out);
+  sq_col_copy(s, 0, out->id, sizeof out->id);
+  out->tenant_id = sqlite3_column_int64(s, 1);
+  sq_col_copy(s, 2, out->status, sizeof out->status);
+  sq_col_copy(s, 3, out->reason, sizeof out->reason);
+  sq_col_copy(s, 4, out->profile, sizeof out->profile);
+  sq_col_copy(s, 5, out->runtime, sizeof out->runtime);
+  sq_col_copy(s, 6, out->image, sizeof out->image);
+  out->ttl_s = sqlite3_column_int64(s, 11);
+  out->created_at = sqlite3_column_int64(s, 12);
+  out->updated_at = sqlite3_column_int64(s, 13);
+  out->expires_at = sqlite3_column_int64(s, 14);
+  out->last_used_at = sqlite3_column_int64(s, 15);
+  if (sq_col_strdup(s, 7, &out->limits_json, err) < 0 ||
+      sq_col_strdup(s, 8, &out->network_json, err) < 0 ||
+      sq_col_strdup(s, 9, &out->metadata_json, err) < 0 ||
+      sq_col_strdup(s, 10, &out->env_json, err) < 0) {
+    sbx_session_row_free(out);
+    return -1;
+  }
+  return 0;
+}
+
+int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
+                      struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_INSERT,
+              "INSERT INTO sessions (" SES_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              &s, err) < 0)
+    return -1;
+  int64_t created = row->created_at ? row->created_at : sbx_wall_s();
+  sq_bind_text(s, 1, row->id);
+  sqlite3_bind_int64(s, 2, row->tenant_id);
+  sq_bind_text(s, 3, row->status);
+  sq_bind_text(s, 4, row->reason);
+  sq_bind_text(s, 5, row->profile);
+  sq_bind_text(s, 6, row->runtime);
+  sq_bind_text(s, 7, row->image);
+  sq_bind_text(s, 8, row->limits_json);
+  sq_bind_text(s, 9, row->network_json);
+  sq_bind_text(s, 10, row->metadata_json);
+  sq_bind_text(s, 11, row->env_json);
+  sqlite3_bind_int64(s, 12, row->ttl_s);
+  sqlite3_bind_int64(s, 13, created);
+  sqlite3_bind_int64(s, 14, row->updated_at ? row->updated_at : created);
+  sqlite3_bind_int64(s, 15, row->expires_at);
+  sqlite3_bind_int64(s, 16, row->last_used_at ? row->last_used_at : created);
+  return sq_exec_stmt(st, s, "insert session", err);
+}
+
+int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                   struct sbx_session_row *out, struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_GET, "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?",
+              &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, id);
+  int rc = sq_step(s);
+  if (rc == SQLITE_DONE)
+    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session not found");
+  if (rc != SQLITE_ROW)
+    return sq_fail(st, rc, "get session", err);
+  return session_from_row(s, out, err);
+}
+
+/* Rows of s (already bound, first step not taken) into rows. */
+static int collect(struct sbx_store *st, sqlite3_stmt *s, struct sq_rows *rows,
+                   struct sbx_error *err)
+{
+  int rc = sq_step(s);
+  for (; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
+    struct sbx_session_row *r = sq_rows_push(rows, err);
+    if (!r || session_from_row(s, r, err) < 0) {
+      if (r)
+        rows->n--;
+      return -1;
+    }
+  }
+  if (rc != SQLITE_DONE)
+    return sq_fail(st, rc, "list sessions", err);
+  return 0;
+}
+
+/* Runs cb over the collected rows (outside the lock) and frees them.
+ * cb returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
+static int deliver(struct sq_rows *rows, int ret, sbx_session_cb cb, void *ctx,
+                   struct sbx_error *err)
+{
+  struct sbx_session_row *r = rows->v;
+  for (size_t i = 0; i < rows->n; i++) {
+    if (ret == 0) {
+      int c = cb(ctx, &r[i]);
+      if (c < 0)
+        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: session listing stopped by caller");
+      else if (c > 0)
+        ret = 1;
+    }
+    sbx_session_row_free(&r[i]);
+  }
+  free(rows->v);
+  return ret < 0 ? -1 : 0;
+}
+
+/* created_at of the cursor row, looked up within the tenant. */
+static int cursor_time(struct sbx_store *st, int64_t tenant_id, const char *after, int64_t *t,
+                       struct sbx_error *err)
+{
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_CURSOR, "SELECT created_at FROM sessions WHERE tenant_id = ? AND id = ?",
+              &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, after);
+  int rc = sq_step(s);
+  if (rc == SQLITE_DONE)
+    return sbx_err_field(err, "after", "unknown pagination cursor");
+  if (rc != SQLITE_ROW)
+    return sq_fail(st, rc, "read cursor", err);
+  *t = sqlite3_column_int64(s, 0);
+  return 0;
+}
+
+static int list_locked(struct sbx_store *st, int64_t tenant_id, const char *status,
+                       const char *after, int limit, struct sq_rows *rows, struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  int64_t after_t = 0;
+  if (after && *after && cursor_time(st, tenant_id, after, &after_t, err) < 0)
+    return -1;
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  /* Newest first; (created_at, id) is a total order, so a page boundary
+   * inside one second still neither repeats nor skips a row. */
+  if (sq_stmt(st, SQ_SES_LIST,
+              "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ?1"
+              " AND (?2 IS NULL OR status = ?2)"
+              " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"
+              " ORDER BY created_at DESC, id DESC LIMIT ?5",
+              &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, status);
+  sq_bind_text(s, 3, after && *after ? after : NULL);
+  sqlite3_bind_int64(s, 4, after_t);
+  sqlite3_bind_int(s, 5, limit > 0 ? limit : -1);
+  return collect(st, s, rows, err);
+}
+
+int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
+                    const char *after, int limit, sbx_session_cb cb, void *ctx,
+                    struct sbx_error *err)
+{
+  struct sq_rows rows = {.elem = sizeof(struct sbx_session_row)};
+  int ret = list_locked(st, tenant_id, status, after, limit, &rows, err);
+  return deliver(&rows, ret, cb, ctx, err);
+}
+
+int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
+                          struct sbx_error *err)
+{
+  struct sq_rows rows = {.elem = sizeof(struct sbx_session_row)};
+  int ret;
+  {
+    _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+    _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+    ret = sq_stmt(st, SQ_SES_LIST_READY,
+                  "SELECT " SES_COLS " FROM sessions WHERE status = 'ready'"
+                  " ORDER BY created_at, id",
+                  &s, err);
+    if (ret == 0)
+      ret = collect(st, s, &rows, err);
+  }
+  return deliver(&rows, ret, cb, ctx, err);
+}
+
+/* Steps an UPDATE that names one session; NOT_FOUND when no row matched. */
+static int update_one(struct sbx_store *st, sqlite3_stmt *s, const char *what,
+                      struct sbx_error *err)
+{
+  if (sq_exec_stmt(st, s, what, err) < 0)
+    return -1;
+  if (sqlite3_changes(st->db) == 0)
+    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session not found");
+  return 0;
+}
+
+int sq_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
+                          const char *status, const char *reason, struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_SET_STATUS,
+              "UPDATE sessions SET status = ?, reason = ?, updated_at = ?"
+              " WHERE tenant_id = ? AND id = ?",
+              &s, err) < 0)
+    return -1;
+  sq_bind_text(s, 1, status);
+  sq_bind_text(s, 2, reason ? reason : "");
+  sqlite3_bind_int64(s, 3, sbx_wall_s());
+  sqlite3_bind_int64(s, 4, tenant_id);
+  sq_bind_text(s, 5, id);
+  return update_one(st, s, "set session status", err);
+}
+
+int sq_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
+                      const char *network_json, const char *metadata_json, int64_t ttl_s,
+                      int64_t expires_at, struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_UPDATE,
+              "UPDATE sessions SET network_json = COALESCE(?1, network_json),"
+              " metadata_json = COALESCE(?2, metadata_json),"
+              " ttl_s = CASE WHEN ?3 < 0 THEN ttl_s ELSE ?3 END,"
+              " expires_at = CASE WHEN ?3 < 0 THEN expires_at ELSE ?4 END,"
+              " updated_at = ?5 WHERE tenant_id = ?6 AND id = ?7",
+              &s, err) < 0)
+    return -1;
+  sq_bind_text(s, 1, network_json);
+  sq_bind_text(s, 2, metadata_json);
+  sqlite3_bind_int64(s, 3, ttl_s);
+  sqlite3_bind_int64(s, 4, expires_at);
+  sqlite3_bind_int64(s, 5, sbx_wall_s());
+  sqlite3_bind_int64(s, 6, tenant_id);
+  sq_bind_text(s, 7, id);
+  return update_one(st, s, "update session", err);
+}
+
+int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
+                     struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_TOUCH,
+              "UPDATE sessions SET last_used_at = ? WHERE tenant_id = ? AND id = ?", &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, now);
+  sqlite3_bind_int64(s, 2, tenant_id);
+  sq_bind_text(s, 3, id);
+  return update_one(st, s, "touch session", err);
+}
+
+int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
+                     int64_t *count, struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, SQ_SES_COUNT,
+              "SELECT COUNT(*) FROM sessions WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)",
+              &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, status);
+  int rc = sq_step(s);
+  if (rc != SQLITE_ROW)
+    return sq_fail(st, rc, "count sessions", err);
+  *count = sqlite3_column_int64(s, 0);
+  return 0;
+}

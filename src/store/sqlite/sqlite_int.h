@@ -1,0 +1,147 @@
+/* sqlite_int.h — internals shared by the SQLite backend's files: the store
+ * state, the prepared-statement cache, and the small helpers every query
+ * uses (locking, stepping with SQLITE_BUSY retry, transactions, error
+ * mapping, column copies).  Not part of the storage seam.
+ *
+ * Concurrency: one connection per store, guarded by st->lock.  Every op
+ * takes the lock for its whole duration (statements and transactions
+ * included) and never calls back into user code while holding it: list ops
+ * collect their rows first, unlock, then run the callbacks, so a callback
+ * may call the store again. */
+#ifndef SBX_STORE_SQLITE_INT_H
+#define SBX_STORE_SQLITE_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+/* Cached statements: one slot per query, prepared on first use. */
+enum sq_slot {
+  SQ_BEGIN, SQ_COMMIT, SQ_ROLLBACK, SQ_PING,
+  SQ_TENANT_BY_NAME, SQ_TENANT_NEXT_ID, SQ_TENANT_INSERT,
+  SQ_KEY_INSERT, SQ_KEY_GET,
+  SQ_SES_INSERT, SQ_SES_GET, SQ_SES_CURSOR, SQ_SES_LIST, SQ_SES_LIST_READY,
+  SQ_SES_SET_STATUS, SQ_SES_UPDATE, SQ_SES_TOUCH, SQ_SES_COUNT,
+  SQ_EXE_INSERT, SQ_EXE_GET, SQ_EXE_FILES, SQ_EXE_CURSOR, SQ_EXE_LIST,
+  SQ_EXE_LIST_STATUS, SQ_EXE_START, SQ_EXE_FINISH, SQ_EXE_EXISTS,
+  SQ_EXE_FILE_INSERT, SQ_EXE_FILE_GET, SQ_EXE_COUNT,
+  SQ_NSLOTS
+};
+
+struct sbx_store {
+  sqlite3 *db;
+  pthread_mutex_t lock;
+  sqlite3_stmt *stmt[SQ_NSLOTS];
+};
+
+/* SQLITE_BUSY past busy_timeout (or where SQLite skips the busy handler,
+ * e.g. WAL recovery by another process) is retried this many times. */
+#define SQ_BUSY_TIMEOUT_MS 5000
+#define SQ_BUSY_RETRIES 5
+
+/* Lock for the current scope: `_cleanup_sq_unlock_ struct sbx_store *l =
+ * sq_lock(st);` — declare it before any statement so the statement is
+ * reset first (cleanups run in reverse order). */
+struct sbx_store *sq_lock(struct sbx_store *st);
+void sq_unlockp(struct sbx_store **st);
+#define _cleanup_sq_unlock_ __attribute__((cleanup(sq_unlockp), unused))
+
+/* A statement borrowed from the cache, reset and unbound at scope end. */
+void sq_resetp(sqlite3_stmt **s);
+#define _cleanup_sq_reset_ __attribute__((cleanup(sq_resetp)))
+
+/* The cached statement for slot (preparing sql on first use).  Caller holds
+ * the lock. */
+int sq_stmt(struct sbx_store *st, enum sq_slot slot, const char *sql, sqlite3_stmt **out,
+            struct sbx_error *err);
+/* sqlite3_step() that retries SQLITE_BUSY/LOCKED; only for the first step
+ * of a statement (a retry resets it). */
+int sq_step(sqlite3_stmt *s);
+/* Steps a statement that returns no rows; 0 or -1 with err. */
+int sq_exec_stmt(struct sbx_store *st, sqlite3_stmt *s, const char *what, struct sbx_error *err);
+/* sqlite3_exec() with BUSY retry, for pragmas and migration scripts. */
+int sq_exec_sql(struct sbx_store *st, const char *sql, const char *what, struct sbx_error *err);
+
+/* BEGIN IMMEDIATE (the write lock up front, so a transaction never fails
+ * half-way on a lock upgrade), COMMIT, ROLLBACK (best effort). */
+int sq_begin(struct sbx_store *st, struct sbx_error *err);
+int sq_commit(struct sbx_store *st, struct sbx_error *err);
+void sq_rollback(struct sbx_store *st);
+
+/* err from an SQLite result code: CONSTRAINT → SBX_E_CONFLICT, BUSY/LOCKED
+ * → SBX_E_NOT_READY, others → SBX_E_INTERNAL.  Returns -1. */
+int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *err);
+
+/* Binding helpers: NULL text binds SQL NULL; a zero-length blob binds an
+ * empty blob (not NULL). */
+int sq_bind_text(sqlite3_stmt *s, int i, const char *v);
+int sq_bind_blob(sqlite3_stmt *s, int i, const void *v, size_t n);
+
+/* Column helpers. */
+void sq_col_copy(sqlite3_stmt *s, int col, char *buf, size_t size);
+/* malloc'd copy of a TEXT column, NULL when the column is NULL. */
+int sq_col_strdup(sqlite3_stmt *s, int col, char **out, struct sbx_error *err);
+/* malloc'd copy of a BLOB column plus a trailing NUL (never NULL on success). */
+int sq_col_blobdup(sqlite3_stmt *s, int col, char **out, size_t *len, struct sbx_error *err);
+
+/* True if status is a final execution status (not queued/running). */
+int sq_exec_status_final(const char *status);
+
+/* A growable array of rows collected under the lock. */
+struct sq_rows {
+  void *v;
+  size_t n, cap, elem;
+};
+/* A zeroed new element at the end, or NULL (err set). */
+void *sq_rows_push(struct sq_rows *r, struct sbx_error *err);
+
+/* Migrations (migrate.c): applies pending ones, refuses a newer schema. */
+int sq_migrate(struct sbx_store *st, struct sbx_error *err);
+
+/* The ops, one file per table family; contracts in store/store.h. */
+int sq_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
+                     struct sbx_error *err);
+int sq_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
+int sq_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
+               struct sbx_error *err);
+
+int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
+                      struct sbx_error *err);
+int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                   struct sbx_session_row *out, struct sbx_error *err);
+int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
+                    const char *after, int limit, sbx_session_cb cb, void *ctx,
+                    struct sbx_error *err);
+int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
+                          struct sbx_error *err);
+int sq_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
+                          const char *status, const char *reason, struct sbx_error *err);
+int sq_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
+                      const char *network_json, const char *metadata_json, int64_t ttl_s,
+                      int64_t expires_at, struct sbx_error *err);
+int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
+                     struct sbx_error *err);
+int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
+                     int64_t *count, struct sbx_error *err);
+
+int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
+                        struct sbx_error *err);
+int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                     struct sbx_execution_row *out, struct sbx_error *err);
+int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
+                      const char *after, int limit, sbx_execution_cb cb, void *ctx,
+                      struct sbx_error *err);
+int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
+                       int64_t started_at, struct sbx_error *err);
+int sq_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
+                        const struct sbx_exec_file_blob *files, size_t nfiles,
+                        struct sbx_error *err);
+int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                          const char *path, void **data, size_t *size, struct sbx_error *err);
+int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
+                             void *ctx, struct sbx_error *err);
+int sq_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
+                       int64_t *count, struct sbx_error *err);
+
+#endif

@@ -1,0 +1,78 @@
+/* store.c — backend choice for the storage seam, and the row destructors
+ * every backend shares.  See store.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/store.h"
+
+static int has_prefix(const char *s, const char *prefix)
+{
+  return strncasecmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int sbx_store_open(const char *database_url, const char *state_dir,
+                   struct sbx_store_handle *out, struct sbx_error *err)
+{
+  const char *dir = state_dir;
+  out->ops = NULL;
+  out->st = NULL;
+  if (database_url && *database_url) {
+    /* The URL is never echoed: it may carry a password. */
+    if (has_prefix(database_url, "postgres://") || has_prefix(database_url, "postgresql://"))
+      return sbx_err_set(err, SBX_E_NOT_READY, 0,
+                         "store: PostgreSQL backend not built yet (use SQLite: "
+                         "no --database, or sqlite://DIR)");
+    if (!has_prefix(database_url, "sqlite://"))
+      return sbx_err_set(err, SBX_E_INVALID, 0,
+                         "store: unsupported database URL (expected postgres://… or sqlite://DIR)");
+    if (database_url[strlen("sqlite://")])
+      dir = database_url + strlen("sqlite://");
+  }
+  if (!dir || !*dir)
+    return sbx_err_set(err, SBX_E_INVALID, 0, "store: no state directory for the SQLite database");
+  struct sbx_store *st = NULL;
+  if (sbx_store_sqlite.open(dir, &st, err) < 0)
+    return -1;
+  out->ops = &sbx_store_sqlite;
+  out->st = st;
+  return 0;
+}
+
+void sbx_store_close(struct sbx_store_handle *h)
+{
+  if (h && h->ops && h->st)
+    h->ops->close(h->st);
+  if (h) {
+    h->ops = NULL;
+    h->st = NULL;
+  }
+}
+
+void sbx_session_row_free(struct sbx_session_row *r)
+{
+  if (!r)
+    return;
+  free(r->limits_json);
+  free(r->network_json);
+  free(r->metadata_json);
+  free(r->env_json);
+  r->limits_json = r->network_json = r->metadata_json = r->env_json = NULL;
+}
+
+void sbx_execution_row_free(struct sbx_execution_row *r)
+{
+  if (!r)
+    return;
+  free(r->request_json);
+  free(r->metadata_json);
+  free(r->stdout_buf);
+  free(r->stderr_buf);
+  free(r->error_json);
+  free(r->files);
+  r->request_json = r->metadata_json = r->error_json = NULL;
+  r->stdout_buf = r->stderr_buf = NULL;
+  r->stdout_len = r->stderr_len = 0;
+  r->files = NULL;
+  r->nfiles = 0;
+}

@@ -1,0 +1,174 @@
+/* test_schema.c — request validation: every bad shape is refused with the
+ * field named, every good one parsed exactly. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/profile.h"
+#include "core/schema.h"
+
+static json_t *J(const char *txt)
+{
+  json_error_t je;
+  json_t *j = json_loads(txt, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  if (!j)
+    fprintf(stderr, "bad test JSON: %s\n", txt);
+  return j;
+}
+
+/* Validates an exec body; returns the field at fault ("" when accepted). */
+static const char *exec_field(const char *txt)
+{
+  static struct sbx_error err;
+  memset(&err, 0, sizeof err);
+  json_t *j = J(txt);
+  struct sbx_exec_spec s;
+  int rc = sbx_schema_exec(j, 60, false, &s, &err);
+  json_decref(j);
+  if (rc == 0) {
+    sbx_exec_spec_free(&s);
+    return "";
+  }
+  CHECK(err.code == SBX_E_INVALID);
+  CHECK(err.msg_fr[0] != '\0');
+  return err.field;
+}
+
+static void test_exec(void)
+{
+  CHECK_STR(exec_field("{\"command\":[\"echo\",\"hi\"]}"), "");
+  CHECK_STR(exec_field("{\"command\":[]}"), "command");
+  CHECK_STR(exec_field("{\"command\":\"echo hi\"}"), "command");
+  CHECK_STR(exec_field("{\"command\":[\"echo\",3]}"), "command[1]");
+  CHECK_STR(exec_field("{\"command\":[\"\"]}"), "command[0]");
+  CHECK_STR(exec_field("{\"command\":[\"a\\u0000b\"]}"), "command[0]");
+  CHECK_STR(exec_field("{}"), "command");
+  CHECK_STR(exec_field("{\"language\":\"cobol\",\"code\":\"x\"}"), "language");
+  CHECK_STR(exec_field("{\"language\":\"python\"}"), "code");
+  CHECK_STR(exec_field("{\"language\":\"python\",\"code\":\"1\",\"command\":[\"x\"]}"), "command");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":\"5\"}"), "timeout_s");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":0}"), "timeout_s");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":61}"), "timeout_s");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":0.5}"), "");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"env\":{\"A-B\":\"1\"}}"), "env.A-B");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"env\":{\"A\":1}}"), "env.A");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"env\":[\"A=1\"]}"), "env");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"stdin\":5}"), "stdin");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"background\":true}"), "background");
+  CHECK_STR(exec_field("{\"command\":[\"x\"],\"cwd\":\"\"}"), "cwd");
+
+  struct sbx_error err = {0};
+  json_t *j = J("{\"language\":\"python\",\"code\":\"print(1)\",\"env\":{\"X\":\"y\"},"
+                "\"stdin\":\"in\",\"cwd\":\"/tmp\"}");
+  struct sbx_exec_spec s;
+  CHECK(sbx_schema_exec(j, 60, false, &s, &err) == 0);
+  CHECK_STR(s.argv[0], "python3");
+  CHECK_STR(s.argv[1], "-c");
+  CHECK_STR(s.argv[2], "print(1)");
+  CHECK(s.argv[3] == NULL);
+  CHECK_STR(s.env[0], "X=y");
+  CHECK(s.stdin_len == 2 && memcmp(s.stdin_data, "in", 2) == 0);
+  CHECK_STR(s.cwd, "/tmp");
+  sbx_exec_spec_free(&s);
+  json_decref(j);
+
+  /* code longer than an argument may be: run from a file */
+  size_t big = SBX_INLINE_CODE_MAX + 10;
+  char *code = malloc(big + 1);
+  memset(code, '#', big);
+  code[big] = '\0';
+  j = json_pack("{s:s, s:s}", "language", "node", "code", code);
+  CHECK(sbx_schema_exec(j, 60, false, &s, &err) == 0);
+  CHECK_STR(s.argv[0], "node");
+  CHECK(s.argv[1] == NULL);
+  CHECK(s.code && strlen(s.code) == big);
+  CHECK_STR(s.code_ext, ".js");
+  sbx_exec_spec_free(&s);
+  json_decref(j);
+  free(code);
+}
+
+static void test_limits(void)
+{
+  struct sbx_profile p;
+  sbx_profile_defaults(&p, "small", "process");
+  p.limits.memory_bytes = 256ULL << 20;
+  p.limits.cpu_millis = 500;
+  struct sbx_limits l;
+  struct sbx_error err = {0};
+  json_t *j = J("{\"cpu\":\"250m\",\"memory\":\"128Mi\",\"pids\":10,\"timeout_s\":5,"
+                "\"disk\":\"64Mi\",\"output_bytes\":\"64Ki\"}");
+  CHECK(sbx_schema_limits(j, &p, &l, &err) == 0);
+  CHECK(l.cpu_millis == 250 && l.memory_bytes == 128ULL << 20 && l.pids == 10 &&
+        l.timeout_s == 5 && l.disk_bytes == 64ULL << 20 && l.output_bytes == 64 << 10);
+  json_decref(j);
+
+  const char *bad[][2] = {
+      {"{\"memory\":\"512Mi\"}", "limits.memory"},  /* above the ceiling */
+      {"{\"memory\":\"lots\"}", "limits.memory"},
+      {"{\"memory\":true}", "limits.memory"},
+      {"{\"cpu\":\"1\"}", "limits.cpu"},            /* above 500m */
+      {"{\"cpu\":\"fast\"}", "limits.cpu"},
+      {"{\"pids\":-1}", "limits.pids"},
+      {"{\"pids\":1.5}", "limits.pids"},
+      {"{\"gpu\":1}", "limits.gpu"},
+      {"{\"disk\":\"0\"}", "limits.disk"},
+      {"{\"timeout_s\":999999}", "limits.timeout_s"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    memset(&err, 0, sizeof err);
+    j = J(bad[i][0]);
+    CHECK(sbx_schema_limits(j, &p, &l, &err) < 0);
+    CHECK_STR(err.field, bad[i][1]);
+    json_decref(j);
+  }
+  /* missing limits take the profile's */
+  CHECK(sbx_schema_limits(NULL, &p, &l, &err) == 0);
+  CHECK(l.memory_bytes == 256ULL << 20 && l.timeout_s == p.default_timeout_s);
+  j = J("[1]");
+  CHECK(sbx_schema_limits(j, &p, &l, &err) < 0);
+  json_decref(j);
+}
+
+static void test_network_metadata(void)
+{
+  struct sbx_error err = {0};
+  json_t *n = sbx_schema_network(NULL, "network", &err);
+  CHECK_STR(json_string_value(json_object_get(n, "egress")), "none");
+  json_decref(n);
+  json_t *j = J("{\"egress\":\"open\"}");
+  CHECK(sbx_schema_network(j, "network", &err) == NULL);
+  CHECK_STR(err.field, "network.egress");
+  json_decref(j);
+  j = J("{\"egress\":\"allowlist\",\"allow\":[\"pypi.org\"]}");
+  CHECK(sbx_schema_network(j, "network", &err) == NULL); /* not enforceable yet: refused */
+  json_decref(j);
+  j = J("{\"egress\":\"none\",\"allow\":[\"x\"]}");
+  CHECK(sbx_schema_network(j, "network", &err) == NULL);
+  json_decref(j);
+  j = J("{\"project\":\"p\",\"n\":3}");
+  CHECK(sbx_schema_metadata(j, "metadata", &err) < 0);
+  CHECK_STR(err.field, "metadata.n");
+  json_decref(j);
+  int64_t ttl;
+  j = J("60");
+  CHECK(sbx_schema_ttl(j, 3600, &ttl, &err) == 0 && ttl == 60);
+  json_decref(j);
+  j = J("7200");
+  CHECK(sbx_schema_ttl(j, 3600, &ttl, &err) < 0);
+  json_decref(j);
+  static const char *const allowed[] = {"a", NULL};
+  j = J("{\"a\":1,\"b\":2}");
+  CHECK(sbx_schema_only(j, "x.", allowed, &err) < 0);
+  CHECK_STR(err.field, "x.b");
+  json_decref(j);
+}
+
+int main(void)
+{
+  test_exec();
+  test_limits();
+  test_network_metadata();
+  return check_finish("test_schema");
+}
