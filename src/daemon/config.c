@@ -278,12 +278,21 @@ int sbx_config_finish(struct sbx_config *c, struct sbx_error *err)
   if (sbx_config_resolve_state(c, err) < 0)
     return -1;
   if (!c->init_path[0]) {
+    /* Next to the binary; in the build tree (src/daemon → src/init); or the
+     * installed libexec dir. */
+    static const char *const candidates[] = {"sbx-init", "../init/sbx-init",
+                                             "../libexec/sandboxd/sbx-init"};
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n < 0)
       return sbx_err_sys(err, errno, "readlink /proc/self/exe");
     self[n] = '\0';
-    snprintf(c->init_path, sizeof c->init_path, "%s/sbx-init", dirname(self));
+    const char *dir = dirname(self);
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+      snprintf(c->init_path, sizeof c->init_path, "%s/%s", dir, candidates[i]);
+      if (access(c->init_path, X_OK) == 0)
+        break;
+    }
   }
   if (access(c->init_path, X_OK) < 0)
     return sbx_err_sys(err, errno, "sbx-init not found at %s (set SANDBOXD_INIT or --sbx-init)",

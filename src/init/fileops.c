@@ -182,6 +182,15 @@ static uint8_t dtype(mode_t m)
 static int list_dir(int rootfd, const char *dir, uint32_t max, int memfd, uint64_t *count)
 {
   int dfd = sbxi_open_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+  if (dfd < 0 && errno == ENOTDIR) {
+    /* It exists but is not a directory: that is "invalid", not "absent". */
+    int e = sbxi_open_in_root(rootfd, dir, O_PATH | O_NOFOLLOW, 0);
+    if (e >= 0) {
+      close(e);
+      return -EINVAL;
+    }
+    errno = ENOTDIR;
+  }
   if (dfd < 0)
     return -errno;
   DIR *d = fdopendir(dfd);

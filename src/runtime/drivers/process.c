@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,60 @@ static _Noreturn void child_exec(int chan, int devnull, const struct sbx_limits 
   _exit(127);
 }
 
+/* PR_SET_PDEATHSIG (set by sbx-init when it is not PID 1) fires when the
+ * *thread* that forked it exits, not the daemon.  API worker threads come
+ * and go, so every fork happens on one long-lived spawner thread. */
+struct spawn_req {
+  char *const *argv;
+  int chan, devnull;
+  const struct sbx_limits *lim;
+  pid_t pid;
+  int err;
+  bool done;
+};
+
+static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spawn_cond = PTHREAD_COND_INITIALIZER;
+static struct spawn_req *spawn_pending;
+static pthread_once_t spawn_once = PTHREAD_ONCE_INIT;
+static bool spawner_ok;
+
+static void *spawner(void *arg)
+{
+  pthread_mutex_lock(&spawn_lock);
+  for (;;) {
+    while (!spawn_pending)
+      pthread_cond_wait(&spawn_cond, &spawn_lock);
+    struct spawn_req *r = spawn_pending;
+    spawn_pending = NULL;
+    r->pid = fork();
+    r->err = errno;
+    if (r->pid == 0)
+      child_exec(r->chan, r->devnull, r->lim, r->argv);
+    if (r->pid > 0)
+      setpgid(r->pid, r->pid); /* both sides: no window where kill(-pid) misses */
+    r->done = true;
+    pthread_cond_broadcast(&spawn_cond);
+  }
+  return NULL;
+}
+
+static void start_spawner(void)
+{
+  pthread_attr_t a;
+  pthread_t t;
+  sigset_t all, old;
+  sigfillset(&all);
+  /* The spawner never handles signals; its children start with them
+   * blocked until sbx-init sets its own mask. */
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  spawner_ok = pthread_create(&t, &a, spawner, NULL) == 0;
+  pthread_attr_destroy(&a);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static pid_t spawn_init(const char *dir, int chan, const struct sbx_limits *lim,
                         struct sbx_error *err)
 {
@@ -132,13 +187,21 @@ static pid_t spawn_init(const char *dir, int chan, const struct sbx_limits *lim,
   if (geteuid() != 0)
     argv[3] = NULL; /* not root: the sandbox runs as the daemon's user */
   _cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  pid_t pid = fork();
-  if (pid < 0)
-    return sbx_err_sys(err, errno, "fork sbx-init");
-  if (pid == 0)
-    child_exec(chan, devnull, lim, argv);
-  setpgid(pid, pid); /* both sides: no window where kill(-pid) misses */
-  return pid;
+  pthread_once(&spawn_once, start_spawner);
+  if (!spawner_ok)
+    return sbx_err_sys(err, EAGAIN, "process driver spawner thread");
+  struct spawn_req req = {.argv = argv, .chan = chan, .devnull = devnull, .lim = lim};
+  pthread_mutex_lock(&spawn_lock);
+  while (spawn_pending)
+    pthread_cond_wait(&spawn_cond, &spawn_lock);
+  spawn_pending = &req;
+  pthread_cond_broadcast(&spawn_cond);
+  while (!req.done)
+    pthread_cond_wait(&spawn_cond, &spawn_lock);
+  pthread_mutex_unlock(&spawn_lock);
+  if (req.pid < 0)
+    return sbx_err_sys(err, req.err, "fork sbx-init");
+  return req.pid;
 }
 
 static int write_pidfile(const char *dir, pid_t pid, struct sbx_error *err)

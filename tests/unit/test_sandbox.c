@@ -1,0 +1,537 @@
+/* test_sandbox.c — the sandbox client (runtime/sandbox.h) and sbx-init,
+ * against real `process` sandboxes.  Needs the sbx-init binary: its path
+ * comes in SBX_INIT_PATH (set by meson).  Each check names what broke. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "runtime/driver.h"
+#include "runtime/sandbox.h"
+
+static int failures;
+#define CHECK(c)                                                                      \
+  do {                                                                                \
+    if (!(c)) {                                                                       \
+      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, __func__, #c); \
+      failures++;                                                                     \
+    }                                                                                 \
+  } while (0)
+
+static char state_dir[256];
+static struct sbx_driver_env env;
+
+static struct sbx_sandbox *make_sandbox(const char *id)
+{
+  struct sbx_sandbox_spec spec = {.id = id, .profile = "test", .image = "host"};
+  struct sbx_sandbox *sb = NULL;
+  struct sbx_error err = {0};
+  if (sbx_drv_process.create(&spec, &sb, &err) < 0) {
+    fprintf(stderr, "create %s: %s\n", id, err.msg);
+    exit(1);
+  }
+  return sb;
+}
+
+static char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "FOO=bar baz", NULL};
+
+static int run(struct sbx_sandbox *sb, struct sbx_exec_result *res, uint64_t timeout_ms,
+               const char *stdin_data, char *const *argv)
+{
+  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = timeout_ms,
+                                 .stdin_data = stdin_data,
+                                 .stdin_len = stdin_data ? strlen(stdin_data) : 0};
+  struct sbx_error err = {0};
+  int r = sbx_sandbox_exec(sb, &req, res, &err);
+  if (r < 0)
+    fprintf(stderr, "  exec %s: %s\n", argv[0], err.msg);
+  return r;
+}
+
+static int sh(struct sbx_sandbox *sb, struct sbx_exec_result *res, uint64_t timeout_ms,
+              const char *script)
+{
+  char *argv[] = {"sh", "-c", (char *)script, NULL};
+  return run(sb, res, timeout_ms, NULL, argv);
+}
+
+/* Does any process on the host have marker in its command line? */
+static bool marker_alive(const char *marker)
+{
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  bool found = false;
+  while (d && (e = readdir(d)) && !found) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9')
+      continue;
+    char p[64], buf[4096];
+    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0)
+      continue;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+      if (!buf[i])
+        buf[i] = ' ';
+    if (n > 0) {
+      buf[n] = 0;
+      found = strstr(buf, marker) != NULL;
+    }
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+static void test_basic(struct sbx_sandbox *sb)
+{
+  struct sbx_exec_result res;
+  char *echo[] = {"echo", "hello", NULL};
+  CHECK(run(sb, &res, 5000, NULL, echo) == 0);
+  CHECK(res.status == SBX_ST_SUCCEEDED && res.reason == SBX_RS_EXIT && res.exit_code == 0);
+  CHECK(res.stdout_len == 6 && !strcmp(res.stdout_buf, "hello\n"));
+  CHECK(res.stderr_len == 0 && !res.stdout_truncated);
+  sbx_exec_result_free(&res);
+
+  CHECK(sh(sb, &res, 5000, "exit 3") == 0);
+  CHECK(res.status == SBX_ST_FAILED && res.reason == SBX_RS_EXIT && res.exit_code == 3);
+  sbx_exec_result_free(&res);
+
+  CHECK(sh(sb, &res, 5000, "kill -9 $$") == 0);
+  CHECK(res.status == SBX_ST_KILLED && res.reason == SBX_RS_SIGNAL && res.signal == 9);
+  CHECK(res.exit_code == -1);
+  sbx_exec_result_free(&res);
+
+  CHECK(sh(sb, &res, 5000, "echo \"$FOO\"; echo $HOME; echo err >&2") == 0);
+  CHECK(!strncmp(res.stdout_buf, "bar baz\n", 8));
+  /* process driver: HOME=/work is translated to the sandbox's dir */
+  CHECK(strstr(res.stdout_buf, "/sandboxes/t_main/work\n") != NULL);
+  CHECK(!strcmp(res.stderr_buf, "err\n"));
+  sbx_exec_result_free(&res);
+}
+
+static void test_stdin_cwd_missing(struct sbx_sandbox *sb)
+{
+  struct sbx_exec_result res;
+  /* 300 KB of stdin: more than a pipe buffer, so writes and reads interleave */
+  size_t n = 300 * 1024;
+  char *in = malloc(n + 1);
+  for (size_t i = 0; i < n; i++)
+    in[i] = (char)('a' + i % 26);
+  in[n] = 0;
+  char *cat[] = {"cat", NULL};
+  CHECK(run(sb, &res, 5000, in, cat) == 0);
+  CHECK(res.status == SBX_ST_SUCCEEDED && res.stdout_len == n && !memcmp(res.stdout_buf, in, n));
+  sbx_exec_result_free(&res);
+  free(in);
+
+  struct sbx_error err = {0};
+  CHECK(sbx_sandbox_file_write(sb, "/work/sub/dir/f.txt", "x", 1, &err) == 0);
+  char *pwd[] = {"pwd", NULL};
+  struct sbx_exec_request req = {.argv = pwd, .env = envp, .cwd = "sub/dir"};
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
+  CHECK(res.stdout_len > 0 && strstr(res.stdout_buf, "/work/sub/dir\n") != NULL);
+  sbx_exec_result_free(&res);
+  req.cwd = "/work/nope";
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
+  CHECK(res.status == SBX_ST_FAILED && res.exit_code == 127);
+  CHECK(strstr(res.stderr_buf, "directory") != NULL);
+  sbx_exec_result_free(&res);
+
+  char *missing[] = {"no-such-command-xyz", "a", NULL};
+  CHECK(run(sb, &res, 5000, NULL, missing) == 0);
+  CHECK(res.status == SBX_ST_FAILED && res.reason == SBX_RS_EXIT && res.exit_code == 127);
+  CHECK(strstr(res.stderr_buf, "no-such-command-xyz: command not found") != NULL);
+  sbx_exec_result_free(&res);
+}
+
+static void test_timeout(struct sbx_sandbox *sb)
+{
+  struct sbx_exec_result res;
+  uint64_t t0 = sbx_now_ms();
+  CHECK(sh(sb, &res, 1000, "echo before; trap '' TERM; sleep 100") == 0);
+  uint64_t dt = sbx_now_ms() - t0;
+  CHECK(res.status == SBX_ST_TIMEOUT && res.reason == SBX_RS_TIMEOUT);
+  CHECK(dt >= 1000 && dt < 2000);
+  CHECK(res.duration_ms >= 1000 && res.duration_ms < 2000);
+  CHECK(!strcmp(res.stdout_buf, "before\n"));
+  sbx_exec_result_free(&res);
+
+  /* a double-forked, setsid'd grandchild is found and killed */
+  CHECK(sh(sb, &res, 800, "(setsid sleep 1000.111 &) ; sleep 100") == 0);
+  CHECK(res.status == SBX_ST_TIMEOUT);
+  CHECK(!marker_alive("sleep 1000.111"));
+  sbx_exec_result_free(&res);
+
+  /* the main process exits leaving a background child: prompt, child gone */
+  t0 = sbx_now_ms();
+  CHECK(sh(sb, &res, 10000, "sleep 1000.222 & echo done") == 0);
+  CHECK(sbx_now_ms() - t0 < 2000);
+  CHECK(res.status == SBX_ST_SUCCEEDED && !strcmp(res.stdout_buf, "done\n"));
+  CHECK(!marker_alive("sleep 1000.222"));
+  sbx_exec_result_free(&res);
+}
+
+static void test_big_output(struct sbx_sandbox *sb)
+{
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  char *argv[] = {"sh", "-c", "printf HEAD; head -c 60000000 /dev/zero; printf TAIL", NULL};
+  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = 30000,
+                                 .output_cap = 1048576};
+  struct sbx_exec_result res;
+  struct sbx_error err = {0};
+  uint64_t t0 = sbx_now_ms();
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
+  uint64_t dt = sbx_now_ms() - t0;
+  getrusage(RUSAGE_SELF, &ru1);
+  CHECK(res.status == SBX_ST_SUCCEEDED);
+  CHECK(res.stdout_truncated && res.stdout_len == 1048576);
+  CHECK(res.stdout_dropped == 60000008ull - 1048576);
+  CHECK(!memcmp(res.stdout_buf, "HEAD\0\0", 6));
+  CHECK(!memcmp(res.stdout_buf + res.stdout_len - 5, "\0TAIL", 5));
+  CHECK(dt < 10000);
+  /* bounded memory: the capture (2 × 1 MiB) plus slack, not 60 MB */
+  CHECK(ru1.ru_maxrss - ru0.ru_maxrss < 24 * 1024);
+  fprintf(stderr, "  60 MB output: %llu ms, maxrss +%ld KiB\n", (unsigned long long)dt,
+          ru1.ru_maxrss - ru0.ru_maxrss);
+  sbx_exec_result_free(&res);
+}
+
+struct cancel_arg {
+  struct sbx_cancel *c;
+};
+
+static void *fire_later(void *p)
+{
+  struct cancel_arg *a = p;
+  struct timespec ts = {0, 300 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  sbx_cancel_fire(a->c, SBX_RS_CANCELLED);
+  return NULL;
+}
+
+static void test_cancel(struct sbx_sandbox *sb)
+{
+  struct sbx_cancel c;
+  CHECK(sbx_cancel_init(&c) == 0);
+  struct cancel_arg a = {&c};
+  pthread_t t;
+  pthread_create(&t, NULL, fire_later, &a);
+  char *argv[] = {"sleep", "1000.333", NULL};
+  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = 20000, .cancel = &c};
+  struct sbx_exec_result res;
+  struct sbx_error err = {0};
+  uint64_t t0 = sbx_now_ms();
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
+  CHECK(sbx_now_ms() - t0 < 2000);
+  CHECK(res.status == SBX_ST_KILLED && res.reason == SBX_RS_CANCELLED);
+  CHECK(!marker_alive("sleep 1000.333"));
+  sbx_exec_result_free(&res);
+  pthread_join(t, NULL);
+  sbx_cancel_destroy(&c);
+}
+
+struct conc {
+  struct sbx_sandbox *sb;
+  int i;
+  bool ok;
+};
+
+static void *conc_exec(void *p)
+{
+  struct conc *c = p;
+  char script[64], want[32];
+  snprintf(script, sizeof script, "sleep 0.2; echo job%d", c->i);
+  snprintf(want, sizeof want, "job%d\n", c->i);
+  struct sbx_exec_result res;
+  c->ok = sh(c->sb, &res, 10000, script) == 0 && res.status == SBX_ST_SUCCEEDED &&
+          !strcmp(res.stdout_buf, want);
+  sbx_exec_result_free(&res);
+  return NULL;
+}
+
+static void test_concurrent(struct sbx_sandbox *sb)
+{
+  struct conc c[8];
+  pthread_t t[8];
+  uint64_t t0 = sbx_now_ms();
+  for (int i = 0; i < 8; i++) {
+    c[i] = (struct conc){sb, i, false};
+    pthread_create(&t[i], NULL, conc_exec, &c[i]);
+  }
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    CHECK(c[i].ok);
+  }
+  CHECK(sbx_now_ms() - t0 < 1500); /* they ran in parallel */
+}
+
+static char *read_file(struct sbx_sandbox *sb, const char *path, struct sbx_error *err)
+{
+  int fd;
+  uint64_t size;
+  if (sbx_sandbox_file_open_read(sb, path, &fd, &size, err) < 0)
+    return NULL;
+  char *buf = calloc(1, size + 1);
+  if (sbx_read_all(fd, buf, size) != (ssize_t)size) {
+    free(buf);
+    buf = NULL;
+  }
+  close(fd);
+  return buf;
+}
+
+static void test_files(struct sbx_sandbox *sb)
+{
+  struct sbx_error err = {0};
+  CHECK(sbx_sandbox_file_write(sb, "/work/a/b/c.txt", "content", 7, &err) == 0);
+  char *s = read_file(sb, "a/b/c.txt", &err);
+  CHECK(s && !strcmp(s, "content"));
+  free(s);
+  struct sbx_exec_result res;
+  CHECK(sh(sb, &res, 5000, "cat a/b/c.txt; stat -c %U a/b/c.txt") == 0);
+  CHECK(!strncmp(res.stdout_buf, "content", 7));
+  CHECK(geteuid() != 0 || strstr(res.stdout_buf, "nobody") != NULL);
+  sbx_exec_result_free(&res);
+
+  CHECK(sbx_sandbox_file_write(sb, "/work/a/b/d", "12345", 5, &err) == 0);
+  struct sbx_dirent *ents = NULL;
+  size_t n = 0;
+  CHECK(sbx_sandbox_list(sb, "/work/a/b", &ents, &n, 100, &err) == 0);
+  CHECK(n == 2);
+  if (n == 2) {
+    CHECK(!strcmp(ents[0].name, "c.txt") && !strcmp(ents[0].type, "file") && ents[0].size == 7);
+    CHECK(!strcmp(ents[0].path, "/work/a/b/c.txt") && ents[0].mode == 0644);
+    CHECK(!strcmp(ents[1].name, "d") && ents[1].size == 5 && ents[1].mtime > 1600000000);
+  }
+  free(ents);
+  CHECK(sbx_sandbox_list(sb, "/work/a/b", &ents, &n, 1, &err) < 0 && err.code == SBX_E_TOO_LARGE);
+  CHECK(sbx_sandbox_list(sb, "/work/a/b/c.txt", &ents, &n, 10, &err) < 0 &&
+        err.code == SBX_E_INVALID);
+  CHECK(sbx_sandbox_remove(sb, "/work/a", &err) == 0);
+  CHECK(read_file(sb, "/work/a/b/c.txt", &err) == NULL && err.code == SBX_E_NOT_FOUND);
+  CHECK(sbx_sandbox_remove(sb, "/work/a", &err) < 0 && err.code == SBX_E_NOT_FOUND);
+  CHECK(read_file(sb, "/work", &err) == NULL && err.code == SBX_E_INVALID);
+}
+
+static void test_glob(struct sbx_sandbox *sb)
+{
+  struct sbx_error err = {0};
+  const char *files[] = {"/work/out/a.txt", "/work/out/b.txt", "/work/out/c.log",
+                         "/work/out/.hidden.txt", "/work/out/sub/d.txt"};
+  for (int i = 0; i < 5; i++)
+    CHECK(sbx_sandbox_file_write(sb, files[i], "x", 1, &err) == 0);
+  char **v = NULL;
+  size_t n = 0;
+  CHECK(sbx_sandbox_glob(sb, "/work/out/*.txt", &v, &n, 100, &err) == 0);
+  CHECK(n == 2);
+  int seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    seen |= !strcmp(v[i], "/work/out/a.txt") ? 1 : !strcmp(v[i], "/work/out/b.txt") ? 2 : 4;
+    free(v[i]);
+  }
+  free(v);
+  CHECK(seen == 3);
+  CHECK(sbx_sandbox_glob(sb, "out/*/d.txt", &v, &n, 100, &err) == 0);
+  CHECK(n == 1 && !strcmp(v[0], "/work/out/sub/d.txt"));
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+  CHECK(sbx_sandbox_glob(sb, "/work/out/*", &v, &n, 1, &err) < 0 && err.code == SBX_E_TOO_LARGE);
+  CHECK(sbx_sandbox_glob(sb, "/work/nothing/*", &v, &n, 10, &err) == 0 && n == 0);
+  free(v);
+  CHECK(sbx_sandbox_glob(sb, "/work/../../etc/*", &v, &n, 10, &err) < 0);
+}
+
+static void test_hostile_paths(struct sbx_sandbox *sb)
+{
+  struct sbx_error err = {0};
+  CHECK(read_file(sb, "../../etc/passwd", &err) == NULL && err.code == SBX_E_INVALID);
+  CHECK(read_file(sb, "/../../etc/shadow", &err) == NULL && err.code == SBX_E_INVALID);
+  struct sbx_exec_result res;
+  CHECK(sh(sb, &res, 5000, "ln -s / escape && ln -s /etc/passwd pw && ln -s /etc etc && "
+                           "mkfifo fifo") == 0);
+  CHECK(res.status == SBX_ST_SUCCEEDED);
+  sbx_exec_result_free(&res);
+  /* "/" planted by the sandbox resolves to the sandbox root, not the host */
+  CHECK(read_file(sb, "/work/escape/etc/hostname", &err) == NULL &&
+        err.code == SBX_E_NOT_FOUND);
+  CHECK(read_file(sb, "/work/etc/hostname", &err) == NULL && err.code == SBX_E_NOT_FOUND);
+  CHECK(read_file(sb, "/work/pw", &err) == NULL); /* final symlink never followed */
+  CHECK(sbx_sandbox_file_write(sb, "/work/escape/sbx_escape_test", "x", 1, &err) < 0 ||
+        access("/sbx_escape_test", F_OK) < 0);
+  CHECK(access("/sbx_escape_test", F_OK) < 0);
+  CHECK(sbx_sandbox_file_write(sb, "/work/pw", "x", 1, &err) < 0);
+  /* a planted FIFO must fail fast, not hang sbx-init */
+  uint64_t t0 = sbx_now_ms();
+  CHECK(read_file(sb, "/work/fifo", &err) == NULL && err.code == SBX_E_INVALID);
+  int fd = -1;
+  CHECK(sbx_sandbox_file_open_write(sb, "/work/fifo", 0644, &fd, &err) < 0);
+  CHECK(sbx_now_ms() - t0 < 1000);
+  /* removing through a symlink removes the link only */
+  CHECK(sbx_sandbox_remove(sb, "/work/etc", &err) == 0);
+  CHECK(access("/etc/passwd", F_OK) == 0);
+  /* globbing through the planted "/" sees the sandbox root, not host /etc */
+  char **v = NULL;
+  size_t n = 99;
+  CHECK(sbx_sandbox_glob(sb, "/work/escape/etc/*", &v, &n, 10, &err) == 0 && n == 0);
+  free(v);
+  CHECK(sbx_sandbox_alive(sb));
+}
+
+static void test_init_killed(void)
+{
+  struct sbx_sandbox *sb = make_sandbox("t_killed");
+  CHECK(sbx_sandbox_alive(sb));
+  CHECK(kill(sb->init_pid, SIGKILL) == 0);
+  waitpid(sb->init_pid, NULL, 0);
+  struct sbx_exec_result res;
+  char *echo[] = {"echo", "x", NULL};
+  struct sbx_exec_request req = {.argv = echo, .env = envp};
+  struct sbx_error err = {0};
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) < 0 && err.code == SBX_E_INTERNAL);
+  CHECK(strstr(err.msg, "sandbox lost") != NULL);
+  sbx_exec_result_free(&res);
+  CHECK(!sbx_sandbox_alive(sb));
+  sbx_drv_process.destroy(sb);
+}
+
+static void *exec_long(void *p)
+{
+  struct sbx_exec_result res;
+  sh(p, &res, 60000, "sleep 1000.444");
+  sbx_exec_result_free(&res);
+  return NULL;
+}
+
+static void test_destroy(void)
+{
+  struct sbx_sandbox *sb = make_sandbox("t_destroy");
+  pid_t init = sb->init_pid;
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/sandboxes/t_destroy", state_dir);
+  pthread_t t;
+  pthread_create(&t, NULL, exec_long, sb);
+  for (int i = 0; i < 200 && !marker_alive("sleep 1000.444"); i++)
+    usleep(10000);
+  CHECK(marker_alive("sleep 1000.444"));
+  sbx_drv_process.destroy(sb);
+  pthread_join(t, NULL);
+  CHECK(!marker_alive("sleep 1000.444"));
+  CHECK(kill(init, 0) < 0);
+  CHECK(access(dir, F_OK) < 0);
+}
+
+static void *create_in_thread(void *p)
+{
+  *(struct sbx_sandbox **)p = make_sandbox("t_thread");
+  return NULL;
+}
+
+/* sbx-init's PDEATHSIG follows the forking *thread*: a sandbox made by a
+ * thread that then exits must stay alive. */
+static void test_creator_thread_exits(void)
+{
+  struct sbx_sandbox *sb = NULL;
+  pthread_t t;
+  pthread_create(&t, NULL, create_in_thread, &sb);
+  pthread_join(t, NULL);
+  usleep(100000);
+  CHECK(sbx_sandbox_alive(sb));
+  struct sbx_exec_result res;
+  CHECK(sh(sb, &res, 5000, "echo ok") == 0 && res.status == SBX_ST_SUCCEEDED);
+  sbx_exec_result_free(&res);
+  sbx_drv_process.destroy(sb);
+}
+
+static void test_recover(void)
+{
+  struct sbx_sandbox *sb = make_sandbox("t_recover");
+  pid_t init = sb->init_pid;
+  CHECK(sbx_drv_process.recover(&env) >= 1);
+  waitpid(init, NULL, 0);
+  CHECK(kill(init, 0) < 0);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/sandboxes/t_recover", state_dir);
+  CHECK(access(dir, F_OK) < 0);
+  free(sb->priv);
+  sbx_sandbox_free(sb);
+}
+
+static void test_registry(void)
+{
+  char why[256];
+  struct sbx_driver_env off = env;
+  off.unsafe_process_enabled = false;
+  CHECK(sbx_drv_process.probe(&off, why, sizeof why) < 0 && strstr(why, "--enable-unsafe"));
+  CHECK(sbx_driver_find("process") == &sbx_drv_process);
+  CHECK(sbx_driver_find("nope") == NULL);
+  const struct sbx_driver *g = sbx_driver_find("gvisor");
+  if (g) {
+    struct sbx_sandbox *sb = NULL;
+    struct sbx_error err = {0};
+    struct sbx_sandbox_spec spec = {.id = "g"};
+    CHECK(g->probe(&env, why, sizeof why) < 0 && strstr(why, "not built"));
+    CHECK(g->create(&spec, &sb, &err) < 0 && err.code == SBX_E_RUNTIME_UNAVAILABLE && !sb);
+  }
+  CHECK(!strcmp(sbx_cap_name(SBX_CAP_CONTEXTS), "contexts"));
+  enum sbx_status s;
+  CHECK(sbx_status_parse("oom_killed", &s) == 0 && s == SBX_ST_OOM_KILLED);
+  CHECK(!strcmp(sbx_reason_name(SBX_RS_SANDBOX_LOST), "sandbox_lost"));
+  CHECK(!strcmp(sbx_reason_name(SBX_RS_NONE), ""));
+  CHECK(sbx_drv_process.probe(&env, why, sizeof why) == 0);
+}
+
+int main(void)
+{
+  signal(SIGPIPE, SIG_IGN);
+  const char *init = getenv("SBX_INIT_PATH");
+  if (!init) {
+    fprintf(stderr, "SBX_INIT_PATH not set\n");
+    return 1;
+  }
+  snprintf(state_dir, sizeof state_dir, "/tmp/sbx-test-sandbox-XXXXXX");
+  if (!mkdtemp(state_dir))
+    return 1;
+  env = (struct sbx_driver_env){.state_dir = state_dir, .init_path = init,
+                                .unsafe_process_enabled = true};
+  test_registry();
+  struct sbx_sandbox *sb = make_sandbox("t_main");
+  struct {
+    const char *name;
+    void (*fn)(struct sbx_sandbox *);
+  } tests[] = {
+      {"basic", test_basic},           {"stdin_cwd_missing", test_stdin_cwd_missing},
+      {"timeout", test_timeout},       {"big_output", test_big_output},
+      {"cancel", test_cancel},         {"concurrent", test_concurrent},
+      {"files", test_files},           {"glob", test_glob},
+      {"hostile_paths", test_hostile_paths},
+  };
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+    int before = failures;
+    uint64_t t0 = sbx_now_ms();
+    tests[i].fn(sb);
+    fprintf(stderr, "%s %s (%llu ms)\n", failures == before ? "ok  " : "FAIL", tests[i].name,
+            (unsigned long long)(sbx_now_ms() - t0));
+  }
+  sbx_drv_process.destroy(sb);
+  test_init_killed();
+  test_destroy();
+  test_creator_thread_exits();
+  test_recover();
+  sbx_rm_rf(state_dir);
+  fprintf(stderr, "%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}
