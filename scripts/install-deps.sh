@@ -10,7 +10,7 @@ PACKAGES=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev
   libcurl4-openssl-dev libseccomp-dev libarchive-dev libinih-dev
   # tests
-  python3 python3-pytest python3-requests python3-yaml procps iproute2 util-linux
+  python3 python3-pytest python3-requests python3-yaml python3-jsonschema procps iproute2 util-linux
   # runtimes the default host image offers to sandboxed code
   bash nodejs
   # peers for the benchmark

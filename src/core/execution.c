@@ -638,6 +638,8 @@ int sbx_execution_list(struct sbx_core *core, const struct sbx_principal *who,
   if (core->store.ops->execution_list(core->store.st, who->tenant_id, status,
                                       cursor ? cursor : "", limit + 1, list_cb, &lc, err) < 0) {
     json_decref(lc.arr);
+    if (err->code == SBX_E_INVALID)
+      snprintf(err->field, sizeof err->field, "cursor");
     return -1;
   }
   json_t *next = json_null();

@@ -335,10 +335,22 @@ static int list_cb(void *ctx, const struct sbx_session_row *row)
 int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, const char *status,
                      const char *cursor, int limit, json_t **out, struct sbx_error *err)
 {
+  static const char *const statuses[] = {"ready", "terminated", "expired", "failed", "lost",
+                                          NULL};
+  bool known = status == NULL;
+  for (const char *const *p = statuses; !known && *p; p++)
+    known = strcmp(*p, status) == 0;
+  if (!known) {
+    sbx_err_field(err, "status", "unknown session status '%s' (ready, terminated, expired, "
+                  "failed, lost)", status);
+    return sbx_err_fr(err, "Requête invalide : statut de session inconnu « %s »", status);
+  }
   struct list_ctx lc = {.core = core, .arr = json_array()};
   if (core->store.ops->session_list(core->store.st, who->tenant_id, status, cursor ? cursor : "",
                                     limit + 1, list_cb, &lc, err) < 0) {
     json_decref(lc.arr);
+    if (err->code == SBX_E_INVALID)
+      snprintf(err->field, sizeof err->field, "cursor");
     return -1;
   }
   json_t *next = json_null();
@@ -520,7 +532,10 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
     sbx_err_sys(err, ENOMEM, "exec");
     goto out;
   }
-  double t = spec.timeout_s > 0 ? spec.timeout_s : (double)ls->profile->default_timeout_s;
+  /* The session's limits.timeout_s (from its create request, else the
+   * profile's default) is the default of each exec; an exec may ask for
+   * more, up to the profile's ceiling (checked by the schema). */
+  double t = spec.timeout_s > 0 ? spec.timeout_s : (double)ls->limits.timeout_s;
   struct sbx_exec_result res = {0};
   if (sbx_run_spec(ls->sb, &spec, env, (uint64_t)(t * 1000.0), ls->limits.output_bytes,
                    &slot->cancel, &res, err) == 0) {
