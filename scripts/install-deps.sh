@@ -14,7 +14,7 @@ PACKAGES=(
   # runtimes the default host image offers to sandboxed code
   bash nodejs
   # peers for the benchmark
-  bubblewrap firejail runsc hyperfine
+  bubblewrap firejail runsc hyperfine wrk strace
 )
 
 missing=()

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -69,7 +70,9 @@ void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim)
            (unsigned long long)inodes);
   p->nofile = 4096;
   p->nproc = lim->pids ? lim->pids : 16384;
-  p->fsize = disk;
+  /* No RLIMIT_FSIZE: the tmpfs size already caps files, and SIGXFSZ would
+   * kill writers where ENOSPC is the documented outcome. */
+  p->fsize = RLIM_INFINITY;
 }
 
 /* Waits for the child's verdict: EOF = execveat succeeded (the sync socket

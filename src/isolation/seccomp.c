@@ -10,19 +10,20 @@
  *     falls back to clone, whose flags it can);
  *   - foreign architectures (i386 via int 0x80, x32) kill the process:
  *     libseccomp's bad-arch action, and its x32 check on x86_64.
- * Argument filters compare int arguments on their low 32 bits only
- * (CVE-2019-10063: high bits set in an ioctl cmd bypassed a 64-bit
- * compare while the kernel truncates to int).  libseccomp lets the least
- * specific rule win when an unconditional and a conditional rule share a
- * syscall, so "allow unless value ∈ S" is written as the complement of S,
- * bit by bit, with MASKED_EQ rules (add_not_in()).
+ * Argument checks (clone flags, socket families, ioctl TIOCSTI/TIOCLINUX,
+ * personality) live in a second, hand-written filter (args_filter) that
+ * compares int arguments on their low 32 bits only (CVE-2019-10063: high
+ * bits set in an ioctl cmd bypassed a 64-bit compare while the kernel
+ * truncates to int).  It also checks the arch and the x32 bit itself.
  *
  * Built once in the daemon and exported as raw BPF: the child runs after
  * a raw clone3 and must not call into libseccomp (heap, locks). */
 #include "isolation/iso.h"
 
 #include <errno.h>
+#include <linux/audit.h>
 #include <linux/filter.h>
+#include <stddef.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -102,11 +103,78 @@ static const char *const deny_names[] = {
     "lsm_set_self_attr", "uselib", "_sysctl", "nfsservctl", "ustat", "sysfs", NULL,
 };
 
-#define NS_FLAGS 0x7E020000ull /* CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET */
-#define LOW32 0xffffffffull
+#define NS_FLAGS 0x7E020000u /* CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET */
 
 static struct sock_fprog prog;
 static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The argument checks, as a small hand-written filter stacked with the
+ * libseccomp one (the kernel runs both; the most restrictive verdict
+ * wins).  libseccomp cannot say "allow unless low32(arg) ∈ S" without a
+ * rule per bit pattern, and its rule tree explodes on those.  Every load
+ * is the low 32-bit word of the argument (little-endian x86_64), which is
+ * what the kernel uses for these int/unsigned-int arguments. */
+#define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
+#define LD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+#define JEQ(v, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), (t), (f))
+#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
+#define ALLOW RET(SECCOMP_RET_ALLOW)
+#define EPERM_ RET(SECCOMP_RET_ERRNO | EPERM)
+
+/* Jump offsets count instructions after the jump; keep the layout
+ * comments in sync when editing. */
+static struct sock_filter args_filter[] = {
+    LD(offsetof(struct seccomp_data, arch)),
+    JEQ(AUDIT_ARCH_X86_64, 1, 0),
+    RET(SECCOMP_RET_KILL_PROCESS), /* i386 (int 0x80) and anything foreign */
+    LD(offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1),
+    RET(SECCOMP_RET_KILL_PROCESS), /* x32 */
+    JEQ(__NR_ioctl, 5, 0),
+    JEQ(__NR_personality, 9, 0),
+    JEQ(__NR_socket, 16, 0),
+    JEQ(__NR_socketpair, 25, 0),
+    JEQ(__NR_clone, 28, 0),
+    ALLOW,
+    /* ioctl: TIOCSTI / TIOCLINUX (CVE-2017-5226, CVE-2019-10063) */
+    LD(ARG_LO(1)),
+    JEQ(TIOCSTI, 2, 0),
+    JEQ(TIOCLINUX, 1, 0),
+    ALLOW,
+    EPERM_,
+    /* personality: Docker's harmless values only */
+    LD(ARG_LO(0)),
+    JEQ(0x0, 5, 0),
+    JEQ(0x8, 4, 0),
+    JEQ(0x20000, 3, 0),
+    JEQ(0x20008, 2, 0),
+    JEQ(0xffffffffu, 1, 0),
+    EPERM_,
+    ALLOW,
+    /* socket: AF_UNIX, AF_INET, AF_INET6, AF_NETLINK+NETLINK_ROUTE */
+    LD(ARG_LO(0)),
+    JEQ(AF_UNIX, 6, 0),
+    JEQ(AF_INET, 5, 0),
+    JEQ(AF_INET6, 4, 0),
+    JEQ(AF_NETLINK, 1, 0),
+    EPERM_,
+    LD(ARG_LO(2)),
+    JEQ(NETLINK_ROUTE, 0, 1),
+    ALLOW,
+    EPERM_,
+    /* socketpair: AF_UNIX only */
+    LD(ARG_LO(0)),
+    JEQ(AF_UNIX, 0, 1),
+    ALLOW,
+    EPERM_,
+    /* clone: no namespace flags (clone3 is ENOSYS in the main filter) */
+    LD(ARG_LO(0)),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_FLAGS, 0, 1),
+    EPERM_,
+    ALLOW,
+};
+static const struct sock_fprog args_prog = {
+    .len = sizeof args_filter / sizeof args_filter[0], .filter = args_filter};
 
 static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *const *names)
 {
@@ -119,101 +187,6 @@ static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *const *na
       return r;
   }
   return 0;
-}
-
-/* Rules with `action` matching exactly when low32(arg) ∉ vals (plus an
- * optional extra comparison ANDed in).  v ∈ vals iff v agrees with them on
- * every bit where they all agree AND its pattern on the other bits is one
- * of theirs, so the complement is: one rule per common bit (differs there)
- * plus one rule per non-member pattern of the differing bits. */
-static int add_not_in(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned arg,
-                      const uint32_t *vals, int n, const struct scmp_arg_cmp *extra)
-{
-  uint32_t same = 0xffffffffu;
-  for (int i = 1; i < n; i++)
-    same &= ~(vals[0] ^ vals[i]);
-  for (int b = 0; b < 32; b++) {
-    uint32_t bit = 1u << b;
-    if (!(same & bit))
-      continue;
-    struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, bit, (~vals[0]) & bit);
-    int r = extra ? seccomp_rule_add(ctx, action, nr, 2, c, *extra) : seccomp_rule_add(ctx, action, nr, 1, c);
-    if (r < 0)
-      return r;
-  }
-  uint32_t diff = ~same;
-  /* enumerate every sub-pattern of diff (diff has few bits here) */
-  for (uint32_t pat = diff;; pat = (pat - 1) & diff) {
-    bool member = false;
-    for (int i = 0; i < n; i++)
-      member |= (vals[i] & diff) == pat;
-    if (!member) {
-      struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, diff, pat);
-      int r = extra ? seccomp_rule_add(ctx, action, nr, 2, c, *extra) : seccomp_rule_add(ctx, action, nr, 1, c);
-      if (r < 0)
-        return r;
-    }
-    if (pat == 0)
-      break;
-  }
-  return 0;
-}
-
-static int add_in(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned arg, const uint32_t *vals,
-                  int n, const struct scmp_arg_cmp *extra)
-{
-  for (int i = 0; i < n; i++) {
-    struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, LOW32, vals[i]);
-    int r = extra ? seccomp_rule_add(ctx, action, nr, 2, c, *extra) : seccomp_rule_add(ctx, action, nr, 1, c);
-    if (r < 0)
-      return r;
-  }
-  return 0;
-}
-
-static int add_clone(scmp_filter_ctx ctx)
-{
-  int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                           SCMP_A0(SCMP_CMP_MASKED_EQ, NS_FLAGS, 0));
-  for (int b = 0; b < 32 && r == 0; b++)
-    if (NS_FLAGS & (1ull << b))
-      r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                           SCMP_A0(SCMP_CMP_MASKED_EQ, 1ull << b, 1ull << b));
-  /* clone3 → ENOSYS is the default action (libseccomp refuses a rule
-   * equal to the default); it is deliberately in neither list. */
-  return r;
-}
-
-/* Families outside the allowlist fall to the default (ENOSYS): a
- * complement-of-set rule on two arguments makes libseccomp's tree blow up,
- * and "no such socket support here" is the truth for the sandbox. */
-static int add_socket(scmp_filter_ctx ctx)
-{
-  static const uint32_t fams[] = {AF_UNIX, AF_INET, AF_INET6};
-  static const uint32_t route[] = {NETLINK_ROUTE};
-  static const uint32_t unix_only[] = {AF_UNIX};
-  struct scmp_arg_cmp is_netlink = SCMP_A0(SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK);
-  int r = add_in(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 0, fams, 3, NULL);
-  if (r == 0)
-    r = add_in(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, route, 1, &is_netlink);
-  if (r == 0)
-    r = add_in(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 0, unix_only, 1, NULL);
-  return r;
-}
-
-static int add_ioctl_personality(scmp_filter_ctx ctx)
-{
-  static const uint32_t tty_inject[] = {TIOCSTI, TIOCLINUX};
-  /* Docker's harmless personalities: PER_LINUX, PER_LINUX32, UNAME26 (+32), query. */
-  static const uint32_t pers[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffffu};
-  int r = add_not_in(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, tty_inject, 2, NULL);
-  if (r == 0)
-    r = add_in(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, tty_inject, 2, NULL);
-  if (r == 0)
-    r = add_in(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 0, pers, 5, NULL);
-  if (r == 0)
-    r = add_not_in(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 0, pers, 5, NULL);
-  return r;
 }
 
 static int export_bpf(scmp_filter_ctx ctx, struct sbx_error *err)
@@ -255,12 +228,11 @@ int sbx_seccomp_build(struct sbx_error *err)
     e = add_names(ctx, SCMP_ACT_ALLOW, allow_names);
   if (e == 0)
     e = add_names(ctx, SCMP_ACT_ERRNO(EPERM), deny_names);
+  /* checked by args_filter; clone3 stays at the default (ENOSYS) */
+  static const char *const arg_checked[] = {"ioctl", "personality", "socket", "socketpair",
+                                            "clone", NULL};
   if (e == 0)
-    e = add_clone(ctx);
-  if (e == 0)
-    e = add_socket(ctx);
-  if (e == 0)
-    e = add_ioctl_personality(ctx);
+    e = add_names(ctx, SCMP_ACT_ALLOW, arg_checked);
   if (e < 0) {
     sbx_err_sys(err, -e, "seccomp: building the filter");
     goto out;
@@ -285,5 +257,7 @@ int sbx_seccomp_apply(void)
     errno = EINVAL;
     return -1;
   }
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &args_prog) < 0)
+    return -1;
   return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }

@@ -39,7 +39,7 @@ static const char *ename(int e)
 #define E(x) case x: return #x
     E(EPERM); E(ENOSYS); E(EACCES); E(EROFS); E(ENOENT); E(ESRCH); E(EINVAL); E(EBADF);
     E(EFAULT); E(ENOSPC); E(EAFNOSUPPORT); E(ENOTTY); E(EEXIST); E(ENXIO); E(EAGAIN);
-    E(ENOMEM); E(EDQUOT); E(EPROTONOSUPPORT); E(ENOTDIR); E(EISDIR); E(EBUSY); E(ENODEV);
+    E(ENOMEM); E(EDQUOT); E(EPROTONOSUPPORT); E(ENETUNREACH); E(ENOTDIR); E(EISDIR); E(EBUSY); E(ENODEV);
 #undef E
   default: return "E?";
   }

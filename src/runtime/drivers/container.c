@@ -169,7 +169,15 @@ static int ctr_recover(const struct sbx_driver_env *env)
   (void)env;
   if (sbx_iso_init(NULL) < 0)
     return 0;
-  return sbx_cg_recover(sbx_cg_host_default());
+  /* Everything under our parent dir goes, including warm-pool entries
+   * this process may already have built: drain the pool first and refill
+   * it afterwards.  Call recover before creating any session. */
+  sbx_pool_stop();
+  int n = sbx_cg_recover(sbx_cg_host_default());
+  struct sbx_error err = {0};
+  if (init_memfd >= 0 && sbx_pool_start(build_pooled, &err) < 0)
+    sbx_warn("container", "%s", err.msg);
+  return n;
 }
 
 static void ctr_shutdown(void)

@@ -320,17 +320,36 @@ static void process_destroy(struct sbx_sandbox *sb)
     teardown(sb, sb->priv, EXIT_GRACE_MS);
 }
 
-/* Is pid running our sbx-init?  (A recycled pid must not be killed.) */
-static bool is_our_init(pid_t pid)
+/* Does pid's command line say it is our sbx-init serving dir?  Readable
+ * even when /proc/PID/exe is not (sbx-init is non-dumpable, so only root
+ * may read its exe link). */
+static bool cmdline_matches(pid_t pid, const char *dir)
+{
+  char p[64], buf[2 * PATH_MAX + 64];
+  snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
+  _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  const char *a0 = buf, *a1 = a0 + strlen(a0) + 1;
+  const char *a2 = a1 < buf + n ? a1 + strlen(a1) + 1 : buf + n;
+  return a2 < buf + n && !strcmp(a0, init_path) && !strcmp(a1, "--root") && !strcmp(a2, dir);
+}
+
+/* Is pid our sbx-init for dir?  (A recycled pid must not be killed.) */
+static bool is_our_init(pid_t pid, const char *dir)
 {
   char link[64], exe[PATH_MAX], want[PATH_MAX];
   snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
   ssize_t n = readlink(link, exe, sizeof exe - 1);
-  if (n <= 0 || !realpath(init_path, want))
-    return false;
-  exe[n] = '\0';
-  size_t wl = strlen(want);
-  return !strncmp(exe, want, wl) && (exe[wl] == '\0' || !strcmp(exe + wl, " (deleted)"));
+  if (n > 0 && realpath(init_path, want)) {
+    exe[n] = '\0';
+    size_t wl = strlen(want);
+    if (strncmp(exe, want, wl) || (exe[wl] != '\0' && strcmp(exe + wl, " (deleted)")))
+      return false;
+  }
+  return cmdline_matches(pid, dir);
 }
 
 static void recover_one(const char *dir)
@@ -341,7 +360,7 @@ static void recover_one(const char *dir)
   _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd >= 0 && read(fd, buf, sizeof buf - 1) > 0) {
     long pid = strtol(buf, NULL, 10);
-    if (pid > 1 && pid < INT_MAX && is_our_init((pid_t)pid)) {
+    if (pid > 1 && pid < INT_MAX && is_our_init((pid_t)pid, dir)) {
       kill(-(pid_t)pid, SIGKILL);
       kill((pid_t)pid, SIGKILL);
     }
