@@ -111,7 +111,7 @@ static struct MHD_Response *build_response(struct sbx_resp *resp)
   const char *ctype = resp->content_type;
   switch (resp->kind) {
   case SBX_RESP_JSON: {
-    char *txt = json_dumps(resp->json, JSON_COMPACT);
+    char *txt = json_dumps(resp->json, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(resp->json);
     resp->json = NULL;
     if (!txt)

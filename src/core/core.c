@@ -86,6 +86,13 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
   sbx_recover(core);
+  /* After recovery (which clears what a previous run left in the pools'
+   * cgroup parent): start keeping each pooled profile warm. */
+  for (size_t i = 0; i < core->profiles.count; i++) {
+    const struct sbx_profile *p = &core->profiles.items[i];
+    if (p->available && p->pool_size > 0 && p->driver->prewarm)
+      p->driver->prewarm(p->name, &p->limits);
+  }
   if (pthread_create(&core->reaper, NULL, reaper_main, core) != 0) {
     sbx_err_sys(err, errno, "starting the reaper");
     goto fail;

@@ -268,6 +268,16 @@ static int detect_v2(struct sbx_cg_host *h, const char *root, const char *selfcg
   return 0;
 }
 
+/* The parent cgroup name used when none is given: one per daemon instance
+ * (the container driver derives it from the state dir), so a daemon's
+ * recovery never touches another daemon's sandboxes. */
+static char default_parent[64] = "sandboxd";
+
+void sbx_cg_set_default_parent(const char *name)
+{
+  snprintf(default_parent, sizeof default_parent, "%s", name);
+}
+
 int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgroup,
                   const char *mountinfo, const char *parent_name, struct sbx_error *err)
 {
@@ -278,7 +288,8 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
   const char *selfcg = self_cgroup ? self_cgroup : own_self;
   const char *mi = mountinfo ? mountinfo : own_mi;
   if (!parent_name)
-    parent_name = getenv("SANDBOXD_CGROUP_PARENT") ? getenv("SANDBOXD_CGROUP_PARENT") : "sandboxd";
+    parent_name = getenv("SANDBOXD_CGROUP_PARENT") ? getenv("SANDBOXD_CGROUP_PARENT")
+                                                   : default_parent;
   if (!selfcg)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "cgroup: cannot read /proc/self/cgroup");
   if (detect_v1(h, root, selfcg, mi, parent_name) == 0) {

@@ -82,6 +82,9 @@ struct sbx_cgroup {
 /* Detects the cgroup layout of this process.  root: "/sys/fs/cgroup" or a
  * fake tree for tests; self_cgroup: contents of /proc/self/cgroup (NULL to
  * read it); parent_name: "sandboxd" by default (SANDBOXD_CGROUP_PARENT). */
+/* Parent cgroup name when neither the caller nor SANDBOXD_CGROUP_PARENT
+ * gives one ("sandboxd" until set).  Call before the first detect. */
+void sbx_cg_set_default_parent(const char *name);
 int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgroup,
                   const char *mountinfo, const char *parent_name, struct sbx_error *err);
 /* The process-wide host layout sbx_iso_init detected. */

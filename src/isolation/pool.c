@@ -176,6 +176,14 @@ struct sbx_iso_box *sbx_pool_take(const char *profile, uint64_t disk_bytes)
   return box;
 }
 
+void sbx_pool_want(const char *profile, uint64_t disk_bytes)
+{
+  pthread_mutex_lock(&lock);
+  if (running && cur_size() > 0 && find_key(profile, disk_bytes, true))
+    pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&lock);
+}
+
 unsigned sbx_pool_idle(const char *profile, uint64_t disk_bytes)
 {
   pthread_mutex_lock(&lock);

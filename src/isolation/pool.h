@@ -33,6 +33,9 @@ int sbx_pool_start(sbx_pool_build_fn build, struct sbx_error *err);
 /* Hands over a ready box for (profile, disk) or NULL (then the caller
  * builds cold); either way the key is remembered and kept warm. */
 struct sbx_iso_box *sbx_pool_take(const char *profile, uint64_t disk_bytes);
+/* Registers a key to keep warm from now on (prewarming at start), without
+ * taking anything. */
+void sbx_pool_want(const char *profile, uint64_t disk_bytes);
 /* Idle entries for a key (tests, metrics). */
 unsigned sbx_pool_idle(const char *profile, uint64_t disk_bytes);
 /* Stops the thread and destroys every idle entry. */

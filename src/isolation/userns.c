@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -50,6 +51,29 @@ void sbx_userns_configure(uid_t base, unsigned slots)
   pthread_mutex_unlock(&slot_lock);
 }
 
+/* A slot is claimed in this process (slot_used) and across processes by
+ * an flock on /run/sandboxd/uid-slots/<base>.<slot>: two daemons on one host
+ * never hand the same host uid range to two sandboxes.  The lock fd lives
+ * as long as the slot; the kernel drops it if the daemon dies. */
+#define SLOT_LOCK_DIR "/run/sandboxd/uid-slots"
+static int slot_fd[MAX_SLOTS];
+
+static int claim_host_wide(unsigned s)
+{
+  char path[128];
+  snprintf(path, sizeof path, SLOT_LOCK_DIR "/%u.%u", (unsigned)slot_base, s);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == ENOENT && sbx_mkdir_p(SLOT_LOCK_DIR, 0700) == 0)
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 int sbx_userns_slot_alloc(uid_t *base_out, struct sbx_error *err)
 {
   pthread_mutex_lock(&slot_lock);
@@ -58,13 +82,17 @@ int sbx_userns_slot_alloc(uid_t *base_out, struct sbx_error *err)
    * last process may be a zombie for a moment more) is reused last. */
   for (unsigned i = 0; i < slot_count; i++) {
     unsigned s = (slot_next + i) % slot_count;
-    if (!slot_used[s]) {
-      slot_used[s] = 1;
-      slot_next = s + 1;
-      *base_out = slot_base + (uid_t)s * SBX_ISO_UID_RANGE;
-      pthread_mutex_unlock(&slot_lock);
-      return 0;
-    }
+    if (slot_used[s])
+      continue;
+    int fd = claim_host_wide(s);
+    if (fd < 0)
+      continue; /* another daemon holds it */
+    slot_used[s] = 1;
+    slot_fd[s] = fd;
+    slot_next = s + 1;
+    *base_out = slot_base + (uid_t)s * SBX_ISO_UID_RANGE;
+    pthread_mutex_unlock(&slot_lock);
+    return 0;
   }
   pthread_mutex_unlock(&slot_lock);
   return sbx_err_set(err, SBX_E_QUOTA, 0, "userns: all %u host uid ranges are in use",
@@ -76,8 +104,10 @@ void sbx_userns_slot_free(uid_t base)
   pthread_mutex_lock(&slot_lock);
   if (base >= slot_base) {
     unsigned s = (base - slot_base) / SBX_ISO_UID_RANGE;
-    if (s < MAX_SLOTS)
+    if (s < MAX_SLOTS && slot_used[s]) {
       slot_used[s] = 0;
+      close(slot_fd[s]);
+    }
   }
   pthread_mutex_unlock(&slot_lock);
 }

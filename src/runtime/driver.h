@@ -117,6 +117,11 @@ struct sbx_driver {
 
   /* MAY.  Stop background work (pools) before exit. */
   void (*shutdown)(void);
+
+  /* MAY.  Start keeping sandboxes of this profile and limits warm (called
+   * at start for each available profile whose pool_size > 0), so even the
+   * first create is a hand-over. */
+  void (*prewarm)(const char *profile, const struct sbx_limits *limits);
 };
 
 /* The built-in drivers (runtime/drivers/). */

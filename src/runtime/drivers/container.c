@@ -18,7 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "common/log.h"
+#include "common/util.h"
 #include "init/launch.h"
 #include "isolation/iso.h"
 #include "isolation/pool.h"
@@ -69,6 +72,15 @@ static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
     snprintf(why, whylen, "no sbx-init path");
     return -1;
   }
+  /* One cgroup parent per daemon instance (per state dir), so that one
+   * daemon's recovery never removes another daemon's sandboxes. */
+  unsigned char h[8];
+  char name[40], hex[17];
+  crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir,
+                     strlen(env->state_dir), NULL, 0);
+  sbx_hex(h, sizeof h, hex);
+  snprintf(name, sizeof name, "sandboxd-%s", hex);
+  sbx_cg_set_default_parent(name);
   if (sbx_iso_init(&err) < 0) {
     snprintf(why, whylen, "%s", err.msg);
     return -1;
@@ -82,6 +94,11 @@ static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
     return -1;
   }
   return 0;
+}
+
+static void ctr_prewarm(const char *profile, const struct sbx_limits *limits)
+{
+  sbx_pool_want(profile, limits->disk_bytes ? limits->disk_bytes : SBX_ISO_DEFAULT_DISK);
 }
 
 static bool image_supported(const char *image)
@@ -191,6 +208,7 @@ const struct sbx_driver sbx_drv_container = {
     .klass = "shared-kernel",
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS,
     .probe = ctr_probe,
+    .prewarm = ctr_prewarm,
     .create = ctr_create,
     .destroy = ctr_destroy,
     .usage = ctr_usage,
