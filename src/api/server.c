@@ -148,6 +148,10 @@ static struct MHD_Response *build_response(struct sbx_resp *resp)
   }
   if (m && ctype)
     MHD_add_response_header(m, "Content-Type", ctype);
+  if (m && resp->kind == SBX_RESP_STREAM) { /* no proxy may buffer a live stream */
+    MHD_add_response_header(m, "Cache-Control", "no-cache");
+    MHD_add_response_header(m, "X-Accel-Buffering", "no");
+  }
   return m;
 }
 

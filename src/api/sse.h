@@ -1,0 +1,44 @@
+/* sse.h — Server-Sent Events responses (DESIGN §4 "Streams").
+ *
+ * A producer (usually its own thread: an exec, a process follower, a
+ * watcher) pushes events; the HTTP connection's thread pulls them out as
+ * `event: NAME\ndata: {json}\n\n`.  The queue is bounded by bytes: when a
+ * slow client lets it fill, sbx_sse_push() refuses the event (returns 1)
+ * instead of blocking, so a sandbox is never slowed by a reader — output
+ * events carry byte offsets, so a client can see the gap and replay it.
+ * A comment line is sent every 15 s of silence to keep proxies open.
+ *
+ * Ownership: refcounted.  sbx_sse_new() returns one reference for the
+ * producer; sbx_sse_respond() takes a second for the response.  The
+ * producer calls sbx_sse_finish() when done (the stream ends after the
+ * queue drains) and sbx_sse_unref().  When the client goes away,
+ * sbx_sse_gone() turns true and the optional on_gone callback runs once
+ * (from the connection's thread) — e.g. to cancel the exec. */
+#ifndef SBX_API_SSE_H
+#define SBX_API_SSE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api/http.h"
+
+struct sbx_sse;
+
+struct sbx_sse *sbx_sse_new(size_t max_queued_bytes);
+/* Queues one event.  Consumes data.  0 queued, 1 dropped (queue full),
+ * -1 the client is gone. */
+int sbx_sse_push(struct sbx_sse *s, const char *event, json_t *data);
+/* Like push, but waits up to timeout_ms for room instead of dropping
+ * (for producers that can wait, e.g. replaying stored output). */
+int sbx_sse_push_wait(struct sbx_sse *s, const char *event, json_t *data, unsigned timeout_ms);
+void sbx_sse_finish(struct sbx_sse *s);
+bool sbx_sse_gone(struct sbx_sse *s);
+void sbx_sse_unref(struct sbx_sse *s);
+/* Turns the response into the stream (takes a reference). */
+void sbx_sse_respond(struct sbx_resp *out, struct sbx_sse *s, void (*on_gone)(void *ctx),
+                     void *ctx);
+/* True when the request asks for an event stream (Accept: text/event-stream). */
+bool sbx_req_wants_sse(struct sbx_req *r);
+
+#endif

@@ -1,0 +1,147 @@
+"""conftest.py — fixtures of the integration suite.
+
+- `daemon`: one real sandboxd for the whole run (temp state dir, free port,
+  process driver enabled, JSON logs); stopped with SIGTERM at the end, and
+  it must exit 0 within 10 s.
+- `alice`, `bob`, `admin`: clients with keys of those tenants.
+- `profile`: parametrized over the usable profiles among process and
+  container (env SANDBOXD_TEST_PROFILES=process,container restricts them).
+- `daemon_factory`: function-scoped daemons of their own, for kill -9 and
+  restarts.
+"""
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from sbxtest import Daemon
+
+CANDIDATE_PROFILES = ["process", "container"]
+
+
+def wanted_profiles():
+    env = os.environ.get("SANDBOXD_TEST_PROFILES")
+    if not env:
+        return CANDIDATE_PROFILES
+    return [p.strip() for p in env.split(",") if p.strip()]
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("state"))
+    d.start()
+    yield d
+    rc = d.stop(timeout=10)
+    if rc != 0:
+        print(d.log_tail(200))
+    assert rc == 0, f"sandboxd did not exit 0 within 10 s of SIGTERM (rc={rc})"
+
+
+@pytest.fixture(scope="session")
+def keys(daemon):
+    return {
+        "alice": daemon.create_key("alice"),
+        "bob": daemon.create_key("bob"),
+        "admin": daemon.create_key("root", admin=True),
+    }
+
+
+@pytest.fixture(scope="session")
+def alice(daemon, keys):
+    return daemon.client(keys["alice"])
+
+
+@pytest.fixture(scope="session")
+def bob(daemon, keys):
+    return daemon.client(keys["bob"])
+
+
+@pytest.fixture(scope="session")
+def admin(daemon, keys):
+    return daemon.client(keys["admin"])
+
+
+@pytest.fixture
+def fresh_tenant(daemon):
+    """A client of a brand-new tenant (lists start empty)."""
+    import uuid
+    return daemon.client(daemon.create_key("t" + uuid.uuid4().hex[:12]))
+
+
+@pytest.fixture(scope="session")
+def profile_table(alice):
+    r = alice.get("/v1/sandbox/profiles")
+    assert r.status_code == 200, r.text
+    return {p["name"]: p for p in r.json()["profiles"]}
+
+
+@pytest.fixture(params=wanted_profiles())
+def profile(request, profile_table):
+    name = request.param
+    p = profile_table.get(name)
+    if p is None:
+        pytest.skip(f"profile {name} not offered by this daemon")
+    if not p["available"]:
+        pytest.skip(f"profile {name} unavailable: {p.get('reason')}")
+    return name
+
+
+@pytest.fixture
+def any_profile(profile_table):
+    """One usable profile, for tests whose subject is not the driver."""
+    for name in wanted_profiles():
+        p = profile_table.get(name)
+        if p and p["available"]:
+            return name
+    pytest.skip("no usable profile")
+
+
+@pytest.fixture
+def session(alice, profile):
+    s = alice.new_session(profile)
+    yield s
+    alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
+@pytest.fixture
+def daemon_factory(request):
+    """Builds daemons on temp state dirs; each is SIGTERM'd (then killed)
+    at the end of the test and its log printed if the test failed."""
+    made = []
+    dirs = []
+    request.node._sbx_daemons = made
+
+    def make(state_dir=None, extra_args=()):
+        if state_dir is None:
+            state_dir = tempfile.mkdtemp(prefix="sbx-it-")
+            dirs.append(state_dir)
+        d = Daemon(state_dir, extra_args)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        if d.alive():
+            d.stop(timeout=10)
+            d.kill9()
+    for p in dirs:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, append the daemon logs the test used to the report."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when != "call" or not rep.failed:
+        return
+    logs = []
+    d = item.funcargs.get("daemon")
+    if isinstance(d, Daemon):
+        logs.append(("shared daemon", d.log_tail(60)))
+    for i, d in enumerate(getattr(item, "_sbx_daemons", [])):
+        logs.append((f"own daemon #{i} {d.state_dir}", d.log_tail(60)))
+    for title, text in logs:
+        rep.sections.append((f"sandboxd log ({title})", text))
+
