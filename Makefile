@@ -34,7 +34,7 @@ test-unit: all
 
 test-asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
-	meson test -C $(ASAN_BUILD) --print-errorlogs --suite unit
+	meson test -C $(ASAN_BUILD) --print-errorlogs
 
 test-integration: all
 	SANDBOXD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration

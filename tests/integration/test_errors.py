@@ -120,9 +120,8 @@ EXEC_BAD = [
 ]
 
 
-@pytest.mark.parametrize("body,field", EXEC_BAD, ids=[f"{f}-{i}" for i, (_, f) in
-                                                      enumerate(EXEC_BAD)] if False else
-                         [f"{i}" for i in range(len(EXEC_BAD))])
+@pytest.mark.parametrize("body,field", EXEC_BAD, ids=[f"{i}-{f}" for i, (_, f) in
+                                                      enumerate(EXEC_BAD)])
 def test_exec_rejects(alice, session, body, field):
     r = alice.post(f"/v1/sandbox/sessions/{session['id']}/exec", json=body)
     assert_error(r, 400, "invalid_request", field=field)

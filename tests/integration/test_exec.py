@@ -1,0 +1,262 @@
+"""Session exec: every status and reason, timeouts that kill the whole tree
+(TERM-trapping and double-forking processes), partial output, stdin, env,
+cwd, languages, binary output, and 60 MB of output with bounded memory."""
+import base64
+import threading
+import time
+
+import pytest
+
+from sbxtest import marker, proc_status, procs_with, sleeper, wait_until
+
+RESULT_KEYS = {"status", "reason", "exit_code", "signal", "stdout", "stdout_encoding", "stderr",
+               "stderr_encoding", "stdout_truncated", "stderr_truncated",
+               "stdout_dropped_bytes", "stderr_dropped_bytes", "duration_ms", "usage", "error"}
+
+
+def test_succeeded(alice, session):
+    r = alice.exec(session["id"], command=["sh", "-c", "echo out; echo err >&2"])
+    assert set(r) >= RESULT_KEYS, set(r) ^ RESULT_KEYS
+    assert r["status"] == "succeeded"
+    assert r["reason"] == "exit"
+    assert r["exit_code"] == 0
+    assert r["signal"] is None
+    assert r["stdout"] == "out\n" and r["stdout_encoding"] == "utf-8"
+    assert r["stderr"] == "err\n" and r["stderr_encoding"] == "utf-8"
+    assert r["stdout_truncated"] is False and r["stderr_truncated"] is False
+    assert r["stdout_dropped_bytes"] == 0 and r["stderr_dropped_bytes"] == 0
+    assert r["error"] is None
+    assert isinstance(r["duration_ms"], int) and 0 <= r["duration_ms"] < 30000
+    assert set(r["usage"]) >= {"cpu_seconds", "memory_peak_bytes"}
+
+
+def test_failed(alice, session):
+    r = alice.exec(session["id"], command=["sh", "-c", "echo partial; exit 42"])
+    assert r["status"] == "failed"
+    assert r["reason"] == "exit"
+    assert r["exit_code"] == 42
+    assert r["signal"] is None
+    assert r["stdout"] == "partial\n"
+
+
+def test_missing_program(alice, session):
+    r = alice.exec(session["id"], command=["/nonexistent/program-xyz"])
+    # the program could not start: a non-success result, never a 5xx or a hang
+    assert r["status"] in ("failed", "error"), r
+    assert r["status"] != "succeeded"
+
+
+@pytest.mark.parametrize("sig", [9, 15, 6])
+def test_killed_by_signal(alice, session, sig):
+    r = alice.exec(session["id"], command=["sh", "-c", f"echo before; kill -{sig} $$"])
+    assert r["status"] == "killed", r
+    assert r["reason"] == "signal"
+    assert r["signal"] == sig
+    assert r["exit_code"] is None
+    assert r["stdout"] == "before\n"
+
+
+def test_timeout_keeps_partial_output(alice, session):
+    t0 = time.monotonic()
+    r = alice.exec(session["id"], timeout_s=1,
+                   command=["sh", "-c", "echo before; echo eb >&2; sleep 30; echo after"])
+    took = time.monotonic() - t0
+    assert r["status"] == "timeout", r
+    assert r["reason"] == "timeout"
+    assert r["stdout"] == "before\n"
+    assert r["stderr"] == "eb\n"
+    assert r["exit_code"] is None
+    assert r["error"] and r["error"]["reason"] == "timeout" and r["error"]["message"]
+    assert 900 <= r["duration_ms"] < 5000
+    assert took < 10
+
+
+def test_fractional_timeout(alice, session):
+    r = alice.exec(session["id"], timeout_s=0.5, command=["sleep", "10"])
+    assert r["status"] == "timeout"
+    assert r["duration_ms"] < 3000
+
+
+def test_timeout_kills_term_trapper_and_double_forked_grandchild(alice, session):
+    mark = marker()
+    py = "import time; time.sleep(300)"
+    script = (
+        "trap '' TERM; "
+        # a grandchild that double-forks into its own session, ignoring TERM too
+        f"(setsid python3 -c '{py}' {mark}-grandchild </dev/null >/dev/null 2>&1 &); "
+        f"python3 -c '{py}' {mark}-child & "
+        "echo started; wait"
+    )
+    r = alice.exec(session["id"], timeout_s=2, command=["sh", "-c", script])
+    assert r["status"] == "timeout", r
+    assert r["reason"] == "timeout"
+    assert r["stdout"] == "started\n"
+    # after the result is out, nothing with the marker survives
+    time.sleep(0.3)
+    assert procs_with(mark) == [], "processes of the timed-out tree survived"
+    # and the session is still usable
+    assert alice.exec(session["id"], command=["true"])["status"] == "succeeded"
+
+
+def test_background_leftover_killed_at_exit(alice, session):
+    """A process left behind by a finished command must not outlive the
+    session."""
+    mark = marker()
+    sid = session["id"]
+    r = alice.exec(sid, command=["sh", "-c", f"(setsid python3 -c 'import time; time.sleep(300)' "
+                                             f"{mark} </dev/null >/dev/null 2>&1 &); echo ok"],
+                   timeout_s=10)
+    assert r["status"] == "succeeded" and r["stdout"] == "ok\n"
+    alice.delete(f"/v1/sandbox/sessions/{sid}")
+    wait_until(lambda: not procs_with(mark), 10, what="leftover process to die with its session")
+
+
+def test_stdin_env_cwd(alice, session):
+    sid = session["id"]
+    r = alice.exec(sid, command=["cat"], stdin="line one\nline two\n")
+    assert r["stdout"] == "line one\nline two\n"
+    r = alice.exec(sid, command=["sh", "-c", "echo $FOO-$BAR"], env={"FOO": "x", "BAR": "y z"})
+    assert r["stdout"] == "x-y z\n"
+    assert alice.put(f"/v1/sandbox/sessions/{sid}/files?path=/work/sub/f.txt",
+                     data=b"in-sub").status_code == 201
+    r = alice.exec(sid, command=["cat", "f.txt"], cwd="/work/sub")
+    assert r["status"] == "succeeded", r
+    assert r["stdout"] == "in-sub"
+
+
+def test_env_is_scrubbed(alice, session):
+    r = alice.exec(session["id"], command=["env"])
+    env = dict(l.split("=", 1) for l in r["stdout"].splitlines() if "=" in l)
+    assert "PATH" in env
+    for leaked in ("SANDBOXD_BUILD", "PYTEST_CURRENT_TEST", "SANDBOXD_API_KEY"):
+        assert leaked not in env, leaked
+
+
+def test_state_persists_between_execs(alice, session):
+    sid = session["id"]
+    # relative to the working dir (/work), which every driver maps
+    alice.exec(sid, command=["sh", "-c", "echo persisted > state.txt"])
+    assert alice.exec(sid, command=["cat", "state.txt"])["stdout"] == "persisted\n"
+    r = alice.get(f"/v1/sandbox/sessions/{sid}/files?path=/work/state.txt")
+    assert r.status_code == 200 and r.content == b"persisted\n"
+
+
+@pytest.mark.parametrize("lang,code,want", [
+    ("python", "print(2+2)", "4\n"),
+    ("bash", "echo $((6*7))", "42\n"),
+])
+def test_languages(alice, session, lang, code, want):
+    r = alice.exec(session["id"], language=lang, code=code)
+    assert r["status"] == "succeeded", r
+    assert r["stdout"] == want
+
+
+def test_long_code_runs_from_a_file(alice, session):
+    code = "x = 1\n" * 40000 + "print(x + 1)\n"  # ~240 KB: too long for argv
+    r = alice.exec(session["id"], language="python", code=code)
+    assert r["status"] == "succeeded", r
+    assert r["stdout"] == "2\n"
+
+
+def test_python_exception_is_failed(alice, session):
+    r = alice.exec(session["id"], language="python", code="raise SystemExit(3)")
+    assert r["status"] == "failed" and r["exit_code"] == 3
+
+
+def test_binary_output_is_base64(alice, session):
+    r = alice.exec(session["id"], command=["printf", "\\377\\376ok\\000\\001"])
+    assert r["status"] == "succeeded"
+    assert r["stdout_encoding"] == "base64", r
+    assert base64.b64decode(r["stdout"]) == b"\xff\xfeok\x00\x01"
+
+
+def test_utf8_output(alice, session):
+    r = alice.exec(session["id"], command=["printf", "h\u00e9llo \u2603\n"])
+    assert r["stdout_encoding"] == "utf-8"
+    assert r["stdout"] == "h\u00e9llo \u2603\n"
+
+
+def test_small_output_cap_head_and_tail(alice, profile):
+    s = alice.new_session(profile, limits={"output_bytes": 1000})
+    try:
+        script = "printf 'HEAD'; head -c 100000 /dev/zero | tr '\\0' m; printf 'TAIL'"
+        r = alice.exec(s["id"], command=["sh", "-c", script])
+        total = 100008
+        assert r["status"] == "succeeded"
+        assert r["stdout_truncated"] is True
+        out = r["stdout"]
+        assert out.startswith("HEAD") and out.endswith("TAIL")
+        assert len(out) <= 1000
+        assert len(out) + r["stdout_dropped_bytes"] == total
+        assert r["stderr_truncated"] is False
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
+def test_concurrent_execs_in_one_session(alice, session):
+    sid = session["id"]
+    results = [None] * 4
+
+    def run(i):
+        results[i] = alice.exec(sid, command=["sh", "-c", f"sleep 0.5; echo {i}"])
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert [r["stdout"] for r in results] == [f"{i}\n" for i in range(4)]
+    assert time.monotonic() - t0 < 10
+
+
+SIXTY_MB = 60_000_000
+
+
+def test_60mb_output_bounded(daemon_factory, profile):
+    """60 MB on stdout and 6 MB on stderr: head and tail kept, dropped
+    bytes exact, the daemon's peak RSS stays well below 60 MB."""
+    d = daemon_factory().start()
+    c = d.client(d.create_key("alice"))
+    base_hwm = proc_status(d.pid, "VmHWM")
+    s = c.new_session(profile)
+    script = (f"printf S; head -c {SIXTY_MB - 2} /dev/zero | tr '\\0' a; printf E; "
+              "head -c 6000000 /dev/zero | tr '\\0' b >&2")
+    t0 = time.monotonic()
+    r = c.exec(s["id"], command=["sh", "-c", script], timeout_s=120)
+    took = time.monotonic() - t0
+    assert r["status"] == "succeeded", {k: v for k, v in r.items() if "std" not in k}
+    cap = 1 << 20  # the profile default, per stream
+    assert r["stdout_truncated"] is True and r["stderr_truncated"] is True
+    assert len(r["stdout"]) <= cap and len(r["stderr"]) <= cap
+    assert len(r["stdout"]) + r["stdout_dropped_bytes"] == SIXTY_MB
+    assert len(r["stderr"]) + r["stderr_dropped_bytes"] == 6_000_000
+    assert r["stdout"].startswith("Saaa") and r["stdout"].endswith("aaaE")
+    assert set(r["stdout"][1:-1]) == {"a"}
+    assert set(r["stderr"]) == {"b"}
+    hwm = proc_status(d.pid, "VmHWM")
+    rss = proc_status(d.pid, "VmRSS")
+    grew = hwm - base_hwm
+    assert grew < 24 << 20, f"daemon peak RSS grew by {grew >> 20} MiB for 66 MB of output"
+    assert rss < 60_000_000
+    assert took < 60
+    # same through the one-shot executions path
+    e = c.new_execution(profile, command=["sh", "-c", script], limits={"timeout_s": 120})
+    f = c.wait_execution(e["id"], timeout=120)
+    assert f["status"] == "succeeded", f
+    assert len(f["stdout"]) + f["stdout_dropped_bytes"] == SIXTY_MB
+    assert f["stdout"].startswith("S") and f["stdout"].endswith("E")
+    assert f["stdout_truncated"] is True
+    hwm = proc_status(d.pid, "VmHWM")
+    assert hwm - base_hwm < 24 << 20, f"daemon peak RSS grew by {(hwm - base_hwm) >> 20} MiB"
+    assert d.stop() == 0
+
+
+def test_output_is_not_blocked_by_unread_pipe(alice, session):
+    """A child printing much more than the cap to both streams finishes
+    (never blocks on a full pipe) well inside its timeout."""
+    script = ("head -c 8000000 /dev/zero | tr '\\0' x & "
+              "head -c 8000000 /dev/zero | tr '\\0' y >&2; wait")
+    r = alice.exec(session["id"], command=["sh", "-c", script], timeout_s=30)
+    assert r["status"] == "succeeded", r["status"]
+    assert r["duration_ms"] < 20000
