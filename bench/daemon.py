@@ -227,6 +227,16 @@ def host_used_kib():
     return info["MemTotal"] - info["MemAvailable"]
 
 
+def settle(daemon, timeout=8.0):
+    """Waits until the daemon's process tree stops changing (pool refilled)."""
+    end, last, stable = time.time() + timeout, -1, 0
+    while time.time() < end and stable < 3:
+        n = len(daemon.tree())
+        stable = stable + 1 if n == last else 0
+        last = n
+        time.sleep(0.3)
+
+
 def memory_snapshot(daemon):
     """Sum of Pss over the daemon's tree, plus the memory of every cgroup its
     descendants live in (other than the daemon's own), plus the kernel memory
@@ -234,7 +244,13 @@ def memory_snapshot(daemon):
     its cgroup, e.g. a network namespace, is charged), plus host-wide use."""
     pids = daemon.tree()
     own = memory_cgroup(daemon.pid)
-    cgs = {memory_cgroup(p) for p in pids[1:]} - {None, own}
+    cgs = {memory_cgroup(p) for p in pids[1:]} - {None}
+    # Usage is hierarchical: keep only leaves strictly below the daemon's
+    # cgroup, so that a parent (or the daemon's own) is never added on top
+    # of its children.
+    cgs = {c for c in cgs
+           if c != own and not (own and own[1].startswith(c[1].rstrip("/") + "/"))
+           and not any(o[0] == c[0] and o[1].startswith(c[1].rstrip("/") + "/") for o in cgs)}
     usage = kmem = 0
     for cg in cgs:
         u, k = cgroup_bytes(cg)

@@ -13,6 +13,8 @@ PACKAGES=(
   python3 python3-pytest python3-requests python3-yaml python3-jsonschema procps iproute2 util-linux
   # runtimes the default host image offers to sandboxed code
   bash nodejs
+  # contexts: matplotlib figures come back as image/png (tests need it)
+  python3-matplotlib
   # peers for the benchmark
   bubblewrap firejail runsc hyperfine wrk strace
 )

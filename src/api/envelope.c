@@ -25,6 +25,7 @@ static const struct {
     {SBX_E_INTERNAL, 500, "internal", "Erreur interne"},
     {SBX_E_RUNTIME_UNAVAILABLE, 503, "runtime_unavailable", "Environnement d'exécution indisponible"},
     {SBX_E_NOT_READY, 503, "not_ready", "Service pas encore prêt"},
+    {SBX_E_BAD_GATEWAY, 502, "bad_gateway", "Passerelle incorrecte"},
 };
 
 static int find(enum sbx_errcode code)

@@ -1,6 +1,7 @@
 /* h_sessions.c — /v1/sandbox/sessions[/{id}[/exec]]. */
 #include "api/handlers.h"
 #include "api/pagination.h"
+#include "api/sse.h"
 #include "core/core.h"
 
 SBX_HANDLER(sbx_h_session_create)
@@ -65,7 +66,19 @@ SBX_HANDLER(sbx_h_session_exec)
   json_t *body = sbx_req_json(r, false, err), *res = NULL;
   if (!body)
     return -1;
-  int rc = sbx_session_exec(r->core, &r->who, r->params[0], body, &res, err);
+  int rc;
+  /* Issue 4: background → 202 {pid}; Accept: text/event-stream → SSE. */
+  if (json_is_true(json_object_get(body, "background"))) {
+    rc = sbx_api_process_start(r, out, body, err);
+    json_decref(body);
+    return rc;
+  }
+  if (sbx_req_wants_sse(r)) {
+    rc = sbx_api_exec_stream(r, out, body, err);
+    json_decref(body);
+    return rc;
+  }
+  rc = sbx_session_exec(r->core, &r->who, r->params[0], body, &res, err);
   json_decref(body);
   if (rc < 0)
     return -1;

@@ -20,10 +20,40 @@ SBX_HANDLER(sbx_h_session_exec);
 SBX_HANDLER(sbx_h_files_put);
 SBX_HANDLER(sbx_h_files_get);
 SBX_HANDLER(sbx_h_files_delete);
+/* Issue 4, files/archives/watch (engineer B): h_files.c, h_archive.c, h_watch.c. */
+SBX_HANDLER(sbx_h_files_mkdir);
+SBX_HANDLER(sbx_h_files_move);
+SBX_HANDLER(sbx_h_archive_get);
+SBX_HANDLER(sbx_h_archive_put);
+SBX_HANDLER(sbx_h_watch);
 SBX_HANDLER(sbx_h_execution_create);
 SBX_HANDLER(sbx_h_execution_list);
 SBX_HANDLER(sbx_h_execution_get);
 SBX_HANDLER(sbx_h_execution_file);
 SBX_HANDLER(sbx_h_execution_cancel);
+/* Issue 4, ports and contexts: h_ports.c, h_contexts.c. */
+SBX_HANDLER(sbx_h_port_proxy);
+SBX_HANDLER(sbx_h_context_create);
+SBX_HANDLER(sbx_h_context_list);
+SBX_HANDLER(sbx_h_context_get);
+SBX_HANDLER(sbx_h_context_delete);
+SBX_HANDLER(sbx_h_context_run);
+SBX_HANDLER(sbx_h_context_restart);
+/* Issue 4, streaming exec and background processes: h_stream.c,
+ * h_processes.c.  The exec handler (h_sessions.c) hands a background body
+ * to sbx_api_process_start and an event-stream request to
+ * sbx_api_exec_stream. */
+SBX_HANDLER(sbx_h_process_list);
+SBX_HANDLER(sbx_h_process_get);
+SBX_HANDLER(sbx_h_process_output);
+SBX_HANDLER(sbx_h_process_stdin);
+SBX_HANDLER(sbx_h_process_signal);
+SBX_HANDLER(sbx_h_process_resize);
+int sbx_api_process_start(struct sbx_req *r, struct sbx_resp *out, json_t *body,
+                          struct sbx_error *err);
+int sbx_api_exec_stream(struct sbx_req *r, struct sbx_resp *out, json_t *body,
+                        struct sbx_error *err);
+/* An output chunk as an SSE event's data: {data|data_base64, offset}. */
+json_t *sbx_api_chunk_json(const char *data, size_t len, uint64_t offset);
 
 #endif

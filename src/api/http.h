@@ -36,6 +36,7 @@ struct sbx_req {
   const struct sbx_route *route;
   char params[SBX_MAX_PARAMS][256]; /* {id}, {pid}, … in route order */
   int nparams;
+  const char *rest;      /* a final {name*} segment: the rest of path (into it), else NULL */
   char *body;            /* bounded by the server's body limit */
   size_t body_len;
   size_t body_cap;
@@ -51,7 +52,9 @@ enum sbx_resp_kind { SBX_RESP_JSON, SBX_RESP_BYTES, SBX_RESP_FD, SBX_RESP_EMPTY,
 
 /* A streamed body: the callback is called from the connection's thread and
  * may block; it returns bytes written into buf, 0 to wait-and-retry never
- * (block instead), -1 at end of stream. (Used for SSE.) */
+ * (block instead), -1 at end of stream, -2 when the source broke (the
+ * connection is closed without the final chunk, so the client sees a
+ * truncated body, not a complete one). (Used for SSE and the ports proxy.) */
 typedef long (*sbx_stream_fn)(void *ctx, uint64_t pos, char *buf, size_t max);
 
 struct sbx_resp {
@@ -66,12 +69,26 @@ struct sbx_resp {
   void *stream_ctx;
   void (*stream_free)(void *ctx);
   char location[256];
+  /* Optional extra headers, a JSON array of [name, value] pairs added as
+   * they are (the ports proxy's upstream headers); owned.  A stream with
+   * headers gets no default Cache-Control / X-Accel-Buffering. */
+  json_t *headers;
 };
 
 /* Header lookup (case-insensitive), NULL if absent. */
 const char *sbx_req_header(struct sbx_req *r, const char *name);
 /* Query argument (URL-decoded), NULL if absent. */
 const char *sbx_req_query(struct sbx_req *r, const char *name);
+/* Every request header / query argument in arrival order (value NULL for
+ * "?flag" without "="); for the ports proxy, which forwards them. */
+typedef void (*sbx_kv_fn)(void *ctx, const char *name, const char *value);
+void sbx_req_each_header(struct sbx_req *r, sbx_kv_fn fn, void *ctx);
+void sbx_req_each_query(struct sbx_req *r, sbx_kv_fn fn, void *ctx);
+/* The client's address as text ("127.0.0.1", "::1"), "" if unknown. */
+void sbx_req_client_addr(struct sbx_req *r, char *buf, size_t len);
+/* The client's socket, only to poll it for a hang-up while a stream waits
+ * on its source (never read or write it); -1 if unknown. */
+int sbx_req_client_fd(struct sbx_req *r);
 
 /* Parses the body as a JSON object (empty body → empty object when
  * allow_empty).  On failure fills err (invalid_request) and returns NULL. */

@@ -1,13 +1,17 @@
 /* router.c — the route table and the matcher.  Patterns are literal
  * segments and {param} segments; matching is exact per segment, so
  * "/v1/sandbox/sessions/x/../y" never reaches a handler (".." is a literal
- * that no pattern has). */
+ * that no pattern has).  The one exception is a final {name*} segment,
+ * which takes the rest of the path as is (r->rest): only the ports proxy
+ * uses it, and it forwards that rest into the sandbox, never to the host. */
 #include "api/router.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "api/handlers.h"
+
+#define SBX_PORTS_PATTERN "/v1/sandbox/sessions/{id}/ports/{port}/{rest*}"
 
 static const struct sbx_route routes[] = {
     {"GET", "/healthz", sbx_h_healthz, SBX_AUTH_NONE, "healthz"},
@@ -22,6 +26,14 @@ static const struct sbx_route routes[] = {
     {"PUT", "/v1/sandbox/sessions/{id}/files", sbx_h_files_put, SBX_AUTH_KEY, "files_put"},
     {"GET", "/v1/sandbox/sessions/{id}/files", sbx_h_files_get, SBX_AUTH_KEY, "files_get"},
     {"DELETE", "/v1/sandbox/sessions/{id}/files", sbx_h_files_delete, SBX_AUTH_KEY, "files_delete"},
+    /* Files, archives and watch (issue 4). */
+    {"POST", "/v1/sandbox/sessions/{id}/files/mkdir", sbx_h_files_mkdir, SBX_AUTH_KEY,
+     "files_mkdir"},
+    {"POST", "/v1/sandbox/sessions/{id}/files/move", sbx_h_files_move, SBX_AUTH_KEY,
+     "files_move"},
+    {"GET", "/v1/sandbox/sessions/{id}/archive", sbx_h_archive_get, SBX_AUTH_KEY, "archive_get"},
+    {"PUT", "/v1/sandbox/sessions/{id}/archive", sbx_h_archive_put, SBX_AUTH_KEY, "archive_put"},
+    {"GET", "/v1/sandbox/sessions/{id}/watch", sbx_h_watch, SBX_AUTH_KEY, "watch"},
     {"POST", "/v1/sandbox/executions", sbx_h_execution_create, SBX_AUTH_KEY, "execution_create"},
     {"GET", "/v1/sandbox/executions", sbx_h_execution_list, SBX_AUTH_KEY, "execution_list"},
     {"GET", "/v1/sandbox/executions/{id}", sbx_h_execution_get, SBX_AUTH_KEY, "execution_get"},
@@ -29,10 +41,52 @@ static const struct sbx_route routes[] = {
      "execution_file"},
     {"POST", "/v1/sandbox/executions/{id}/cancel", sbx_h_execution_cancel, SBX_AUTH_KEY,
      "execution_cancel"},
+    /* Background processes and terminals (issue 4). */
+    {"GET", "/v1/sandbox/sessions/{id}/processes", sbx_h_process_list, SBX_AUTH_KEY,
+     "process_list"},
+    {"GET", "/v1/sandbox/sessions/{id}/processes/{pid}", sbx_h_process_get, SBX_AUTH_KEY,
+     "process_get"},
+    {"GET", "/v1/sandbox/sessions/{id}/processes/{pid}/output", sbx_h_process_output,
+     SBX_AUTH_KEY, "process_output"},
+    {"POST", "/v1/sandbox/sessions/{id}/processes/{pid}/stdin", sbx_h_process_stdin,
+     SBX_AUTH_KEY, "process_stdin"},
+    {"POST", "/v1/sandbox/sessions/{id}/processes/{pid}/signal", sbx_h_process_signal,
+     SBX_AUTH_KEY, "process_signal"},
+    {"POST", "/v1/sandbox/sessions/{id}/processes/{pid}/resize", sbx_h_process_resize,
+     SBX_AUTH_KEY, "process_resize"},
+    /* Ports (issue 4, Upstream): one entry per proxied method (TRACE and
+     * CONNECT are not), so `sandboxd routes` and openapi.yaml list each. */
+    {"GET", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    {"HEAD", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    {"POST", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    {"PUT", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    {"PATCH", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    {"DELETE", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    {"OPTIONS", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
+    /* Contexts (issue 4): stateful interpreters. */
+    {"POST", "/v1/sandbox/sessions/{id}/contexts", sbx_h_context_create, SBX_AUTH_KEY,
+     "context_create"},
+    {"GET", "/v1/sandbox/sessions/{id}/contexts", sbx_h_context_list, SBX_AUTH_KEY,
+     "context_list"},
+    {"GET", "/v1/sandbox/sessions/{id}/contexts/{cid}", sbx_h_context_get, SBX_AUTH_KEY,
+     "context_get"},
+    {"DELETE", "/v1/sandbox/sessions/{id}/contexts/{cid}", sbx_h_context_delete, SBX_AUTH_KEY,
+     "context_delete"},
+    {"POST", "/v1/sandbox/sessions/{id}/contexts/{cid}/run", sbx_h_context_run, SBX_AUTH_KEY,
+     "context_run"},
+    {"POST", "/v1/sandbox/sessions/{id}/contexts/{cid}/restart", sbx_h_context_restart,
+     SBX_AUTH_KEY, "context_restart"},
     {NULL, NULL, NULL, SBX_AUTH_NONE, NULL},
 };
 
 const struct sbx_route *sbx_routes(void) { return routes; }
+
+/* A final "{name*}" segment: it takes the rest of the path, slashes
+ * included, possibly empty (the ports proxy forwards it as is). */
+static bool is_rest(const char *p, size_t plen)
+{
+  return plen >= 4 && p[0] == '{' && p[plen - 2] == '*' && p[plen - 1] == '}' && !p[plen];
+}
 
 /* Matches one pattern against a path; fills params when out is non-NULL. */
 static bool match(const char *pattern, const char *path, struct sbx_req *out)
@@ -45,6 +99,13 @@ static bool match(const char *pattern, const char *path, struct sbx_req *out)
     p++, s++;
     const char *pe = strchrnul(p, '/'), *se = strchrnul(s, '/');
     size_t plen = (size_t)(pe - p), slen = (size_t)(se - s);
+    if (is_rest(p, plen)) {
+      if (out)
+        out->rest = s; /* points into the request's path */
+      p = pe;
+      s += strlen(s);
+      break;
+    }
     if (plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
       if (slen == 0 || slen >= sizeof out->params[0] || n >= SBX_MAX_PARAMS)
         return false;
@@ -55,6 +116,11 @@ static bool match(const char *pattern, const char *path, struct sbx_req *out)
       return false;
     }
     p = pe, s = se;
+  }
+  if (!*s && p[0] == '/' && is_rest(p + 1, strlen(p + 1))) { /* ".../8000": rest "" */
+    if (out)
+      out->rest = s;
+    p += strlen(p);
   }
   if (*p || *s)
     return false;

@@ -34,6 +34,52 @@ const char *sbx_req_query(struct sbx_req *r, const char *name)
   return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct kv_iter {
+  sbx_kv_fn fn;
+  void *ctx;
+};
+
+static enum MHD_Result kv_each(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value)
+{
+  struct kv_iter *it = cls;
+  it->fn(it->ctx, key, value);
+  return MHD_YES;
+}
+
+void sbx_req_each_header(struct sbx_req *r, sbx_kv_fn fn, void *ctx)
+{
+  struct kv_iter it = {fn, ctx};
+  MHD_get_connection_values(r->conn, MHD_HEADER_KIND, kv_each, &it);
+}
+
+void sbx_req_each_query(struct sbx_req *r, sbx_kv_fn fn, void *ctx)
+{
+  struct kv_iter it = {fn, ctx};
+  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, kv_each, &it);
+}
+
+void sbx_req_client_addr(struct sbx_req *r, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+  if (sa && sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+              (socklen_t)len);
+  else if (sa && sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
+              (socklen_t)len);
+}
+
+int sbx_req_client_fd(struct sbx_req *r)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return ci ? (int)ci->connect_fd : -1;
+}
+
 json_t *sbx_req_json(struct sbx_req *r, bool allow_empty, struct sbx_error *err)
 {
   if (r->body_len == 0) {
@@ -94,6 +140,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
   struct sbx_resp *resp = cls;
   long n = resp->stream(resp->stream_ctx, pos, buf, max);
+  if (n == -2) /* the source broke: close without the final chunk */
+    return MHD_CONTENT_READER_END_WITH_ERROR;
   return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
 }
 
@@ -148,7 +196,15 @@ static struct MHD_Response *build_response(struct sbx_resp *resp)
   }
   if (m && ctype)
     MHD_add_response_header(m, "Content-Type", ctype);
-  if (m && resp->kind == SBX_RESP_STREAM) { /* no proxy may buffer a live stream */
+  size_t i;
+  json_t *h;
+  json_array_foreach(m ? resp->headers : NULL, i, h) { /* e.g. proxied upstream headers */
+    const char *k = json_string_value(json_array_get(h, 0));
+    const char *v = json_string_value(json_array_get(h, 1));
+    if (k && v)
+      MHD_add_response_header(m, k, v);
+  }
+  if (m && resp->kind == SBX_RESP_STREAM && !resp->headers) { /* no proxy may buffer it */
     MHD_add_response_header(m, "Cache-Control", "no-cache");
     MHD_add_response_header(m, "X-Accel-Buffering", "no");
   }
@@ -158,14 +214,18 @@ static struct MHD_Response *build_response(struct sbx_resp *resp)
 static enum MHD_Result send_resp(struct sbx_req *r, struct sbx_resp *resp)
 {
   struct MHD_Response *m = build_response(resp);
-  if (!m)
+  if (!m) {
+    json_decref(resp->headers);
     return MHD_NO;
+  }
   MHD_add_response_header(m, "X-Request-Id", r->request_id);
   if (resp->location[0])
     MHD_add_response_header(m, "Location", resp->location);
   r->status_sent = resp->status;
   enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)resp->status, m);
   MHD_destroy_response(m);
+  json_decref(resp->headers);
+  resp->headers = NULL;
   return ret;
 }
 

@@ -143,6 +143,10 @@ const char *sbx_cli_cell(json_t *obj, const char *key, char *buf, size_t len);
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_session(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
+/* term.c (issue 4): `sbx exec -t` — runs body's command as a background
+ * process with a pty and drives it from this terminal; returns the exit
+ * status (as exec's).  body is borrowed (background and pty are added). */
+int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body);
 int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_profiles(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_executions(struct sbx_cli *cli, int argc, char **argv);

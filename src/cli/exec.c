@@ -31,7 +31,11 @@ static const char help[] =
     "      --url URL, --api-key KEY   see `sbx --help`\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Interactive terminals (-t) are not supported yet.\n"
+    "  -t, --tty              an interactive terminal: the command gets a pty\n"
+    "                         the size of this window, this terminal goes raw\n"
+    "                         (keys, Ctrl-C and Ctrl-D reach the program as\n"
+    "                         typed) and follows window resizes; `sbx exec -it\n"
+    "                         ID -- bash` is a shell in the sandbox\n"
     "\n"
     "Exit status: the program's own; 128+N if it died of signal N; 124 on\n"
     "timeout; 137 when killed for memory; 125 if the service failed (e.g.\n"
@@ -56,7 +60,7 @@ static const struct option longopts[] = {
 struct exec_opts {
   const char *id, *cwd, *stdin_file, *lang, *code;
   long timeout_s;
-  bool json;
+  bool json, tty;
   json_t *env; /* owned */
   char **argv;
   int argc;
@@ -77,9 +81,7 @@ static int take_opt(struct sbx_cli *cli, struct exec_opts *o, int c)
       return sbx_cli_usage("exec", "give only one of --stdin-file and -i");
     o->stdin_file = c == 'i' ? "-" : optarg;
     return -1;
-  case 't':
-    return sbx_cli_usage("exec", "interactive terminals (-t) are not supported yet; "
-                                 "use -i to send stdin, or --stdin-file FILE");
+  case 't': o->tty = true; return -1;
   case 'e':
     return sbx_cli_add_env(&o->env, optarg, &err) < 0 ? sbx_cli_usage("exec", "%s", err.msg)
                                                        : -1;
@@ -109,10 +111,26 @@ static int take_positional(struct sbx_cli_args *a, struct exec_opts *o)
   return -1;
 }
 
+static int check_tty(struct exec_opts *o)
+{
+  if (!o->tty)
+    return -1;
+  if (o->json)
+    return sbx_cli_usage("exec", "-t and --json do not go together");
+  if (o->stdin_file && strcmp(o->stdin_file, "-"))
+    return sbx_cli_usage("exec", "-t reads the keyboard: --stdin-file does not apply");
+  if (o->lang && !strcmp(o->code ? o->code : "", "-"))
+    return sbx_cli_usage("exec", "-t reads the keyboard: give CODE as an argument");
+  o->stdin_file = NULL; /* -i is implied: keys go to the terminal as typed */
+  return -1;
+}
+
 static int check_positionals(struct sbx_cli_args *a, struct exec_opts *o)
 {
   if (!o->id)
     return sbx_cli_usage("exec", "wants a session ID (see `sbx session ls`)");
+  if (check_tty(o) >= 0)
+    return SBX_EXIT_USAGE;
   if (o->lang) {
     if (a->nrest > 1 || (a->nrest == 1 && o->code))
       return sbx_cli_usage("exec", "--lang takes exactly one CODE argument");
@@ -177,6 +195,11 @@ static int execute(struct sbx_cli *cli, struct exec_opts *o)
   if (build_body(o, body, &err) < 0) {
     json_decref(body);
     return sbx_cli_usage("exec", "%s", err.msg);
+  }
+  if (o->tty) {
+    int trc = sbx_cli_term_run(cli, o->id, body);
+    json_decref(body);
+    return trc;
   }
   _cleanup_free_ char *esc = sbx_http_escape(o->id);
   _cleanup_free_ char *path = NULL;

@@ -26,6 +26,7 @@ enum sbx_errcode {
   SBX_E_INTERNAL,            /* 500 */
   SBX_E_RUNTIME_UNAVAILABLE, /* 503 */
   SBX_E_NOT_READY,           /* 503 */
+  SBX_E_BAD_GATEWAY,         /* 502: the ports proxy could not reach the sandbox's server */
 };
 
 struct sbx_error {

@@ -97,4 +97,156 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
 int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                        const char *path, void **data, size_t *size, struct sbx_error *err);
 
+/* ---- Issue 4, engineer A: streamed exec and background processes ---- */
+
+/* Streamed session exec (Accept: text/event-stream).  The request is
+ * validated and the exec started before this returns (errors come back as
+ * usual); then the exec runs on a thread of its own, calling sink->output
+ * for each chunk in the order read and sink->exit once at the end with the
+ * result object (consumed), exactly as the buffered exec would return it.
+ * token names the exec for sbx_exec_stream_cancel(). */
+struct sbx_exec_sink {
+  void (*output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
+  void (*exit)(void *ctx, json_t *result);
+  void *ctx;
+};
+int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *who,
+                            const char *id, json_t *body, const struct sbx_exec_sink *sink,
+                            uint64_t token, struct sbx_error *err);
+/* A fresh token (never 0) for sbx_session_exec_stream, taken before the
+ * stream is wired up so a disconnect can always name the exec. */
+uint64_t sbx_exec_stream_token(void);
+/* Kills a streamed exec (reason cancelled) if it still runs: its client went
+ * away.  Unknown or finished tokens are ignored. */
+void sbx_exec_stream_cancel(uint64_t token);
+
+/* Background processes (core/process.c, process_io.c).  `pid` is the
+ * route's text; an unknown one is 404. */
+int sbx_process_start(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                      json_t *body, json_t **out, struct sbx_error *err);
+int sbx_process_list(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                     json_t **out, struct sbx_error *err);
+int sbx_process_get(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                    const char *pid, json_t **out, struct sbx_error *err);
+/* Kept output from byte offsets from[0] (stdout) and from[1] (stderr). */
+int sbx_process_output(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                       const char *pid, const uint64_t from[2], json_t **out,
+                       struct sbx_error *err);
+/* Appends data to the process's stdin (its terminal with pty); eof closes
+ * it (types ^D on a terminal).  A pipe still full after a bounded wait is
+ * 409 conflict, saying how much was written. */
+int sbx_process_stdin(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                      const char *pid, const char *data, size_t len, bool eof, json_t **out,
+                      struct sbx_error *err);
+int sbx_process_signal(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                       const char *pid, json_t *body, json_t **out, struct sbx_error *err);
+int sbx_process_resize(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                       const char *pid, json_t *body, json_t **out, struct sbx_error *err);
+/* "SIGINT" | "INT" | "int" → its number; -1 if unknown. */
+int sbx_signal_parse(const char *name);
+
+/* Following a process (the API's SSE follower): attach takes a reference,
+ * detach drops it.  next() waits up to timeout_ms for kept output past
+ * off[] and fills one chunk (1), or 0 on timeout, or -1 once the process
+ * has ended and everything kept was read (*result = its result object, a
+ * new reference).  A chunk whose gap_from < offset skipped the dropped
+ * bytes [gap_from, offset) of its stream. */
+struct sbx_proc;
+struct sbx_proc_chunk {
+  int stream;          /* 1 stdout, 2 stderr */
+  size_t len;
+  uint64_t offset;
+  uint64_t gap_from;
+  char data[64 * 1024];
+};
+struct sbx_proc *sbx_process_attach(struct sbx_core *core, const struct sbx_principal *who,
+                                    const char *sid, const char *pid, struct sbx_error *err);
+void sbx_process_detach(struct sbx_proc *p);
+int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk *c,
+                     unsigned timeout_ms, json_t **result);
+
+/* ---- Issue 4, engineer B: archives and watch (core/archive.c,
+ * core/archive_extract.c, core/watch.c). ---- */
+/* sbx_session_acquire, then 409 conflict unless the session's driver has
+ * capability `cap` (SBX_CAP_*). */
+struct sbx_live_session *sbx_session_acquire_cap(struct sbx_core *core,
+                                                 const struct sbx_principal *who,
+                                                 const char *id, uint32_t cap,
+                                                 struct sbx_error *err);
+
+/* Bounds of one archive; a request may lower them, never raise them. */
+struct sbx_archive_limits {
+  size_t max_entries;  /* files + dirs + links (→ 413) */
+  uint64_t max_bytes;  /* sum of regular file sizes (→ 413) */
+};
+#define SBX_ARCHIVE_MAX_ENTRIES 100000u
+#define SBX_ARCHIVE_MAX_BYTES (1ull << 30)
+
+/* GET …/archive?path=D: walks D (409 without SBX_CAP_ARCHIVE, 413 beyond
+ * the limits, 404/400 as the file routes) and returns a generator of a tar
+ * (pax) of it, produced entry by entry as the client reads: never the whole
+ * tree in memory.  Read with sbx_archive_read (the api's stream callback
+ * shape: bytes, or -1 at the end — early if the tree grew past the limits
+ * meanwhile, which leaves the client a truncated tar); close frees it and
+ * releases the session. */
+struct sbx_archive_out;
+int sbx_archive_open(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                     const char *dir, const struct sbx_archive_limits *lim,
+                     struct sbx_archive_out **out, struct sbx_error *err);
+long sbx_archive_read(void *ctx, uint64_t pos, char *buf, size_t max);
+void sbx_archive_close(void *ctx);
+
+/* PUT …/archive?path=D: checks every entry of the tar in data first
+ * (absolute names, "..", devices/FIFOs/sockets, hard links except to an
+ * earlier file of the archive, symlinks leaving D, entries through a
+ * symlink of the archive, names too long → 400 naming the entry; counts →
+ * 413), so a hostile archive writes nothing; then extracts it into D
+ * through sbx-init.  *out = {path, entries, bytes}. */
+int sbx_archive_extract(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                        const char *dir, const void *data, size_t len,
+                        const struct sbx_archive_limits *lim, json_t **out,
+                        struct sbx_error *err);
+
+/* GET …/watch?path=D: a watcher thread feeding `sink` until the client
+ * leaves (gone() or event() says so), the watched directory goes away, or
+ * the session ends.  409 without SBX_CAP_WATCH; 429 quota_exceeded past
+ * SBX_WATCH_MAX_PER_SESSION concurrent watches of one session.  Events are
+ * JSON objects {type: create|modify|delete|move|overflow, path, dir
+ * [, from, to] [, dropped]} with absolute sandbox paths; event() consumes
+ * each.  end(why) is called once, from the thread, last: after it the
+ * thread touches nothing of the sink's. */
+#define SBX_WATCH_MAX_PER_SESSION 8
+#define SBX_WATCH_MAX_DIRS 1024 /* inotify watches (directories) per stream */
+struct sbx_watch_sink {
+  int (*event)(void *ctx, const char *type, json_t *ev); /* 0 sent, 1 dropped, -1 gone */
+  bool (*gone)(void *ctx);
+  void (*end)(void *ctx, const char *why);
+  void *ctx;
+};
+int sbx_session_watch(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                      const char *dir, bool recursive, const struct sbx_watch_sink *sink,
+                      struct sbx_error *err);
+
+/* ---- Issue 4, engineer C: contexts (core/context.c, context_run.c,
+ * context_io.c; driver scripts in core/contexts/).  Every call answers 409
+ * conflict when the session's driver lacks SBX_CAP_CONTEXTS, 404 for an
+ * unknown context.  Results are new JSON references. ---- */
+/* body {language: "python"|"node"} → the context object {id, language,
+ * status, session_id, execution_count, version, error, created_at} once
+ * its interpreter is ready (429 past 8 contexts per session). */
+int sbx_context_create(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                       json_t *body, json_t **out, struct sbx_error *err);
+int sbx_context_list(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                     json_t **out, struct sbx_error *err);
+int sbx_context_get(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                    const char *cid, json_t **out, struct sbx_error *err);
+int sbx_context_delete(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                       const char *cid, struct sbx_error *err);
+/* Kills the interpreter (state lost) and starts a fresh one, same id. */
+int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who,
+                        const char *sid, const char *cid, json_t **out, struct sbx_error *err);
+/* body {code, timeout_s} → the run result (context_run.c). */
+int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                    const char *cid, json_t *body, json_t **out, struct sbx_error *err);
+
 #endif

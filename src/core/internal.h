@@ -30,6 +30,7 @@ struct sbx_live_session {
   struct sbx_exec_slot *execs; /* guarded by core->sess_lock */
   int64_t expires_at;          /* guarded by core->sess_lock */
   int64_t last_used_at;
+  struct sbx_proc_table *procs; /* background processes (core/process.c); own lock */
   struct sbx_live_session *next;
 };
 
@@ -96,6 +97,11 @@ char **sbx_run_env(char *const *session_env, char *const *request_env);
 int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
                  uint64_t timeout_ms, uint64_t output_cap, struct sbx_cancel *cancel,
                  struct sbx_exec_result *res, struct sbx_error *err);
+/* Like sbx_run_spec, with the request's other fields (timeout_ms,
+ * output_cap, cancel, on_output, live) taken from tmpl (issue 4). */
+int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
+                    const struct sbx_exec_request *tmpl, struct sbx_exec_result *res,
+                    struct sbx_error *err);
 /* Result object of DESIGN §4 (status, reason, exit_code, …). */
 json_t *sbx_result_json(const struct sbx_exec_result *res);
 /* Adds "<name>" and "<name>_encoding" to o: a JSON string if valid UTF-8,
@@ -103,5 +109,27 @@ json_t *sbx_result_json(const struct sbx_exec_result *res);
 void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len);
 /* Error for a profile whose driver cannot run here (503, en+fr). */
 int sbx_err_runtime_unavailable(struct sbx_error *err, const struct sbx_profile *p);
+
+/* ---- issue 4, engineer A: streaming exec, background processes ---- */
+/* core/session.c: an exec slot (cancel token) registered on a live session,
+ * so delete/expiry/shutdown cancel it and the reaper counts it as
+ * activity.  slot_add fires the token at once if the session is dying. */
+struct sbx_exec_slot *sbx_session_slot_add(struct sbx_core *core, struct sbx_live_session *ls);
+void sbx_session_slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
+                             struct sbx_exec_slot *s);
+/* core/process.c: frees a session's process table (after every process
+ * thread ended: each holds a session reference). */
+void sbx_procs_free(struct sbx_proc_table *t);
+/* core/process.c: waits (bounded) until no process or streamed-exec thread
+ * is left (daemon shutdown, after the sessions were killed). */
+void sbx_procs_drain(void);
+/* Counts a thread sbx_procs_drain() must wait for (streamed execs). */
+void sbx_procs_thread_enter(void);
+void sbx_procs_thread_leave(void);
+
+/* ---- issue 4, engineer C: contexts (core/context*.c) ---- */
+/* Waits (bounded) until every context thread has ended (daemon shutdown,
+ * after the sessions were killed: contexts end with their session). */
+void sbx_contexts_drain(void);
 
 #endif

@@ -70,26 +70,43 @@ int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char 
                  uint64_t timeout_ms, uint64_t output_cap, struct sbx_cancel *cancel,
                  struct sbx_exec_result *res, struct sbx_error *err)
 {
+  struct sbx_exec_request tmpl = {.timeout_ms = timeout_ms, .output_cap = output_cap,
+                                  .cancel = cancel};
+  return sbx_run_spec_ex(sb, spec, env, &tmpl, res, err);
+}
+
+int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
+                    const struct sbx_exec_request *tmpl, struct sbx_exec_result *res,
+                    struct sbx_error *err)
+{
+  uint64_t timeout_ms = tmpl->timeout_ms;
   char **argv = spec->argv;
   char *with_file[3] = {NULL, NULL, NULL};
-  char code_path[96];
+  char code_path[96], host_path[4200];
   if (spec->code) { /* too long for an argument: run it from a file */
     char rnd[40];
     sbx_random_id("code", rnd, sizeof rnd);
     snprintf(code_path, sizeof code_path, "/tmp/.sbx-%s%s", rnd, spec->code_ext);
     if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0)
       return sbx_err_prefix(err, "writing the code into the sandbox");
+    /* The workload may see host paths (process driver): name the file as
+     * it sees it. */
+    if (sb->host_root[0])
+      snprintf(host_path, sizeof host_path, "%s%s", sb->host_root, code_path);
+    else
+      snprintf(host_path, sizeof host_path, "%s", code_path);
     with_file[0] = argv[0];
-    with_file[1] = code_path;
+    with_file[1] = host_path;
     argv = with_file;
   }
   struct sbx_usage before = {0}, after = {0};
   bool have_usage = sb->driver->usage && sb->driver->usage(sb, &before) == 0;
-  struct sbx_exec_request req = {
-      .argv = argv, .env = env, .cwd = spec->cwd, .stdin_data = spec->stdin_data,
-      .stdin_len = spec->stdin_len, .timeout_ms = timeout_ms, .output_cap = output_cap,
-      .cancel = cancel,
-  };
+  struct sbx_exec_request req = *tmpl;
+  req.argv = argv;
+  req.env = env;
+  req.cwd = spec->cwd;
+  req.stdin_data = spec->stdin_data;
+  req.stdin_len = spec->stdin_len;
   if (sbx_sandbox_exec(sb, &req, res, err) < 0)
     return -1;
   if (have_usage && sb->driver->usage(sb, &after) == 0 && after.oom_kills > before.oom_kills &&

@@ -244,6 +244,40 @@ static int parse_timeout(json_t *v, uint64_t max, const char *field, double *out
   return 0;
 }
 
+/* pty: {cols, rows} (issue 4); only for a background process, whose
+ * stdin can be fed after it started. */
+static int pty_dim(json_t *pty, const char *key, unsigned dflt, unsigned *out,
+                   struct sbx_error *err)
+{
+  json_t *v = json_object_get(pty, key);
+  *out = dflt;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 4096)
+    return bad_value(err, !strcmp(key, "cols") ? "pty.cols" : "pty.rows",
+                     "must be an integer from 1 to 4096", "doit être un entier de 1 à 4096");
+  *out = (unsigned)json_integer_value(v);
+  return 0;
+}
+
+static int parse_pty(json_t *v, struct sbx_exec_spec *out, struct sbx_error *err)
+{
+  static const char *const allowed[] = {"cols", "rows", NULL};
+  if (!json_is_object(v))
+    return bad_type(err, "pty", "an object {cols, rows}", "un objet {cols, rows}");
+  if (sbx_schema_only(v, "pty.", allowed, err) < 0 ||
+      pty_dim(v, "cols", 80, &out->pty_cols, err) < 0 ||
+      pty_dim(v, "rows", 24, &out->pty_rows, err) < 0)
+    return -1;
+  if (!out->background)
+    return bad_value(err, "pty", "pty needs background:true (a terminal is a background "
+                     "process: drive it through /processes/{pid})",
+                     "pty exige background:true (un terminal est un processus en "
+                     "arrière-plan)");
+  out->pty = true;
+  return 0;
+}
+
 int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
                     struct sbx_exec_spec *out, struct sbx_error *err)
 {
@@ -299,11 +333,9 @@ int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
       goto fail;
     }
   }
-  if ((v = json_object_get(body, "pty")) && !json_is_null(v)) {
-    bad_value(err, "pty", "terminals are not available in this version",
-              "les terminaux ne sont pas disponibles dans cette version");
+  if ((v = json_object_get(body, "pty")) && !json_is_null(v) &&
+      parse_pty(v, out, err) < 0)
     goto fail;
-  }
   return 0;
 fail:
   if (err && err->code == SBX_E_NONE)

@@ -24,6 +24,8 @@ struct sbx_exec_spec {
   size_t stdin_len;
   double timeout_s;     /* 0 → the profile's default */
   bool background;
+  bool pty;             /* issue 4: a terminal (background only) of pty_cols × pty_rows */
+  unsigned pty_cols, pty_rows;
   char *code;           /* language+code: the code, when too long to inline */
   const char *code_ext; /* ".py", ".js", ".sh" */
 };

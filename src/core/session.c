@@ -38,6 +38,7 @@ static void live_free(struct sbx_live_session *ls)
 {
   if (ls->sb)
     ls->sb->driver->destroy(ls->sb);
+  sbx_procs_free(ls->procs);
   sbx_strv_free(ls->env);
   free(ls);
 }
@@ -472,9 +473,11 @@ void sbx_sessions_shutdown(struct sbx_core *core)
       live_kill_locked(core, ls, SBX_RS_DAEMON_SHUTDOWN);
     pthread_mutex_unlock(&core->sess_lock);
     if (!ls)
-      return;
+      break;
     end_session(core, ls, "terminated", SBX_RS_DAEMON_SHUTDOWN);
   }
+  sbx_procs_drain(); /* background processes end with their sessions */
+  sbx_contexts_drain(); /* so do contexts (issue 4, engineer C) */
 }
 
 /* ---- exec ---- */
@@ -495,6 +498,11 @@ static struct sbx_exec_slot *slot_add(struct sbx_core *core, struct sbx_live_ses
   return s;
 }
 
+struct sbx_exec_slot *sbx_session_slot_add(struct sbx_core *core, struct sbx_live_session *ls)
+{
+  return slot_add(core, ls);
+}
+
 static void slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
                         struct sbx_exec_slot *s)
 {
@@ -508,6 +516,12 @@ static void slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
   pthread_mutex_unlock(&core->sess_lock);
   sbx_cancel_destroy(&s->cancel);
   free(s);
+}
+
+void sbx_session_slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
+                             struct sbx_exec_slot *s)
+{
+  slot_remove(core, ls, s);
 }
 
 int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, const char *id,

@@ -170,6 +170,12 @@ static void serve(const struct sbxi *in)
       handle_exec(in, &h, payload, fds, nfds);
       continue;
     }
+    if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20) { /* issue 4: 60–79 */
+      struct sbx_rbuf fr;
+      sbx_rbuf_init(&fr, payload, h.len);
+      sbxi_fsop(in, &h, &fr, fds, nfds);
+      continue;
+    }
     for (size_t i = 0; i < nfds; i++)
       close(fds[i]);
     if (h.type == SBX_MSG_PING) {
@@ -178,6 +184,10 @@ static void serve(const struct sbxi *in)
     }
     struct sbx_rbuf r;
     sbx_rbuf_init(&r, payload, h.len);
+    if (h.type == SBX_MSG_CONNECT) { /* issue 4, ports: connect.c */
+      sbxi_connect(in, &h, &r);
+      continue;
+    }
     sbxi_fileop(in, &h, &r);
   }
 }

@@ -56,6 +56,22 @@
  *   REMOVE str path                          → OK{0} | ERR
  *   GLOB  str pattern, u32 max               → OK{u64 count} + memfd | ERR
  *         memfd records: u16 len, absolute path bytes.  At most max+1.
+ *   Issue 4 (files, archives, watch; paths never follow a final symlink):
+ *   STAT  str path                           → OK{1} + memfd: u8 type,
+ *         u32 mode, u64 size, i64 mtime, u16 linklen, link target bytes
+ *         (lstat semantics; linklen 0 unless a symlink)
+ *   MKDIR str path, u32 mode, u32 flags       → OK{0} | ERR (EEXIST)
+ *   MOVE  str from, str to, u32 flags         → OK{0} | ERR: renameat2 on
+ *         the two parents resolved in the root (RENAME_NOREPLACE unless
+ *         SBX_PROTO_MV_OVERWRITE); "/" and mount points cannot move.
+ *   READLINK str path                        → OK{len} + memfd: target
+ *   SYMLINK  str path, str target            → OK{0} | ERR (target verbatim)
+ *   WATCH str dir, u32 flags, u32 max        → OK{0} + fd [pipe read end]
+ *         | ERR: sbx-init forks a watcher holding an inotify fd on dir (and its
+ *         subdirectories if RECURSIVE, added as they appear, at most max
+ *         watches) that writes SBX_PROTO_WEV_* records to the pipe; when
+ *         the daemon closes its end the watcher exits.  Events it cannot
+ *         write at once are buffered (64 KiB), then dropped and counted.
  *   ERR is {i32 errno}.
  *
  * Per-exec ctl socket (SOCK_SEQPACKET socketpair end given with EXEC):
@@ -65,6 +81,14 @@
  *     or ERR{i32 errno} when sbx-init could not start the exec at all.
  *   daemon → shepherd: KILL.  KILL or EOF on ctl → the shepherd SIGKILLs
  *     the whole tree at once, then reports EXITED.
+ *   Issue 4: SIGNAL{u32 signo} (1..64) → the shepherd sends signo to the
+ *     workload's process group (kill(-pid)) and keeps supervising; any
+ *     other message still means KILL.  With EXEC flag SBX_PROTO_EXEC_PTY
+ *     the shepherd opens /dev/ptmx in the sandbox, sets the window size,
+ *     makes the slave the workload's stdio and controlling tty, and sends
+ *     PTY{} + the master fd before STARTED (the daemon checks the fd is a
+ *     pty master).  Resizing is ioctl(TIOCSWINSZ) on the master by the
+ *     daemon: no message.
  *   When the workload exits the shepherd SIGKILLs what is left of its
  *   tree (it is a child subreaper), so the pipes reach EOF.
  *
@@ -108,10 +132,55 @@ enum sbx_proto_type {
   SBX_MSG_EXEC_FAILED,
   SBX_MSG_EXITED,
   SBX_MSG_KILL,
+  /* ctl, issue 4 (streaming, processes, terminals): 40–59 */
+  SBX_MSG_PTY = 40,    /* shepherd → daemon: the pty master fd (EXEC with SBX_PROTO_EXEC_PTY) */
+  SBX_MSG_SIGNAL = 41, /* daemon → shepherd: u32 signo for the workload's process group */
+  /* main channel, issue 4 (files, archives, watch): 60–79 */
+  SBX_MSG_STAT = 60,     /* str path → OK{1} + memfd: STAT record */
+  SBX_MSG_MKDIR = 61,    /* str path, u32 mode, u32 flags(SBX_PROTO_MK_*) → OK{0} */
+  SBX_MSG_MOVE = 62,     /* str from, str to, u32 flags(SBX_PROTO_MV_*) → OK{0} */
+  SBX_MSG_READLINK = 63, /* str path → OK{len} + memfd: target bytes */
+  SBX_MSG_SYMLINK = 64,  /* str path, str target → OK{0} */
+  SBX_MSG_WATCH = 65,    /* str dir, u32 flags, u32 max_watches → OK{0} + pipe read end */
+  /* main channel, issue 4 (ports, contexts): 80–99 */
+  SBX_MSG_CONNECT = 80,  /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
 };
 
 #define SBX_PROTO_F_MEMFD 1u  /* hdr.flags: payload is in the last fd */
 #define SBX_PROTO_W_MKDIR 1u  /* OPEN_WRITE flags: create missing parents */
+/* EXEC payload flags (issue 4).  PTY: u32 cols, u32 rows follow env; the
+ * workload's stdio is a pty from the sandbox's devpts (the pipes given with
+ * EXEC are unused) and its master comes back on ctl as PTY before STARTED. */
+#define SBX_PROTO_EXEC_PTY 1u
+#define SBX_PROTO_PTY_MAX 4096u /* cols/rows ceiling */
+/* Issue 4, files/archives/watch (60–79). */
+#define SBX_PROTO_MK_PARENTS 1u   /* MKDIR: create missing parents (mkdir -p) */
+#define SBX_PROTO_MK_EXIST_OK 2u  /* MKDIR: an existing directory is success */
+#define SBX_PROTO_MK_MODE 4u      /* MKDIR: apply mode & 0777 exactly (no umask) */
+#define SBX_PROTO_MV_OVERWRITE 1u /* MOVE: replace an existing target */
+#define SBX_PROTO_WATCH_RECURSIVE 1u
+#define SBX_PROTO_WATCH_MAX 8192u /* max_watches ceiling */
+#define SBX_PROTO_STAT_REC 23u    /* u8 type, u32 mode, u64 size, i64 mtime, u16 linklen */
+/* WATCH event records on the pipe (a byte stream, watcher → daemon):
+ * u8 kind (SBX_PROTO_WEV_*), u8 isdir, u16 len1, u16 len2, u32 count, then
+ * len1 + len2 bytes: path1 (and path2, the new name of a MOVE), relative to
+ * the watched directory ("" is the directory itself), no NUL, no "..".
+ * count is the number of dropped events for OVERFLOW, else 0. */
+enum {
+  SBX_PROTO_WEV_CREATE = 1, SBX_PROTO_WEV_MODIFY, SBX_PROTO_WEV_DELETE, SBX_PROTO_WEV_MOVE,
+  SBX_PROTO_WEV_OVERFLOW, SBX_PROTO_WEV_GONE,
+  SBX_PROTO_WEV_READY, /* once, when the initial (recursive) watches are in place */
+};
+#define SBX_PROTO_WEV_HDR 10u
+
+/* Issue 4, ports (80–99).  CONNECT: sbx-init makes a TCP socket in the
+ * sandbox's network namespace, starts a non-blocking connect to the
+ * loopback address of that family (never anything else) and hands the
+ * socket back at once, connected or still connecting; sbx-init never waits
+ * on it.  The daemon finishes the connect (poll POLLOUT, SO_ERROR) and
+ * checks the fd is a TCP socket whose peer is loopback:port. */
+#define SBX_PROTO_CONN_DONE 0u        /* OK value: connected already */
+#define SBX_PROTO_CONN_IN_PROGRESS 1u /* OK value: connect still in progress */
 
 enum { SBX_PROTO_DT_FILE = 1, SBX_PROTO_DT_DIR, SBX_PROTO_DT_LINK, SBX_PROTO_DT_OTHER };
 #define SBX_PROTO_LIST_REC 27u /* fixed bytes of a LIST record before the name */

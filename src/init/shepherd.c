@@ -69,12 +69,16 @@ static void reset_signals(void)
   sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static _Noreturn void workload(char **argv, char **env, const int fds[4], int cwdfd, int errfd)
+static _Noreturn void workload(char **argv, char **env, const int fds[4], int cwdfd, int errfd,
+                               const struct sbxi_pty *pty)
 {
   setsid();
   /* If the shepherd dies (sbx-init killed) the main process goes with it. */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  set_stdio(fds);
+  if (pty)
+    sbxi_pty_attach(pty);
+  else
+    set_stdio(fds);
   int e = 0;
   if (fchdir(cwdfd) < 0)
     e = errno;
@@ -152,6 +156,25 @@ static bool reap_orphans(pid_t main)
   }
 }
 
+/* SIGNAL{signo} from the daemon: for the workload's process group (its
+ * session leader's, as it called setsid), else the main process alone. */
+static bool on_signal_msg(const char *buf, ssize_t n, pid_t main)
+{
+  struct sbx_proto_hdr h;
+  if (n < (ssize_t)sizeof h)
+    return false;
+  memcpy(&h, buf, sizeof h);
+  uint32_t sig;
+  if (h.type != SBX_MSG_SIGNAL || h.len != sizeof sig || (size_t)n != sizeof h + sizeof sig)
+    return false;
+  memcpy(&sig, buf + sizeof h, sizeof sig);
+  if (sig < 1 || sig > 64)
+    return true; /* refused, but not a reason to kill */
+  if (kill(-main, (int)sig) < 0)
+    kill(main, (int)sig);
+  return true;
+}
+
 static _Noreturn void supervise(int ctl, int sfd, pid_t main)
 {
   for (;;) {
@@ -171,6 +194,8 @@ static _Noreturn void supervise(int ctl, int sfd, pid_t main)
       char buf[64];
       ssize_t n = recv(ctl, buf, sizeof buf, MSG_DONTWAIT);
       if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        continue;
+      if (n > 0 && on_signal_msg(buf, n, main))
         continue;
       /* KILL, EOF (the daemon thread is gone) or anything broken: kill. */
       finish(ctl, main);
@@ -196,7 +221,7 @@ static int setup_self(const struct sbxi *in, int *sfd)
 }
 
 _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                             const int fds[4])
+                             const int fds[4], struct sbxi_pty *pty)
 {
   int ctl = fds[3], sfd;
   if (setup_self(in, &sfd) < 0) {
@@ -209,6 +234,10 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
     _exit(0);
   }
   env = rewrite_env(in, env);
+  if (pty && sbxi_pty_open(in->rootfd, pty) < 0) {
+    send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
+    _exit(1);
+  }
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) < 0) {
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
@@ -216,8 +245,14 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   }
   pid_t pid = fork();
   if (pid == 0)
-    workload(argv, env, fds, cwdfd, ep[1]);
+    workload(argv, env, fds, cwdfd, ep[1], pty);
   int e = errno;
+  if (pty) { /* only the workload holds the slave: its exit hangs the master up */
+    close(pty->slave);
+    if (pid > 0)
+      sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
+    close(pty->master);
+  }
   for (int i = 0; i < 3; i++)
     close(fds[i]); /* the pipes must reach EOF when the tree is gone */
   close(ep[1]);

@@ -75,6 +75,11 @@ void sbx_iso_child(const struct sbx_iso_plan *p)
   int sync_fd, exec_fd;
   report_fd = p->sync_fd;
 
+  /* First of all: die with the spawner thread.  Until fds are arranged
+   * this child holds copies of every daemon fd (the state-dir lock, other
+   * children's sync sockets), so a child left waiting after a kill -9 of
+   * the daemon would keep the lock and block the restart. */
+  STEP(SBX_STEP_PDEATHSIG, sbx_pid_deathsig());
   wait_parent(p->sync_fd);
   STEP(SBX_STEP_USERNS, sbx_userns_child_become_root());
   /* After the parent moved us: the cgroup ns root is our own cgroup. */

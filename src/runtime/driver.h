@@ -84,6 +84,10 @@ struct sbx_sandbox {
   struct sbx_limits limits;
   char root_desc[64];     /* for logs: "/" or the host dir that is its root */
   void *priv;             /* driver-owned */
+  /* "" when the workload sees the same paths as file operations (a real
+   * root of its own); otherwise the host directory that file operations
+   * call "/" while the workload sees host paths (the process driver). */
+  char host_root[4096];
 };
 
 /* A driver.  Every member is documented MUST (non-NULL) or MAY (NULL ok). */

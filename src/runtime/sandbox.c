@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,7 +32,8 @@
 #define DRAIN_MS 2000       /* after EXITED: time for pipe EOF */
 #define DEFAULT_CAP (1024 * 1024)
 
-enum { P_OUT, P_ERR, P_IN, P_CTL, P_CANCEL, P_N };
+/* P_PTY: a terminal's master (issue 4), read as stdout. */
+enum { P_OUT, P_ERR, P_IN, P_CTL, P_CANCEL, P_PTY, P_N };
 
 struct run {
   const struct sbx_exec_request *req;
@@ -38,7 +41,7 @@ struct run {
   struct sbx_capture cap[2];
   size_t in_off;
   char *buf;
-  bool exited, exec_failed, lost, init_err, killed;
+  bool exited, exec_failed, lost, init_err, killed, started;
   enum sbx_status kill_status;
   enum sbx_reason kill_reason;
   int remote_errno;
@@ -100,11 +103,19 @@ static int build_payload(const struct sbx_exec_request *req, struct sbx_wbuf *w,
   if (exec_cwd(req->cwd, cwd, sizeof cwd, err) < 0)
     return -1;
   static char *const no_env[] = {NULL};
+  bool pty = req->live && req->live->pty;
+  if (pty && (req->live->cols < 1 || req->live->cols > SBX_PROTO_PTY_MAX ||
+              req->live->rows < 1 || req->live->rows > SBX_PROTO_PTY_MAX))
+    return sbx_err_field(err, "pty", "pty cols and rows must be 1..%u", SBX_PROTO_PTY_MAX);
   sbx_wbuf_init(w, SBX_PROTO_MAX_PAYLOAD);
-  sbx_wbuf_u32(w, 0);
+  sbx_wbuf_u32(w, pty ? SBX_PROTO_EXEC_PTY : 0);
   sbx_wbuf_str(w, cwd);
   sbx_wbuf_strv(w, req->argv);
   sbx_wbuf_strv(w, req->env ? req->env : no_env);
+  if (pty) {
+    sbx_wbuf_u32(w, req->live->cols);
+    sbx_wbuf_u32(w, req->live->rows);
+  }
   if (w->bad) {
     sbx_wbuf_free(w);
     return sbx_err_set(err, SBX_E_TOO_LARGE, E2BIG, "command and environment too large");
@@ -139,7 +150,12 @@ static int start(struct sbx_sandbox *sb, struct run *run, struct sbx_error *err)
     sbx_err_sys(err, errno, "exec pipes");
     goto out;
   }
+  const struct sbx_exec_live *live = run->req->live;
   int child[4] = {in[0], out[1], er[1], ctl[1]};
+  if (live && !live->pty && live->stdin_fd >= 0) {
+    child[0] = live->stdin_fd; /* the caller's: it writes the other end */
+    close_fd(&in[1]);
+  }
   if (send_exec(sb, &w, child, err) < 0)
     goto out;
   run->fd[P_IN] = steal_fd(&in[1]);
@@ -167,6 +183,36 @@ static void kill_tree(struct run *run, enum sbx_status st, enum sbx_reason why)
     sbx_proto_send(run->fd[P_CTL], SBX_MSG_KILL, 0, 0, NULL, 0, NULL, 0);
 }
 
+/* The terminal's master as sbx-init sent it: hostile input, so it must
+ * really be a pty master (TIOCGPTN only answers on one) before we read or
+ * write it, and only one is accepted, only when a pty was asked for. */
+static void on_pty_msg(struct run *run, int *fds, size_t nfds)
+{
+  struct stat st;
+  unsigned n;
+  if (!run->req->live || !run->req->live->pty || run->fd[P_PTY] >= 0 || nfds != 1)
+    return;
+  if (fstat(fds[0], &st) < 0 || !S_ISCHR(st.st_mode) || ioctl(fds[0], TIOCGPTN, &n) < 0)
+    return;
+  run->fd[P_PTY] = fds[0];
+  fds[0] = -1;
+  sbx_set_nonblock(run->fd[P_PTY], 1);
+}
+
+static void on_started_msg(struct run *run, struct sbx_rbuf *r)
+{
+  uint32_t pid = sbx_rbuf_u32(r);
+  const struct sbx_exec_live *live = run->req->live;
+  if (r->bad || run->started || pid == 0 || pid > 0x7fffffff)
+    return;
+  run->started = true;
+  if (!live || !live->on_started)
+    return;
+  int ctl = run->fd[P_CTL] >= 0 ? fcntl(run->fd[P_CTL], F_DUPFD_CLOEXEC, 3) : -1;
+  int pty = run->fd[P_PTY] >= 0 ? fcntl(run->fd[P_PTY], F_DUPFD_CLOEXEC, 3) : -1;
+  live->on_started(run->req->on_output_ctx, (pid_t)pid, ctl, pty);
+}
+
 static void emit(struct run *run, int stream, const char *data, size_t len)
 {
   struct sbx_capture *c = &run->cap[stream - 1];
@@ -182,9 +228,10 @@ static void read_stream(struct run *run, int which)
   for (int i = 0; i < 4; i++) {
     ssize_t n = read(run->fd[which], run->buf, READ_CHUNK);
     if (n > 0) {
-      emit(run, which == P_OUT ? 1 : 2, run->buf, (size_t)n);
+      emit(run, which == P_ERR ? 2 : 1, run->buf, (size_t)n);
       continue;
     }
+    /* A pty master reads EIO once every slave fd is closed: that is EOF. */
     if (n == 0 || (errno != EAGAIN && errno != EINTR))
       close_fd(&run->fd[which]);
     return;
@@ -209,7 +256,7 @@ static void write_stdin(struct run *run)
 }
 
 /* One validated ctl message; anything malformed is ignored. */
-static void on_ctl_msg(struct run *run, const char *buf, size_t n)
+static void on_ctl_msg(struct run *run, const char *buf, size_t n, int *fds, size_t nfds)
 {
   struct sbx_proto_hdr h;
   memcpy(&h, buf, sizeof h);
@@ -231,8 +278,14 @@ static void on_ctl_msg(struct run *run, const char *buf, size_t n)
   } else if (h.type == SBX_MSG_ERR) {
     run->remote_errno = (int)sbx_rbuf_u32(&r);
     run->init_err = !r.bad;
+  } else if (h.type == SBX_MSG_PTY) {
+    on_pty_msg(run, fds, nfds);
+    return;
+  } else if (h.type == SBX_MSG_STARTED) {
+    on_started_msg(run, &r);
+    return;
   } else
-    return; /* STARTED and unknown types need nothing */
+    return; /* unknown types need nothing */
   if (run->exited || run->exec_failed || run->init_err) {
     run->exited_at = sbx_now_ms();
     close_fd(&run->fd[P_CTL]);
@@ -245,12 +298,13 @@ static void read_ctl(struct run *run)
   int fds[SBX_PROTO_MAX_FDS];
   size_t nfds = SBX_PROTO_MAX_FDS;
   ssize_t n = sbx_proto_recv(run->fd[P_CTL], buf, sizeof buf, fds, &nfds);
+  if (n > 0)
+    on_ctl_msg(run, buf, (size_t)n, fds, nfds);
   for (size_t i = 0; i < nfds; i++)
-    close(fds[i]);
-  if (n > 0) {
-    on_ctl_msg(run, buf, (size_t)n);
+    if (fds[i] >= 0)
+      close(fds[i]);
+  if (n > 0)
     return;
-  }
   if (n < 0 && (errno == EAGAIN || errno == EINTR || errno == EMSGSIZE || errno == EBADMSG))
     return;
   /* EOF before a final report: the shepherd (or all of sbx-init) died. */
@@ -263,7 +317,7 @@ static bool finished(const struct run *run)
   if (run->lost)
     return true;
   bool final = run->exited || run->exec_failed || run->init_err;
-  return final && run->fd[P_OUT] < 0 && run->fd[P_ERR] < 0;
+  return final && run->fd[P_OUT] < 0 && run->fd[P_ERR] < 0 && run->fd[P_PTY] < 0;
 }
 
 /* Next timer in ms (-1: none); fires the deadline and the give-up timers. */
@@ -299,7 +353,7 @@ static void cancelled(struct run *run)
 
 static void pump(struct run *run)
 {
-  static const short ev[P_N] = {POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN};
+  static const short ev[P_N] = {POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN, POLLIN};
   while (!finished(run)) {
     bool give_up = false;
     int timeout = timers(run, &give_up);
@@ -323,6 +377,8 @@ static void pump(struct run *run)
       read_ctl(run);
     if (p[P_CANCEL].revents)
       cancelled(run);
+    if (p[P_PTY].revents)
+      read_stream(run, P_PTY);
   }
 }
 
@@ -443,4 +499,24 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
   int r = fill_result(&run, res, t0, err);
   run_free(&run);
   return r;
+}
+
+int sbx_exec_signal(int ctl_fd, int signo, struct sbx_error *err)
+{
+  uint32_t v = (uint32_t)signo;
+  if (signo < 1 || signo > 64)
+    return sbx_err_field(err, "signal", "signal number out of range");
+  if (ctl_fd < 0 || sbx_proto_send(ctl_fd, SBX_MSG_SIGNAL, 0, 0, &v, sizeof v, NULL, 0) < 0)
+    return sbx_err_set(err, SBX_E_CONFLICT, ctl_fd < 0 ? 0 : errno, "the process has exited");
+  return 0;
+}
+
+int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *err)
+{
+  if (cols < 1 || rows < 1 || cols > SBX_PROTO_PTY_MAX || rows > SBX_PROTO_PTY_MAX)
+    return sbx_err_field(err, "cols", "cols and rows must be 1..%u", SBX_PROTO_PTY_MAX);
+  struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+  if (pty_fd < 0 || ioctl(pty_fd, TIOCSWINSZ, &ws) < 0)
+    return sbx_err_sys(err, pty_fd < 0 ? EBADF : errno, "resizing the terminal");
+  return 0;
 }

@@ -56,6 +56,8 @@ int sbx_cancel_init(struct sbx_cancel *c);
 void sbx_cancel_fire(struct sbx_cancel *c, enum sbx_reason why);
 void sbx_cancel_destroy(struct sbx_cancel *c);
 
+struct sbx_exec_live;
+
 struct sbx_exec_request {
   char *const *argv;          /* argv[0] looked up in the sandbox's PATH */
   char *const *env;           /* full environment, NULL-terminated (already scrubbed/merged) */
@@ -70,6 +72,9 @@ struct sbx_exec_request {
    * 2 = stderr.  offset = byte offset of this chunk in its stream. */
   void (*on_output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
   void *on_output_ctx;
+  /* Optional (issue 4): background processes and terminals, see the
+   * sbx_exec_live block at the end of this file.  NULL: a plain exec. */
+  const struct sbx_exec_live *live;
 };
 
 struct sbx_exec_result {
@@ -135,5 +140,108 @@ int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out,
 
 /* True while sbx-init answers (socket open, process alive). */
 bool sbx_sandbox_alive(struct sbx_sandbox *sb);
+
+/* ---- Issue 4, engineer A: long-lived execs (background processes,
+ * terminals).  sbx_sandbox_exec() still runs the exec to its end on the
+ * calling thread (a background process is an exec on a thread of its
+ * own); `live` lets the caller feed stdin later, get a terminal, and
+ * signal or resize the workload while it runs. ---- */
+struct sbx_exec_live {
+  /* >= 0: the workload's stdin is this fd (the caller keeps it and e.g.
+   * writes to the other end of a pipe); stdin_data is ignored.  -1: as
+   * without `live`.  Ignored with pty. */
+  int stdin_fd;
+  /* A pseudo-terminal from the sandbox's own devpts as the workload's
+   * stdio and controlling tty; its output is reported as stream 1. */
+  bool pty;
+  unsigned cols, rows;  /* 1..SBX_PROTO_PTY_MAX (4096) */
+  /* Called once from the exec thread when the workload has started: pid is
+   * its pid inside the sandbox; ctl_fd a dup of the exec's control socket
+   * (for sbx_exec_signal); pty_fd a dup of the terminal's master, -1
+   * without pty.  The callee owns both fds (they stay valid after the exec
+   * ends: signalling then is a harmless EPIPE).  ctx is on_output_ctx. */
+  void (*on_started)(void *ctx, pid_t pid, int ctl_fd, int pty_fd);
+};
+
+/* Sends signo (1..64) to the workload's process group through its shepherd. */
+int sbx_exec_signal(int ctl_fd, int signo, struct sbx_error *err);
+/* Sets a terminal's window size (the kernel sends SIGWINCH to its
+ * foreground process group). */
+int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *err);
+
+/* ---- Issue 4, engineer C: ports (Upstream). ---- */
+/* A TCP connection to port (1..65535) on the sandbox's own loopback
+ * (127.0.0.1, then ::1 if v4 is refused), made by sbx-init inside the
+ * sandbox's network namespace and finished here within timeout_ms.  Only
+ * for drivers with SBX_CAP_UPSTREAM (a driver sharing the host's network
+ * namespace would reach host services).  *fd_out is a connected,
+ * non-blocking, close-on-exec TCP socket the caller owns.  Nothing listens
+ * (refused on both) or no answer in time → SBX_E_BAD_GATEWAY. */
+int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms,
+                        int *fd_out, struct sbx_error *err);
+
+/* ---- Issue 4, engineer B: stat, mkdir, move, symlinks, recursive
+ * listing, watch (runtime/sandbox_fs.c).  Same path rules as the file
+ * operations above; a final symlink is never followed.  Errors: as above,
+ * plus SBX_E_CONFLICT when the target already exists. ---- */
+struct sbx_stat {
+  char type[8];        /* "file", "dir", "symlink", "other" */
+  unsigned mode;       /* permission bits (07777) */
+  uint64_t size;
+  int64_t mtime;       /* seconds */
+  char link_target[4096]; /* symlinks: the target verbatim; else "" */
+};
+/* lstat inside the sandbox. */
+int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *out,
+                     struct sbx_error *err);
+#define SBX_MKDIR_PARENTS 1u  /* create missing parents; an existing dir is fine */
+#define SBX_MKDIR_MODE 2u     /* apply mode & 0777 exactly (else 0755) */
+int sbx_sandbox_mkdir(struct sbx_sandbox *sb, const char *path, unsigned mode, unsigned flags,
+                      struct sbx_error *err);
+/* rename(2) inside the sandbox; "/" cannot move; without overwrite an
+ * existing `to` is SBX_E_CONFLICT. */
+int sbx_sandbox_move(struct sbx_sandbox *sb, const char *from, const char *to, bool overwrite,
+                     struct sbx_error *err);
+/* The target of symlink path into buf (len >= 4096). */
+int sbx_sandbox_readlink(struct sbx_sandbox *sb, const char *path, char *buf, size_t len,
+                         struct sbx_error *err);
+/* Creates symlink path → target (stored verbatim; every later resolution by
+ * the daemon stays inside the sandbox). */
+int sbx_sandbox_symlink(struct sbx_sandbox *sb, const char *path, const char *target,
+                        struct sbx_error *err);
+/* Recursive listing of dir, depth-first pre-order; symlinks are listed, never
+ * descended.  max_depth 0 → SBX_TREE_MAX_DEPTH; 1 → like sbx_sandbox_list.
+ * More than max entries → SBX_E_TOO_LARGE.  *out is malloc'd. */
+#define SBX_TREE_MAX_DEPTH 64u
+int sbx_sandbox_list_tree(struct sbx_sandbox *sb, const char *dir, unsigned max_depth,
+                          struct sbx_dirent **out, size_t *count, size_t max,
+                          struct sbx_error *err);
+
+/* Watch: sbx-init forks an inotify watcher on dir (recursive: and its
+ * subdirectories as they appear, at most max_watches in all) and hands back
+ * the read end of its event pipe (*fd_out, non-blocking, caller owns;
+ * closing it stops the watcher).  Parse it with sbx_watch_reader. */
+int sbx_sandbox_watch(struct sbx_sandbox *sb, const char *dir, bool recursive,
+                      unsigned max_watches, int *fd_out, struct sbx_error *err);
+enum sbx_watch_kind {
+  SBX_WATCH_CREATE = 1, SBX_WATCH_MODIFY, SBX_WATCH_DELETE, SBX_WATCH_MOVE,
+  SBX_WATCH_OVERFLOW, SBX_WATCH_GONE, SBX_WATCH_READY,
+};
+struct sbx_watch_event {
+  enum sbx_watch_kind kind;
+  bool dir;
+  char path[4096];  /* relative to the watched dir ("" = the dir itself) */
+  char to[4096];    /* MOVE: the new name */
+  uint32_t dropped; /* OVERFLOW: events the watcher dropped */
+};
+/* Validating parser of the pipe's byte stream (hostile input). */
+struct sbx_watch_reader {
+  char buf[16384];
+  size_t len;
+};
+/* Reads what the pipe has (non-blocking).  0 ok, 1 EOF, -1 error. */
+int sbx_watch_reader_fill(struct sbx_watch_reader *r, int fd);
+/* Next complete event: 1 got one, 0 need more bytes, -1 malformed. */
+int sbx_watch_reader_next(struct sbx_watch_reader *r, struct sbx_watch_event *ev);
 
 #endif

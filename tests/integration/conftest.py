@@ -15,9 +15,14 @@ import tempfile
 
 import pytest
 
-from sbxtest import Daemon
+from sbxtest import Daemon, reap_leftovers
 
 CANDIDATE_PROFILES = ["process", "container"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: restarts its own daemon (kill -9, SIGTERM); "
+                            "deselect with -m 'not slow'")
 
 
 def wanted_profiles():
@@ -35,6 +40,8 @@ def daemon(tmp_path_factory):
     rc = d.stop(timeout=10)
     if rc != 0:
         print(d.log_tail(200))
+    left = reap_leftovers(d.state_dir)
+    assert not left, f"processes outlived the daemon's clean shutdown: {left}"
     assert rc == 0, f"sandboxd did not exit 0 within 10 s of SIGTERM (rc={rc})"
 
 
@@ -125,6 +132,10 @@ def daemon_factory(request):
         if d.alive():
             d.stop(timeout=10)
             d.kill9()
+    for state in {d.state_dir for d in made}:
+        left = reap_leftovers(state)
+        if left:
+            print(f"WARNING: processes left behind by the daemon on {state}: {left} (killed)")
     for p in dirs:
         shutil.rmtree(p, ignore_errors=True)
 

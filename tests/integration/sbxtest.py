@@ -97,6 +97,43 @@ def sleeper(mark, seconds=300):
     return ["python3", "-c", f"import time; time.sleep({seconds})", mark]
 
 
+def procs_using(path):
+    """PIDs whose cmdline names path or that hold an fd under it: what a
+    daemon on that (unique, temporary) state dir left behind."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                hit = path.encode() in f.read()
+            if not hit:
+                for fd in os.listdir(f"/proc/{p}/fd"):
+                    try:
+                        if os.readlink(f"/proc/{p}/fd/{fd}").startswith(path):
+                            hit = True
+                            break
+                    except OSError:
+                        pass
+        except OSError:
+            continue
+        if hit:
+            found.append(int(p))
+    return found
+
+
+def reap_leftovers(path):
+    """Kills (by pid) what a test daemon on state dir `path` left behind;
+    returns the pids so the caller can complain."""
+    left = procs_using(path)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return left
+
+
 def proc_status(pid, field):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -259,6 +296,21 @@ class Client:
         r = self.post("/v1/sandbox/executions", json=body)
         assert r.status_code == 202, r.text
         return r.json()
+
+    def list_all(self, path, field, **params):
+        """Every object of a paginated list, following next_cursor."""
+        out, cursor = [], None
+        for _ in range(1000):
+            q = dict(params, limit=200)
+            if cursor:
+                q["cursor"] = cursor
+            r = self.get(path, params=q)
+            assert r.status_code == 200, r.text
+            out += r.json()[field]
+            cursor = r.json()["next_cursor"]
+            if not cursor:
+                return out
+        raise AssertionError("pagination never ends")
 
     def wait_execution(self, eid, timeout=60):
         deadline = time.monotonic() + timeout

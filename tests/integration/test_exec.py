@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sbxtest import marker, proc_status, procs_with, sleeper, wait_until
+from sbxtest import marker, proc_status, procs_with, wait_until
 
 RESULT_KEYS = {"status", "reason", "exit_code", "signal", "stdout", "stdout_encoding", "stderr",
                "stderr_encoding", "stdout_truncated", "stderr_truncated",
@@ -237,6 +237,7 @@ def test_60mb_output_bounded(daemon_factory, profile):
     hwm = proc_status(d.pid, "VmHWM")
     rss = proc_status(d.pid, "VmRSS")
     grew = hwm - base_hwm
+    print(f"daemon VmHWM {base_hwm >> 20} MiB -> {hwm >> 20} MiB, VmRSS {rss >> 20} MiB")
     assert grew < 24 << 20, f"daemon peak RSS grew by {grew >> 20} MiB for 66 MB of output"
     assert rss < 60_000_000
     assert took < 60
@@ -260,3 +261,42 @@ def test_output_is_not_blocked_by_unread_pipe(alice, session):
     r = alice.exec(session["id"], command=["sh", "-c", script], timeout_s=30)
     assert r["status"] == "succeeded", r["status"]
     assert r["duration_ms"] < 20000
+
+
+HOG = ("print('start', flush=True)\n"
+       "x = []\n"
+       "while True:\n"
+       "    x.append(bytearray(1 << 20))\n")
+
+
+def assert_memory_enforced(r, profile_table, profile):
+    """oom_killed/memory with an error naming the limit.  The process
+    driver (class "none", no cgroup) enforces memory with an rlimit, so the
+    program sees an allocation failure instead: it must not succeed."""
+    if profile_table[profile]["class"] == "none" and r["status"] == "failed":
+        assert r["reason"] == "exit" and r["exit_code"] != 0
+        return
+    assert r["status"] == "oom_killed", {k: r[k] for k in ("status", "reason", "error")}
+    assert r["reason"] == "memory"
+    assert r["error"] and r["error"]["reason"] == "memory" and "64Mi" in r["error"]["message"]
+    assert r["exit_code"] is None
+
+
+def test_memory_limit(alice, profile, profile_table):
+    s = alice.new_session(profile, limits={"memory": "64Mi"})
+    try:
+        r = alice.exec(s["id"], command=["python3", "-c", HOG], timeout_s=30)
+        assert r["stdout"] == "start\n"  # output before the kill is kept
+        assert_memory_enforced(r, profile_table, profile)
+        # the session survives its command's death
+        assert alice.exec(s["id"], command=["true"])["status"] == "succeeded"
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
+def test_memory_limit_execution(alice, profile, profile_table):
+    e = alice.new_execution(profile, command=["python3", "-c", HOG],
+                            limits={"memory": "64Mi", "timeout_s": 30})
+    f = alice.wait_execution(e["id"], timeout=60)
+    assert f["stdout"] == "start\n"
+    assert_memory_enforced(f, profile_table, profile)

@@ -2,7 +2,6 @@
 import time
 from datetime import datetime
 
-import pytest
 
 from sbxtest import assert_error, wait_until
 

@@ -206,7 +206,10 @@ const struct sbx_driver sbx_drv_container = {
     .abi = SBX_DRIVER_ABI,
     .name = "container",
     .klass = "shared-kernel",
-    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS,
+    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS |
+            SBX_CAP_WATCH |
+            /* its own network namespace: the ports proxy reaches only the sandbox */
+            SBX_CAP_UPSTREAM,
     .probe = ctr_probe,
     .prewarm = ctr_prewarm,
     .create = ctr_create,

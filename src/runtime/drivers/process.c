@@ -295,6 +295,7 @@ static int process_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbo
   }
   int n = snprintf(priv->dir, sizeof priv->dir, "%s/%s", sandboxes_dir, spec->id);
   sb->priv = priv;
+  snprintf(sb->host_root, sizeof sb->host_root, "%s", priv->dir);
   /* root_desc is for logs: the tail of the dir is the informative part */
   size_t dl = strlen(priv->dir), keep = sizeof sb->root_desc - 1;
   memcpy(sb->root_desc, priv->dir + (dl > keep ? dl - keep : 0), (dl > keep ? keep : dl) + 1);

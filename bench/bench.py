@@ -1,0 +1,480 @@
+#!/usr/bin/python3
+"""bench.py — `make bench`: sandboxd side by side with its peers on this host,
+in one run, written to docs/benchmarks.md.
+
+Timed loops run in small C helpers compiled here (forkexec, spawnloop,
+apiloop), never in Python, so that the numbers are the daemon's and the
+peers', not the interpreter's. Anything that fails is reported in the table
+as "failed: reason" instead of being dropped. See docs/benchmarks.md for the
+method."""
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, Failed, first_line, cpu_ticks, memory_snapshot, settle  # noqa: E402
+import report  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROFILES = ("container", "process")
+EXEC_NAME = "exec `true` in a ready session (API round trip)"
+EXEC_CMD = "apiloop exec (keep-alive; 5 rounds of 10 warm-up + 200)"
+PAUSE_MS = 200          # lets the warm pool refill between creates
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+# ---- helpers and sampling ---------------------------------------------------
+
+def compile_helpers(tmp):
+    out = {}
+    curl = subprocess.run(["curl-config", "--libs"], capture_output=True, text=True)
+    libs = {"apiloop": curl.stdout.split() + ["-lpthread"]}
+    for name in ("forkexec", "spawnloop", "apiloop"):
+        exe = os.path.join(tmp, name)
+        cmd = ["cc", "-O2", "-Wall", "-Wextra", "-o", exe,
+               os.path.join(HERE, name + ".c")] + libs.get(name, [])
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("bench: cannot compile %s: %s" % (name, r.stderr))
+        out[name] = exe
+    return out
+
+
+def samples_of(cmd, timeout=600, env=None):
+    env = dict(env or os.environ, NO_PROXY="*", no_proxy="*")
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise Failed("timed out after %d s" % timeout)
+    if r.returncode != 0:
+        raise Failed(first_line(r.stderr, "exit %d" % r.returncode))
+    return [float(x) for x in r.stdout.split()]
+
+
+def stats(xs):
+    s = sorted(xs)
+    if not s:
+        raise Failed("no samples")
+
+    def pct(q):
+        return s[min(len(s) - 1, int(q * len(s)))]
+    return {"n": len(s), "p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "min": s[0]}
+
+
+class Bench:
+    def __init__(self, build, tmp, helpers):
+        self.build = build
+        self.tmp = tmp
+        self.h = helpers
+        self.rows = {}        # key -> row dict (see report.py)
+        self.facts = {}       # free-form numbers for the report
+        self.profiles = {}    # name -> profile object or failure reason
+
+    def row(self, key, name, cmd, fn):
+        """Runs fn() -> samples (µs); records stats or the failure."""
+        t0 = time.time()
+        try:
+            self.rows[key] = {"name": name, "cmd": cmd, "stats": stats(fn())}
+        except Failed as e:
+            self.rows[key] = {"name": name, "cmd": cmd, "failed": str(e)}
+        log("%-44s %s (%.1fs)" % (key, report.cell(self.rows[key]), time.time() - t0))
+
+    def fail(self, key, name, cmd, reason):
+        self.rows[key] = {"name": name, "cmd": cmd, "failed": reason}
+        log("%-44s failed: %s" % (key, reason))
+
+    def api(self, d, *args, **kw):
+        return [self.h["apiloop"], "-u", d.url, "-k", d.key] + [str(a) for a in args]
+
+    # ---- peers -------------------------------------------------------------
+
+    def peer(self, key, name, argv, n, warm=3):
+        def run():
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                                   stdin=subprocess.DEVNULL)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise Failed(str(e))
+            if r.returncode != 0:
+                raise Failed(first_line(r.stderr or r.stdout, "exit %d" % r.returncode))
+            return samples_of([self.h["spawnloop"], str(n), str(warm)] + argv)
+        self.row(key, name, " ".join(argv), run)
+
+    def peers(self):
+        self.peer("firejail", "`firejail --quiet --noprofile true`",
+                  ["firejail", "--quiet", "--noprofile", "true"], 100)
+        self.peer("runsc", "`runsc do true` (platform ptrace)",
+                  ["runsc", "--rootless=false", "--network=none", "--platform=ptrace",
+                   "do", "true"], 15, warm=1)
+
+    # ---- the daemon --------------------------------------------------------
+
+    def discover_profiles(self, d):
+        js = d.must("GET", "/v1/sandbox/profiles")
+        byname = {p["name"]: p for p in js.get("profiles", [])}
+        for name in PROFILES + ("gvisor",):
+            p = byname.get(name)
+            if not p:
+                self.profiles[name] = "not offered by this daemon"
+            elif not p.get("available"):
+                self.profiles[name] = "unavailable: %s" % (p.get("reason") or "no reason given")
+            else:
+                self.profiles[name] = p
+
+    def cpu_split(self, d):
+        pids = d.tree()
+        return (cpu_ticks(d.pid, False),
+                sum(cpu_ticks(p, True) for p in pids[1:]))
+
+    def add_samples(self, key, name, cmd, fn):
+        """Accumulates one batch of samples into a row measured in rounds."""
+        r = self.rows.setdefault(key, {"name": name, "cmd": cmd, "samples": [], "rounds": 0})
+        if "failed" in r:
+            return False
+        try:
+            r["samples"] += fn()
+            r["rounds"] += 1
+            return True
+        except Failed as e:
+            r["failed"] = "%s (in round %d)" % (e, r["rounds"] + 1)
+            log("%-44s failed: %s" % (key, r["failed"]))
+            return False
+
+    def finish_rows(self):
+        for key, r in self.rows.items():
+            if "samples" in r:
+                xs = r.pop("samples")
+                if "failed" not in r:
+                    r["stats"] = stats(xs)
+                    log("%-44s %s" % (key, report.cell(r)))
+
+    def interleaved(self, d, rounds=5):
+        """The ratios that DESIGN §10 sets targets on, measured in alternating
+        batches (bare fork+exec, bwrap, an API exec per profile) so that load
+        from other work on the host weighs on all of them alike."""
+        sids = {}
+        for prof in PROFILES:
+            if isinstance(self.profiles.get(prof), dict):
+                try:
+                    sids[prof] = d.must("POST", "/v1/sandbox/sessions", {"profile": prof})["id"]
+                except Failed as e:
+                    self.fail(prof + ".exec", EXEC_NAME, EXEC_CMD, "session create: " + str(e))
+        bw = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]
+        self.precheck("bwrap", "`bwrap --unshare-all true`", bw)
+        execs = 0
+        for rnd in range(rounds):
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if self.add_samples("bare", "bare fork+execve(`/bin/true`)+waitpid", "forkexec",
+                                lambda: samples_of([self.h["forkexec"], "200", "10"])):
+                ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                self.facts["bare_cpu_s"] = self.facts.get("bare_cpu_s", 0) + (
+                    ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
+                self.facts["bare_cpu_n"] = self.facts.get("bare_cpu_n", 0) + 210
+            self.add_samples("bwrap", "`bwrap --unshare-all true`", " ".join(bw),
+                             lambda: samples_of([self.h["spawnloop"], "60", "2"] + bw))
+            for prof, sid in sids.items():
+                c0 = self.cpu_split(d)
+                ok = self.add_samples(prof + ".exec", EXEC_NAME, EXEC_CMD, lambda: samples_of(
+                    self.api(d, "-n", 200, "-w", 10, "exec", sid)))
+                c1 = self.cpu_split(d)
+                if ok:
+                    execs += 210
+                    for i, part in enumerate(("daemon", "sandbox")):
+                        k = "%s.cpu_%s_ticks" % (prof, part)
+                        self.facts[k] = self.facts.get(k, 0) + c1[i] - c0[i]
+                    self.facts[prof + ".cpu_execs"] = self.facts.get(prof + ".cpu_execs", 0) + 210
+            if execs >= 1000 and "rss_after_kib" not in self.facts:
+                self.facts["rss_after_kib"] = d.rss_kib()
+                self.facts["rss_after_what"] = "%d session execs" % execs
+            log("round %d/%d done" % (rnd + 1, rounds))
+        for prof in sids:
+            n = self.facts.get(prof + ".cpu_execs")
+            if n:
+                for part in ("daemon", "sandbox"):
+                    self.facts["%s.cpu_%s_us" % (prof, part)] = \
+                        self.facts["%s.cpu_%s_ticks" % (prof, part)] * 1e6 / CLK_TCK / n
+        self.finish_rows()
+
+    def precheck(self, key, name, argv):
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                               stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                self.fail(key, name, " ".join(argv),
+                          first_line(r.stderr or r.stdout, "exit %d" % r.returncode))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            self.fail(key, name, " ".join(argv), str(e))
+
+    def analysis_session(self, d, prof):
+        try:
+            return d.must("POST", "/v1/sandbox/sessions", {"profile": prof})["id"]
+        except Failed as e:
+            self.facts["analysis_error"] = "session create: %s" % e
+            return None
+
+    def create_suite(self, d, prof):
+        body = '{"profile":"%s"}' % prof
+        self.row(prof + ".create_paused", "session create, warm pool (%d ms pause between)" % PAUSE_MS,
+                 "apiloop create -p %d (POST timed, DELETE not)" % PAUSE_MS,
+                 lambda: samples_of(self.api(d, "-n", 40, "-w", 2, "-p", PAUSE_MS, "create", body)))
+        self.row(prof + ".create_b2b", "session create, back-to-back (pool drains)",
+                 "apiloop create (POST timed, DELETE not)",
+                 lambda: samples_of(self.api(d, "-n", 60, "-w", 2, "create", body)))
+
+    def oneshot_suite(self, d, prof):
+        body = '{"profile":"%s","command":["true"]}' % prof
+        self.row(prof + ".oneshot_paused", "one-shot `true` (POST + GET ?wait_s=30), %d ms pause" % PAUSE_MS,
+                 "apiloop oneshot -p %d" % PAUSE_MS,
+                 lambda: samples_of(self.api(d, "-n", 30, "-w", 2, "-p", PAUSE_MS, "oneshot", body)))
+        self.row(prof + ".oneshot_b2b", "one-shot `true`, back-to-back",
+                 "apiloop oneshot",
+                 lambda: samples_of(self.api(d, "-n", 30, "-w", 2, "oneshot", body)))
+
+    def hold_and_measure(self, d, prof, count=200):
+        """Creates count idle sessions, measures, deletes them."""
+        key = prof + ".idle_mem"
+        try:
+            settle(d)
+            a = memory_snapshot(d)
+            r = subprocess.run(self.api(d, "-n", count, "hold", '{"profile":"%s"}' % prof),
+                               capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, NO_PROXY="*"))
+            ids = r.stdout.split()
+            if r.returncode != 0:
+                raise Failed("after %d sessions: %s" % (len(ids), first_line(r.stderr)))
+            time.sleep(1.5)
+            b = memory_snapshot(d)
+            delta = {k: (b[k] - a[k]) / count for k in a}
+            delta.update(count=count, before=a, after=b)
+            self.facts[key] = delta
+            log("%s: %.0f KiB Pss + %.0f KiB sandbox-cgroup kmem + %.0f KiB daemon-cgroup kmem"
+                " per session (host-wide %.0f KiB)" % (key, delta["pss_kib"], delta["cg_kmem_kib"],
+                                                      delta["own_kmem_kib"], delta["host_used_kib"]))
+        except Failed as e:
+            self.facts[key] = {"failed": str(e)}
+            log("%s failed: %s" % (key, e))
+            ids = locals().get("ids") or []
+        for sid in ids:
+            d.call("DELETE", "/v1/sandbox/sessions/" + sid)
+
+    def throughput(self, d, sid):
+        if shutil.which("wrk"):
+            for key, path, hdr in (("rps.healthz", "/healthz", []),
+                                   ("rps.session_get", "/v1/sandbox/sessions/%s" % sid,
+                                    ["-H", "Authorization: Bearer " + d.key])):
+                if key == "rps.session_get" and not sid:
+                    continue
+                cmd = ["wrk", "-t2", "-c32", "-d5s"] + hdr + [d.url + path]
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+                bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", r.stdout)
+                self.facts[key] = {
+                    "tool": "wrk -t2 -c32 -d5s" + (" -H 'Authorization: Bearer …'" if hdr else ""),
+                    "path": path.replace(sid or "-", "{id}"),
+                    "rps": float(m.group(1)) if m else None,
+                    "errors": int(bad.group(1)) if bad else 0,
+                    "failed": None if m else first_line(r.stderr or r.stdout)}
+                log("%s: %s req/s" % (key, self.facts[key]["rps"]))
+        else:
+            r = subprocess.run(self.api(d, "-t", 4, "-d", 5, "rps", "/healthz"),
+                               capture_output=True, text=True, timeout=60)
+            m = re.match(r"requests (\d+) errors (\d+) seconds ([\d.]+)", r.stdout)
+            self.facts["rps.healthz"] = {
+                "tool": "apiloop rps, 4 threads, 5 s (wrk not installed)", "path": "/healthz",
+                "rps": int(m.group(1)) / float(m.group(3)) if m else None,
+                "errors": int(m.group(2)) if m else 0,
+                "failed": None if m else first_line(r.stderr)}
+
+    # ---- where the time goes -----------------------------------------------
+
+    def floors(self, d, sid):
+        self.row("floor.healthz", "GET /healthz (HTTP floor, no auth, no store)",
+                 "apiloop get /healthz",
+                 lambda: samples_of(self.api(d, "-n", 2000, "-w", 100, "get", "/healthz")))
+        if sid:
+            self.row("floor.session_get", "GET /v1/sandbox/sessions/{id} (auth + store read)",
+                     "apiloop get /v1/sandbox/sessions/{id}",
+                     lambda: samples_of(self.api(d, "-n", 1000, "-w", 50, "get",
+                                                 "/v1/sandbox/sessions/" + sid)))
+
+    def perf_stat(self, d, sid, n=300):
+        if not shutil.which("perf") or not sid:
+            return
+        pids = ",".join(str(p) for p in d.tree())
+        p = subprocess.Popen(["perf", "stat", "-x", ",", "-e",
+                              "task-clock,context-switches,cpu-migrations,page-faults",
+                              "-p", pids], stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        try:
+            samples_of(self.api(d, "-n", n, "exec", sid))
+        except Failed as e:
+            log("perf stat loop failed: %s" % e)
+            self.facts.setdefault("analysis_error", "perf stat loop: %s" % e)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        out = {}
+        for line in err.splitlines():
+            f = line.split(",")
+            if len(f) >= 3 and f[2] in ("task-clock", "context-switches", "cpu-migrations", "page-faults"):
+                try:
+                    out[f[2]] = float(f[0]) / n
+                except ValueError:
+                    out[f[2]] = None
+        self.facts["perf"] = {"n": n, "per_exec": out, "error": None if out else first_line(err)}
+
+    def strace_summary(self, d, sid, n=200):
+        if not shutil.which("strace") or not sid:
+            return
+        args = ["strace", "-c", "-f", "-S", "time"]
+        for pid in d.tree():
+            args += ["-p", str(pid)]
+        p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        try:
+            samples = samples_of(self.api(d, "-n", n, "exec", sid))
+            self.facts["strace.p50_us"] = stats(samples)["p50"]
+        except Failed as e:
+            log("strace loop failed: %s" % e)
+            self.facts.setdefault("analysis_error", "strace loop: %s" % e)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        with open(os.path.join(self.tmp, "strace-c.txt"), "w") as f:
+            f.write(err)
+        rows = []
+        for line in err.splitlines():
+            f = line.split()
+            if len(f) >= 5 and re.match(r"^[\d.]+$", f[0]) and f[-1] != "total":
+                calls = int(f[3])
+                errs = int(f[4]) if len(f) == 6 else 0
+                rows.append((f[-1], float(f[1]), calls / n, errs))
+        self.facts["strace"] = {"n": n, "rows": rows[:15]}
+
+    def strace_timeline(self, d, sid):
+        if not shutil.which("strace") or not sid:
+            return
+        out = os.path.join(self.tmp, "timeline.txt")
+        tree = d.tree()
+        args = ["strace", "-f", "-ttt", "-o", out, "-e",
+                "trace=%process,recvfrom,sendmsg,sendto,recvmsg,pwrite64,fdatasync,fsync"]
+        for pid in tree:
+            args += ["-p", str(pid)]
+        p = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        try:
+            samples_of(self.api(d, "-n", 1, "-w", 2, "exec", sid))
+        except Failed as e:
+            log("timeline exec failed: %s" % e)
+            self.facts.setdefault("analysis_error", "timeline exec: %s" % e)
+        time.sleep(0.2)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+        threads = set(int(t) for t in os.listdir("/proc/%d/task" % d.pid))
+        comms = {}
+        for pid in tree:
+            try:
+                comms[pid] = open("/proc/%d/comm" % pid).read().strip()
+            except OSError:
+                pass
+        self.facts["timeline"] = report.parse_timeline(out, threads, set(tree), comms)
+
+    # ---- the whole run -----------------------------------------------------
+
+    def daemon_part(self):
+        d = Daemon(self.build, self.tmp, "main")
+        try:
+            d.start()
+        except Failed as e:
+            for prof in PROFILES:
+                self.profiles[prof] = "daemon failed: %s" % e
+            d.stop()
+            return
+        try:
+            time.sleep(1.0)
+            self.facts["rss_idle_kib"] = d.rss_kib()
+            self.discover_profiles(d)
+            self.interleaved(d)
+            usable = [p for p in PROFILES if isinstance(self.profiles[p], dict)]
+            for prof in PROFILES:
+                if prof not in usable:
+                    log("profile %s: %s" % (prof, self.profiles[prof]))
+            for prof in usable:
+                self.create_suite(d, prof)
+                self.oneshot_suite(d, prof)
+            main = usable[0] if usable else None
+            self.facts["analysis_profile"] = main
+            sid = self.analysis_session(d, main) if main else None
+            self.floors(d, sid)
+            self.perf_stat(d, sid)
+            self.strace_summary(d, sid)
+            self.strace_timeline(d, sid)
+            self.throughput(d, sid)
+            for prof in PROFILES:
+                if isinstance(self.profiles[prof], dict):
+                    self.hold_and_measure(d, prof)
+                    settle(d)
+            self.facts["rss_end_kib"] = d.rss_kib()
+        finally:
+            d.stop()
+
+    def nopool_part(self):
+        key = "container.create_nopool"
+        name = "session create, pool disabled (`SANDBOXD_POOL_SIZE=0`)"
+        cmd = "apiloop create -p 50"
+        if not isinstance(self.profiles.get("container"), dict):
+            return self.fail(key, name, cmd, str(self.profiles.get("container")))
+        d = Daemon(self.build, self.tmp, "nopool", {"SANDBOXD_POOL_SIZE": "0"})
+        try:
+            d.start()
+            self.row(key, name, cmd, lambda: samples_of(
+                self.api(d, "-n", 30, "-w", 2, "-p", 50, "create", '{"profile":"container"}')))
+        except Failed as e:
+            self.fail(key, name, cmd, str(e))
+        finally:
+            d.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", default="docs/benchmarks.md")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    if not os.access(os.path.join(build, "sandboxd"), os.X_OK):
+        sys.exit("bench: no sandboxd in %s (build first)" % build)
+    t0 = time.time()
+    tmp = tempfile.mkdtemp(prefix="sbx-bench-")
+    try:
+        b = Bench(build, tmp, compile_helpers(tmp))
+        b.facts["host"] = report.host_info()
+        b.peers()
+        b.daemon_part()
+        b.nopool_part()
+        b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+        b.facts["runtime_s"] = time.time() - t0
+        text = report.render(b.rows, b.facts, b.profiles)
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:
+            f.write(text)
+        log("wrote %s in %.0f s" % (a.out, time.time() - t0))
+    finally:
+        if a.keep:
+            log("kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

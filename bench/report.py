@@ -1,0 +1,435 @@
+"""report.py — turns bench.py's rows and facts into docs/benchmarks.md: host
+description, the verdict against DESIGN §10, every latency with its ratios,
+memory, throughput, and where the time of an exec goes."""
+
+import datetime
+import os
+import platform
+import re
+import subprocess
+
+MIB = 1024.0
+
+
+def _run_first(cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        return (r.stdout or r.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "not installed"
+
+
+def cgroup_desc():
+    v1, v2 = [], []
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt, fs, opts = line.split()[:4]
+            if fs == "cgroup":
+                ctrls = [o for o in opts.split(",") if o not in ("rw", "ro", "nosuid", "nodev",
+                                                              "noexec", "relatime")]
+                v1.append(",".join(ctrls))
+            elif fs == "cgroup2":
+                path = os.path.join(mnt, "cgroup.controllers")
+                try:
+                    ctrl = open(path).read().strip()
+                except OSError:
+                    ctrl = ""
+                v2.append("%s (%s)" % (mnt, ctrl or "no controllers"))
+    if v1:
+        return "v1 (%s)%s" % ("; ".join(sorted(v1)), "; cgroup2 at " + ", ".join(v2) if v2 else "")
+    return "v2 at " + ", ".join(v2) if v2 else "none mounted"
+
+
+def host_info():
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = 0
+    with open("/proc/meminfo") as f:
+        mem = int(f.readline().split()[1])
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "mem_gib": mem / MIB / MIB,
+        "kernel": platform.release(),
+        "os": _run_first(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        "cgroup": cgroup_desc(),
+        "loadavg_start": open("/proc/loadavg").read().split()[:3],
+        "bwrap": _run_first(["bwrap", "--version"]),
+        "firejail": _run_first(["firejail", "--version"]),
+        "runsc": _run_first(["runsc", "--version"]),
+        "wrk": _run_first(["sh", "-c", "wrk -v 2>&1 | head -1"]),
+    }
+
+
+# ---- formatting ---------------------------------------------------------------
+
+def fmt_us(x):
+    if x is None:
+        return "—"
+    return "%.0f µs" % x if x < 1000 else "%.2f ms" % (x / 1000)
+
+
+def cell(row):
+    if "failed" in row:
+        return "failed: " + row["failed"]
+    s = row["stats"]
+    return "p50 %s / p90 %s (n=%d)" % (fmt_us(s["p50"]), fmt_us(s["p90"]), s["n"])
+
+
+def p50(rows, key):
+    r = rows.get(key)
+    return r["stats"]["p50"] if r and "stats" in r else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt_ratio(x):
+    if x is None:
+        return "—"
+    return "%.2f×" % x if x >= 0.1 else "%.3f×" % x
+
+
+def verdict(ok):
+    return "—" if ok is None else ("**met**" if ok else "**not met**")
+
+
+# ---- the timeline of one exec -----------------------------------------------
+
+LINE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+(.*)$")
+
+
+def parse_timeline(path, daemon_threads, tree_pids, comms=None):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    ev = []
+    for ln in lines:
+        m = LINE.match(ln)
+        if m:
+            ev.append((int(m.group(1)), float(m.group(2)), m.group(3)))
+    start = None
+    for i, (_, _, txt) in enumerate(ev):
+        if txt.startswith("recvfrom(") and "POST /v1/sandbox/sessions/" in txt:
+            start = i
+    if start is None:
+        return None
+    labels = {t: "daemon" for t in daemon_threads}
+    for pid in tree_pids:
+        labels.setdefault(pid, (comms or {}).get(pid, "sbx-init"))
+    out = []
+    t0 = ev[start][1]
+    for pid, ts, txt in ev[:start]:
+        _learn(labels, pid, txt)
+    for pid, ts, txt in ev[start:]:
+        _learn(labels, pid, txt)
+        who = labels.get(pid, "new process")
+        out.append(("%+8.3f" % ((ts - t0) * 1000), "%s[%d]" % (who, pid), _shorten(txt)))
+        if (txt.startswith("sendmsg(") or txt.startswith("sendto(")) and "HTTP/1.1" in txt:
+            break
+    return out[:80]
+
+
+def _learn(labels, pid, txt, pending={}):
+    """Names new pids after their parent (threads keep the parent's name,
+    processes get "→child") and after the program they exec."""
+    m = re.match(r"(clone3?|vfork|fork)\((.*)<unfinished", txt)
+    if m:
+        pending[pid] = m.group(2)
+        return
+    m = re.match(r"(clone3?|vfork|fork)\((.*)\)\s+=\s+(\d+)", txt)
+    r = re.match(r"<\.\.\. (clone3?|vfork|fork) resumed>.*=\s+(\d+)", txt)
+    if m or r:
+        flags = m.group(2) if m else pending.pop(pid, "")
+        child = int(m.group(3) if m else r.group(2))
+        parent = labels.get(pid, "pid %d" % pid)
+        labels[child] = parent if "CLONE_THREAD" in flags else parent + "→child"
+    m = re.match(r'execve\("([^"]+)"', txt)
+    if m:
+        labels[pid] = os.path.basename(m.group(1))
+
+
+def _shorten(txt, n=110):
+    txt = re.sub(r"\s+", " ", txt)
+    return txt if len(txt) <= n else txt[:n - 1] + "…"
+
+
+# ---- the document ---------------------------------------------------------------
+
+def _row_line(rows, key, prof):
+    r = rows.get(key)
+    if not r:
+        return None
+    bare, bwrap = p50(rows, "bare"), p50(rows, "bwrap")
+    if "failed" in r:
+        return "| %s | %s | failed: %s | | | | | |" % (r["name"], prof, r["failed"].replace("|", "/"))
+    s = r["stats"]
+    return "| %s | %s | %d | %s | %s | %s | %s | %s |" % (
+        r["name"], prof, s["n"], fmt_us(s["p50"]), fmt_us(s["p90"]), fmt_us(s["p99"]),
+        fmt_ratio(ratio(s["p50"], bare)), fmt_ratio(ratio(s["p50"], bwrap)))
+
+
+def _targets(rows, facts, profiles):
+    out = []
+    bare, bwrap = p50(rows, "bare"), p50(rows, "bwrap")
+
+    def why(key):
+        r = rows.get(key)
+        if r and "failed" in r:
+            return "failed: " + r["failed"]
+        return "not measured (%s)" % (profiles.get(key.split(".")[0]) if isinstance(
+            profiles.get(key.split(".")[0]), str) else "see table")
+
+    ex = p50(rows, "container.exec")
+    r1 = ratio(ex, bare)
+    out.append(("exec `true` in a ready `container` session ≤ 1.5× bare fork+exec",
+                "%s vs %s = %s" % (fmt_us(ex), fmt_us(bare), fmt_ratio(r1)) if r1 else why("container.exec"),
+                verdict(r1 <= 1.5 if r1 else None)))
+    r2 = ratio(ex, bwrap)
+    out.append(("… and ≥ 2× faster than `bwrap --unshare-all true` (≤ 0.5×)",
+                "%s vs %s = %s" % (fmt_us(ex), fmt_us(bwrap), fmt_ratio(r2)) if r2 else why("container.exec"),
+                verdict(r2 <= 0.5 if r2 else None)))
+    cp, cb = p50(rows, "container.create_paused"), p50(rows, "container.create_b2b")
+    out.append(("session create with a warm pool ≤ 2 ms round trip",
+                ("%s with pauses; %s back-to-back" % (fmt_us(cp), fmt_us(cb))) if cp else why("container.create_paused"),
+                verdict(cp <= 2000 if cp else None)))
+    cn = p50(rows, "container.create_nopool")
+    r3 = ratio(cn, bwrap)
+    out.append(("session create without a pool no slower than bwrap",
+                "%s vs %s = %s" % (fmt_us(cn), fmt_us(bwrap), fmt_ratio(r3)) if r3 else why("container.create_nopool"),
+                verdict(r3 <= 1.0 if r3 else None)))
+    os_ = p50(rows, "container.oneshot_paused")
+    over = os_ - bare if os_ and bare else None
+    out.append(("one-shot execution overhead over the bare command ≤ 5 ms",
+                "%s − %s = %s" % (fmt_us(os_), fmt_us(bare), fmt_us(over)) if over is not None else why("container.oneshot_paused"),
+                verdict(over <= 5000 if over is not None else None)))
+    r4 = ratio(os_, bwrap)
+    out.append(("cold one-shot `true` no slower than `bwrap --unshare-all true` (issue 3)",
+                "%s vs %s = %s" % (fmt_us(os_), fmt_us(bwrap), fmt_ratio(r4)) if r4 else why("container.oneshot_paused"),
+                verdict(r4 <= 1.0 if r4 else None)))
+    im = facts.get("container.idle_mem")
+    if im and "failed" not in im:
+        per = im["pss_kib"] + im["cg_kmem_kib"] + im["own_kmem_kib"]
+        out.append(("≤ 1 MiB host memory per idle `container` session (200 sessions)",
+                    "%.0f KiB (Pss %.0f + sandbox-cgroup kmem %.0f + daemon-cgroup kmem %.0f); host-wide %.0f KiB"
+                    % (per, im["pss_kib"], im["cg_kmem_kib"], im["own_kmem_kib"], im["host_used_kib"]),
+                    verdict(per <= 1024)))
+    else:
+        out.append(("≤ 1 MiB host memory per idle `container` session (200 sessions)",
+                    "failed: " + im["failed"] if im else why("container.idle_mem"), "—"))
+    rss = facts.get("rss_idle_kib")
+    out.append(("daemon ≤ 20 MiB RSS idle", "%.1f MiB" % (rss / MIB) if rss else "not measured",
+                verdict(rss <= 20 * MIB if rss else None)))
+    rp = facts.get("rps.healthz") or {}
+    out.append(("≥ 10k simple API requests/s on 2 cores",
+                "%.0f req/s (`GET /healthz`, %s)" % (rp["rps"], rp["tool"]) if rp.get("rps") else
+                "failed: %s" % rp.get("failed", "not measured"),
+                verdict(rp["rps"] >= 10000 if rp.get("rps") else None)))
+    g = profiles.get("gvisor")
+    out.append(("gvisor driver within 10 % of a bare `runsc do`",
+                "not measurable: %s" % g if isinstance(g, str) else "gvisor available but not benchmarked yet",
+                "—"))
+    return out
+
+
+def _memory_section(facts, profiles):
+    L = ["## Memory", ""]
+    L.append("| What | Value |")
+    L.append("|---|---|")
+    for key, what in (("rss_idle_kib", "daemon VmRSS, idle (1 s after start, pools filled)"),
+                      ("rss_after_kib", "daemon VmRSS after %s" % facts.get("rss_after_what", "1,000 requests")),
+                      ("rss_end_kib", "daemon VmRSS at the end of the run (after wrk, 200-session tests)")):
+        v = facts.get(key)
+        L.append("| %s | %s |" % (what, "%.1f MiB" % (v / MIB) if v else "not measured"))
+    L += ["", "Host memory per idle session, 200 sessions held open at once (deltas divided by 200):", "",
+          "| Profile | ΣPss of daemon tree | sandbox cgroups: kmem | daemon's cgroup: kmem | **total** | sandbox cgroups: usage (incl. their pages) | host-wide (MemTotal−MemAvailable) | processes, cgroups added |",
+          "|---|---|---|---|---|---|---|---|"]
+    for prof in ("container", "process"):
+        im = facts.get(prof + ".idle_mem")
+        if im is None:
+            why = profiles.get(prof)
+            L.append("| %s | %s | | | | | | |" % (prof, why if isinstance(why, str) else "not measured"))
+        elif "failed" in im:
+            L.append("| %s | failed: %s | | | | | | |" % (prof, im["failed"]))
+        else:
+            tot = im["pss_kib"] + im["cg_kmem_kib"] + im["own_kmem_kib"]
+            L.append("| %s | %.0f KiB | %.0f KiB | %.0f KiB | **%.0f KiB** | %.0f KiB | %.0f KiB | %d, %d |" % (
+                prof, im["pss_kib"], im["cg_kmem_kib"], im["own_kmem_kib"], tot,
+                im["cg_usage_kib"], im["host_used_kib"],
+                im["after"]["procs"] - im["before"]["procs"],
+                im["after"]["cgroups"] - im["before"]["cgroups"]))
+    L += ["",
+          "Method: before and after creating 200 idle sessions (and after a 1.5 s pause so the warm "
+          "pool is refilled both times, which cancels it out), bench.py sums `Pss` from "
+          "`/proc/PID/smaps_rollup` over the daemon and every descendant (sbx-init of each sandbox, "
+          "pool members), reads the kernel memory (`memory.kmem.usage_in_bytes` on v1, `kernel` of "
+          "`memory.stat` on v2) of every distinct memory cgroup those descendants live in, and the "
+          "kernel memory of the daemon's own cgroup (where objects built before a sandbox joins its "
+          "cgroup — namespaces, mounts — may be charged; that cgroup may hold other processes too). "
+          "The **total** adds these three, which do not overlap (Pss is user pages, kmem is kernel "
+          "objects). The cgroup `usage` column includes the user pages already counted in Pss, so "
+          "it is shown but not added. The host-wide column is a cross-check only: other work on "
+          "this shared machine moves it.", ""]
+    return L
+
+
+def _throughput_section(facts):
+    L = ["## Throughput", "", "| Request | Tool | Requests/s | Non-2xx |", "|---|---|---|---|"]
+    for key in ("rps.healthz", "rps.session_get"):
+        r = facts.get(key)
+        if not r:
+            continue
+        val = "%.0f" % r["rps"] if r.get("rps") else "failed: %s" % r.get("failed")
+        L.append("| `GET %s` | %s | %s | %d |" % (r["path"], r["tool"], val, r.get("errors", 0)))
+    L += ["", "wrk runs on the same 2 cores as the daemon, so the daemon gets at most about half "
+          "the machine; this understates what it does with the host to itself.", ""]
+    return L
+
+
+def _time_section(rows, facts):
+    prof = facts.get("analysis_profile")
+    L = ["## Where the time goes", ""]
+    if not prof:
+        return L + ["No profile was usable, nothing to analyse.", ""]
+    ex = p50(rows, prof + ".exec")
+    hz, sg, bare = p50(rows, "floor.healthz"), p50(rows, "floor.session_get"), p50(rows, "bare")
+    L.append("Analysed on the `%s` profile (exec of `true` in a ready session)." % prof)
+    L.append("")
+    if facts.get("analysis_error"):
+        L += ["Part of the analysis could not run: %s" % facts["analysis_error"], ""]
+    if ex and hz and sg and bare:
+        rest = ex - sg - bare
+        L += ["Decomposition of the p50 (from separate runs, so approximate):", "",
+              "| Part | p50 | share |", "|---|---|---|",
+              "| HTTP round trip on a keep-alive connection (`GET /healthz`) | %s | %.0f %% |" % (fmt_us(hz), 100 * hz / ex),
+              "| + bearer-key check and a store read (`GET /v1/sandbox/sessions/{id}` − healthz) | %s | %.0f %% |" % (fmt_us(sg - hz), 100 * (sg - hz) / ex),
+              "| + a bare fork+execve+waitpid of `/bin/true` on the host | %s | %.0f %% |" % (fmt_us(bare), 100 * bare / ex),
+              "| = the rest: JSON of the request and result, sending the request and stdio fds to sbx-init over the socketpair (SCM_RIGHTS), its fork, the workload's setup inside the sandbox, pipes and the exit report, storing the exec | %s | %.0f %% |" % (fmt_us(rest), 100 * rest / ex),
+              "| **exec through the API** | **%s** | 100 %% |" % fmt_us(ex), ""]
+    cd, cs = facts.get(prof + ".cpu_daemon_us"), facts.get(prof + ".cpu_sandbox_us")
+    if cd is not None and ex:
+        L += ["CPU time per exec (from `/proc/PID/stat` utime+stime of the daemon, and of every "
+              "descendant including reaped children, over all the timed execs; 10 ms tick resolution "
+              "summed over the loop): daemon **%s**, sandbox side (sbx-init, its fork, the workload) "
+              "**%s**, total **%s** for a wall time of %s — so about %.0f %% of the wall time is "
+              "waiting (wake-ups and hand-offs between the HTTP thread, sbx-init and the workload), "
+              "not computing." % (fmt_us(cd), fmt_us(cs), fmt_us(cd + cs), fmt_us(ex),
+                                  max(0.0, 100 * (1 - (cd + cs) / ex)))]
+        if facts.get("bare_cpu_n"):
+            bc = facts["bare_cpu_s"] * 1e6 / facts["bare_cpu_n"]
+            L[-1] += (" The bare fork+exec, measured the same way (getrusage of the loop and its "
+                      "children), costs %s of CPU per run for its %s of wall time." % (fmt_us(bc), fmt_us(bare)))
+        L.append("")
+    pf = facts.get("perf")
+    if pf and pf.get("per_exec"):
+        pe = pf["per_exec"]
+        L += ["`perf stat -p <daemon and all descendants>` over %d execs, per exec: "
+              "task-clock %.2f ms, %.1f context switches, %.2f CPU migrations, %.0f page faults." % (
+                  pf["n"], (pe.get("task-clock") or 0), pe.get("context-switches") or 0,
+                  pe.get("cpu-migrations") or 0, pe.get("page-faults") or 0), ""]
+    elif pf:
+        L += ["`perf stat` failed: %s" % pf.get("error"), ""]
+    st = facts.get("strace")
+    if st and st["rows"]:
+        L += ["`strace -c -f` attached to the daemon and every descendant over %d execs "
+              "(strace itself slows each exec to about %s p50, so read this for proportions, "
+              "not absolute times; `wait4`, `pselect6`, `futex`, `poll` time is time spent blocked, "
+              "not CPU). Top syscalls by time:" % (st["n"], fmt_us(facts.get("strace.p50_us"))), "",
+              "| syscall | % time | calls per exec | errors |", "|---|---|---|---|"]
+        for name, pc, per, errs in st["rows"]:
+            L.append("| `%s` | %.1f | %.1f | %d |" % (name, pc, per, errs))
+        L.append("")
+    tl = facts.get("timeline")
+    if tl:
+        L += ["One exec, traced (`strace -f -ttt`, process, socket and store syscalls only; "
+              "times in ms from the request's arrival, inflated by strace):", "", "```"]
+        for t, who, txt in tl:
+            L.append("%s  %-22s %s" % (t, who, txt))
+        L += ["```", ""]
+        forks = sum(1 for _, _, x in tl if re.match(r"(clone3?|vfork|fork)\(", x) and "CLONE_THREAD" not in x)
+        execs = [x for _, _, x in tl if x.startswith("execve(")]
+        enoent = sum(1 for x in execs if "ENOENT" in x)
+        L += ["Read from this trace: %d process creation(s) on the path of one exec (a bare "
+              "fork+exec has 1); %d `execve` attempt(s), %d of them failing with ENOENT — the "
+              "PATH search for a bare command name (each failed attempt is a full syscall into "
+              "the mount namespace); the gap between the workload's `exit_group` and the HTTP "
+              "response is the exit report travelling back (wait, kill of the process group, "
+              "sendmsg to the daemon, JSON, store write)." % (forks, len(execs), enoent), ""]
+    return L
+
+
+def render(rows, facts, profiles):
+    h = facts["host"]
+    L = ["# Benchmarks", "",
+         "Generated by `make bench` (`bench/bench.py`) — rerun it rather than editing this file. "
+         "Every figure below comes from one run on one host, peers and sandboxd side by side.", "",
+         "## Host", "",
+         "- date: %s; run took %.0f s" % (h["date"], facts.get("runtime_s", 0)),
+         "- %s, kernel %s, `nproc` = %d (%s), %.1f GiB RAM" % (h["os"], h["kernel"], h["nproc"], h["cpu"], h["mem_gib"]),
+         "- cgroups: %s" % h["cgroup"],
+         "- load average at start %s, at end %s (the host is shared with other work; all "
+         "figures are medians of many runs to damp that)" % (" ".join(h["loadavg_start"]),
+                                                           " ".join(h.get("loadavg_end", []))),
+         "- peers: %s; %s; %s; wrk: %s" % (h["bwrap"], h["firejail"], h["runsc"], h["wrk"]),
+         "- profiles: " + "; ".join("`%s` %s" % (k, "available" if isinstance(v, dict) else v)
+                                    for k, v in profiles.items()),
+         ""]
+    L += ["## Against the DESIGN §10 targets", "",
+          "| Target | Measured (p50) | Verdict |", "|---|---|---|"]
+    for t, m, v in _targets(rows, facts, profiles):
+        L.append("| %s | %s | %s |" % (t, m.replace("|", "/"), v))
+    L += ["", "## Latencies", "",
+          "Ratios are p50 over p50. `× bare` is against a bare fork+execve+waitpid of `/bin/true`; "
+          "`× bwrap` against `bwrap --unshare-all --ro-bind / / true`.", "",
+          "| Measurement | Profile | n | p50 | p90 | p99 | × bare | × bwrap |",
+          "|---|---|---|---|---|---|---|---|"]
+    for key in ("bare", "bwrap", "firejail", "runsc"):
+        line = _row_line(rows, key, "peer")
+        if line:
+            L.append(line)
+    for prof in ("container", "process"):
+        keys = [k for k in rows if k.startswith(prof + ".")]
+        if not keys and isinstance(profiles.get(prof), str):
+            L.append("| all `%s` rows | %s | failed: %s | | | | | |" % (prof, prof, profiles[prof]))
+        for key in keys:
+            L.append(_row_line(rows, key, prof))
+    for key in ("floor.healthz", "floor.session_get"):
+        line = _row_line(rows, key, facts.get("analysis_profile") or "—")
+        if line:
+            L.append(line)
+    L.append("")
+    L += _memory_section(facts, profiles)
+    L += _throughput_section(facts)
+    L += _time_section(rows, facts)
+    L += ["## Commands", "",
+          "- `make bench` = `/usr/bin/python3 bench/bench.py --build build --out docs/benchmarks.md` "
+          "(add `--keep` to keep the temp dir with the daemon logs and the strace timeline).",
+          "- Helpers compiled by bench.py with `cc -O2` into a temp dir: `bench/forkexec.c` "
+          "(fork+execve+waitpid loop), `bench/spawnloop.c` (posix_spawnp+waitpid loop, stdio on "
+          "/dev/null), `bench/apiloop.c` (libcurl, one keep-alive handle per thread).",
+          "- Daemon: `sandboxd serve --listen 127.0.0.1:<free port> --state-dir <tmp> --log-level warn "
+          "--enable-unsafe-process-driver`, key from `sandboxd key create --tenant bench --state-dir <tmp>`; "
+          "release build (`meson setup --buildtype=release` recommended; `make bench` uses `build/`).",
+          "- Peers, each run once first to catch errors, then timed: " + "; ".join(
+              "`%s`" % rows[k]["cmd"] for k in ("bwrap", "firejail", "runsc") if k in rows) + ".",
+          "- API: `apiloop exec SESSION` = `POST /v1/sandbox/sessions/{id}/exec {\"command\":[\"true\"]}`; "
+          "`apiloop create` = `POST /v1/sandbox/sessions {\"profile\":P}` timed, then an untimed "
+          "`DELETE`; `apiloop oneshot` = `POST /v1/sandbox/executions {\"profile\":P,\"command\":[\"true\"]}` "
+          "then `GET /v1/sandbox/executions/{id}?wait_s=30` until final, timed together; "
+          "`apiloop hold` creates the 200 idle sessions.",
+          "- \"pause\" rows sleep %d ms between iterations so the warm pool (size `SANDBOXD_POOL_SIZE`, "
+          "default 2) is refilled; \"back-to-back\" rows do not, and show what a burst sees once "
+          "the pool is drained." % 200,
+          "- Throughput: `wrk -t2 -c32 -d5s http://127.0.0.1:<port>/healthz` (and an authenticated "
+          "`GET /v1/sandbox/sessions/{id}`).",
+          "- Profiling: `perf stat -x, -e task-clock,context-switches,cpu-migrations,page-faults -p <tree>`, "
+          "`strace -c -f -p <tree>`, `strace -f -ttt -e trace=%process,recvfrom,sendmsg,sendto,recvmsg,pwrite64,fdatasync,fsync -p <tree>`.",
+          "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]
+    return "\n".join(L)

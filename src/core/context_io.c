@@ -1,0 +1,180 @@
+/* context_io.c — the daemon's end of the driver protocol (see
+ * core/contexts/python_driver.py): requests are JSON lines on the
+ * interpreter's stdin; replies are "<nonce> <json>\n" frames on its stdout.
+ *
+ * Everything the interpreter prints is hostile input: a frame is found only
+ * by this interpreter's random nonce, is bounded (SBX_CTX_MAX_FRAME), must
+ * be a JSON object, and is taken only as the reply to the run in progress
+ * (same seq).  Bytes outside frames — a subprocess writing to the inherited
+ * descriptors, say — are kept (bounded) as the run's own output. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "core/context_int.h"
+
+/* Keeps non-frame output of the run in progress (idx 0 stdout, 1 stderr). */
+static void stray_add(struct sbx_context *c, int idx, const char *data, size_t len)
+{
+  if (c->state != SBX_CTX_BUSY || len == 0)
+    return; /* between runs nobody asked for it */
+  if (!c->stray[idx] && !(c->stray[idx] = malloc(SBX_CTX_STRAY_CAP)))
+    return;
+  size_t room = SBX_CTX_STRAY_CAP - c->stray_len[idx];
+  size_t n = len < room ? len : room;
+  memcpy(c->stray[idx] + c->stray_len[idx], data, n);
+  c->stray_len[idx] += n;
+  c->stray_dropped[idx] += len - n;
+}
+
+static void on_frame(struct sbx_context *c, const char *text, size_t len)
+{
+  json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+  if (!json_is_object(j)) {
+    json_decref(j);
+    return;
+  }
+  if (json_is_true(json_object_get(j, "hello"))) {
+    if (c->state == SBX_CTX_STARTING) {
+      const char *v = json_string_value(json_object_get(j, "version"));
+      snprintf(c->version, sizeof c->version, "%s", v ? v : "");
+      c->state = SBX_CTX_READY;
+      pthread_cond_broadcast(&c->cond);
+    }
+    json_decref(j);
+    return;
+  }
+  json_t *seq = json_object_get(j, "seq");
+  if (c->state == SBX_CTX_BUSY && !c->reply && json_is_integer(seq) &&
+      (uint64_t)json_integer_value(seq) == c->seq) {
+    c->reply = j;
+    pthread_cond_broadcast(&c->cond);
+    return;
+  }
+  json_decref(j); /* stale or forged: ignored */
+}
+
+static bool frame_reserve(struct sbx_context *c, size_t more)
+{
+  if (c->frame_len + more <= c->frame_cap)
+    return true;
+  if (c->frame_len + more > SBX_CTX_MAX_FRAME)
+    return false;
+  size_t cap = c->frame_cap ? c->frame_cap : 64 * 1024;
+  while (cap < c->frame_len + more)
+    cap *= 2;
+  if (cap > SBX_CTX_MAX_FRAME)
+    cap = SBX_CTX_MAX_FRAME;
+  char *nb = realloc(c->frame, cap);
+  if (!nb)
+    return false;
+  c->frame = nb;
+  c->frame_cap = cap;
+  return true;
+}
+
+/* Consumes n bytes from the front of the frame buffer. */
+static void frame_drop(struct sbx_context *c, size_t n)
+{
+  memmove(c->frame, c->frame + n, c->frame_len - n);
+  c->frame_len -= n;
+}
+
+static void scan(struct sbx_context *c)
+{
+  const size_t nl = SBX_CTX_NONCE_LEN;
+  for (;;) {
+    char *hit = memmem(c->frame, c->frame_len, c->nonce, nl);
+    if (!hit) {
+      /* What cannot be the start of a nonce any more is plain output. */
+      size_t keep = c->frame_len < nl ? c->frame_len : nl - 1;
+      stray_add(c, 0, c->frame, c->frame_len - keep);
+      frame_drop(c, c->frame_len - keep);
+      return;
+    }
+    size_t before = (size_t)(hit - c->frame);
+    stray_add(c, 0, c->frame, before);
+    frame_drop(c, before);
+    char *end = memchr(c->frame + nl, '\n', c->frame_len - nl);
+    if (!end)
+      return; /* the rest of the frame is still coming */
+    size_t flen = (size_t)(end - c->frame);
+    if (flen > nl && c->frame[nl] == ' ')
+      on_frame(c, c->frame + nl + 1, flen - nl - 1);
+    frame_drop(c, flen + 1);
+  }
+}
+
+void sbx_ctx_feed_locked(struct sbx_context *c, int stream, const char *data, size_t len)
+{
+  if (stream == 2) {
+    stray_add(c, 1, data, len);
+    return;
+  }
+  if (!c->nonce[0])
+    return;
+  if (!frame_reserve(c, len)) {
+    /* A frame larger than any honest reply: the run cannot be answered. */
+    c->frame_len = 0;
+    c->proto_error = true;
+    pthread_cond_broadcast(&c->cond);
+    return;
+  }
+  memcpy(c->frame + c->frame_len, data, len);
+  c->frame_len += len;
+  scan(c);
+}
+
+void sbx_ctx_reset_run_locked(struct sbx_context *c)
+{
+  json_decref(c->reply);
+  c->reply = NULL;
+  c->proto_error = false;
+  for (int i = 0; i < 2; i++) {
+    c->stray_len[i] = 0;
+    c->stray_dropped[i] = 0;
+  }
+}
+
+int sbx_ctx_send_locked(struct sbx_context *c, json_t *req, unsigned timeout_ms,
+                        struct sbx_error *err)
+{
+  char *line = json_dumps(req, JSON_COMPACT | JSON_ENSURE_ASCII);
+  if (!line)
+    return sbx_err_sys(err, ENOMEM, "context request");
+  size_t len = strlen(line), off = 0;
+  line[len] = '\n'; /* json_dumps NUL-terminates: that byte becomes the newline */
+  uint64_t deadline = sbx_now_ms() + timeout_ms;
+  int e = 0;
+  while (off < len + 1 && c->stdin_w >= 0) {
+    ssize_t n = write(c->stdin_w, line + off, len + 1 - off);
+    if (n > 0) {
+      off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno != EAGAIN) {
+      e = errno;
+      break;
+    }
+    uint64_t now = sbx_now_ms();
+    if (now >= deadline) {
+      e = ETIMEDOUT;
+      break;
+    }
+    struct pollfd p = {.fd = c->stdin_w, .events = POLLOUT};
+    poll(&p, 1, (int)(deadline - now));
+  }
+  free(line);
+  if (off == len + 1)
+    return 0;
+  if (c->stdin_w < 0 || e == EPIPE)
+    return sbx_err_set(err, SBX_E_CONFLICT, EPIPE, "context %s: its interpreter is gone",
+                       c->id);
+  return sbx_err_set(err, SBX_E_INTERNAL, e, "context %s: cannot send the code: %s", c->id,
+                     strerror(e));
+}
