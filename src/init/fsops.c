@@ -229,7 +229,7 @@ static void watch_path(const struct sbxi *in, uint32_t id, const char *dir, uint
   if (!r && dfd < 0)
     r = -errno;
   if (!r) {
-    r = sbxi_watch(in, dfd, p[1], flags, max); /* consumes dfd and p[1] */
+    r = sbxi_watch(in, dfd, dir, p[1], flags, max); /* consumes dfd and p[1] */
     p[1] = -1;
   }
   if (p[1] >= 0)

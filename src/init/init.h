@@ -73,9 +73,10 @@ void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_
 /* Splits path into parent (into buf) and last component (-EINVAL for "/",
  * "." or ".." as the last component). */
 int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
-/* watch.c: WATCH; dirfd (O_RDONLY|O_DIRECTORY, resolved in the root) and
- * pipe_w are consumed.  0 once the watcher runs, -errno otherwise. */
-int sbxi_watch(const struct sbxi *in, int dirfd, int pipe_w, uint32_t flags, uint32_t max);
+/* watch.c: WATCH of dir; dirfd (dir opened O_RDONLY|O_DIRECTORY in the
+ * root) and pipe_w are consumed.  0 once the watcher runs, -errno otherwise. */
+int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, int pipe_w, uint32_t flags,
+               uint32_t max);
 
 /* connect.c (issue 4, ports): CONNECT → a TCP socket to the sandbox's own
  * loopback (connected or connecting) back to the daemon. */

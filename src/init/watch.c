@@ -13,7 +13,9 @@
  *
  * Subdirectories are opened below the watched directory with openat2
  * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS and watched through fchdir + ".",
- * so a watch never follows a symlink nor leaves the watched tree. */
+ * so a watch never follows a symlink nor leaves the watched tree.  The
+ * watcher keeps no fd or cwd on the watched tree (only the sandbox root),
+ * so removing the directory ends the watch (IN_DELETE_SELF). */
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -44,7 +46,8 @@ struct wentry {
 };
 
 struct watcher {
-  int ifd, out, dirfd;
+  int ifd, out, rootfd;
+  const char *dir; /* the watched directory, resolved in the root afresh */
   uint32_t max;
   bool recursive;
   int root_wd;
@@ -180,7 +183,13 @@ static void add_tree(struct watcher *w, const char *rel, int depth, bool report)
   struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                                     RESOLVE_NO_MAGICLINKS};
-  int fd = *rel ? (int)syscall(SYS_openat2, w->dirfd, rel, &how, sizeof how) : dup(w->dirfd);
+  /* No fd on the watched directory is kept: it would pin its dentry, and
+   * its removal would then never show as IN_DELETE_SELF. */
+  int base = sbxi_open_in_root(w->rootfd, w->dir, O_RDONLY | O_DIRECTORY, 0);
+  if (base < 0)
+    return;
+  int fd = *rel ? (int)syscall(SYS_openat2, base, rel, &how, sizeof how) : dup(base);
+  close(base);
   if (fd < 0)
     return;
   if (add_watch_fd(w, fd, rel) < 0 || !w->recursive) {
@@ -291,12 +300,6 @@ static void on_event(struct watcher *w, const struct inotify_event *e)
   }
   if (e->wd == w->root_wd && (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)))
     gone(w);
-  /* We hold the directory open, so its removal shows as a link count of
-   * 0 (IN_ATTRIB), not as IN_DELETE_SELF (that waits for the last close). */
-  struct stat st;
-  if (e->wd == w->root_wd && (e->mask & IN_ATTRIB) && !e->len &&
-      fstat(w->dirfd, &st) == 0 && st.st_nlink == 0)
-    gone(w);
   if ((e->mask & IN_ATTRIB) && !(e->mask & ~(IN_ATTRIB | IN_ISDIR)))
     return; /* chmod/touch: not reported */
   if (e->mask & IN_IGNORED) {
@@ -366,7 +369,6 @@ static _Noreturn void serve(struct watcher *w)
 static _Noreturn void watcher_main(const struct sbxi *in, struct watcher *w)
 {
   close(in->chan);
-  close(in->rootfd);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != in->self)
     _exit(0);
@@ -384,7 +386,8 @@ static _Noreturn void watcher_main(const struct sbxi *in, struct watcher *w)
   serve(w);
 }
 
-int sbxi_watch(const struct sbxi *in, int dirfd, int pipe_w, uint32_t flags, uint32_t max)
+int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, int pipe_w, uint32_t flags,
+               uint32_t max)
 {
   static struct watcher w; /* the child's; big, so not on the stack */
   int e = 0, ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -402,8 +405,10 @@ int sbxi_watch(const struct sbxi *in, int dirfd, int pipe_w, uint32_t flags, uin
     e = errno;
   pid_t pid = e ? -1 : fork();
   if (pid == 0) {
-    w = (struct watcher){.ifd = ifd, .out = pipe_w, .dirfd = dirfd, .max = max,
-                         .recursive = flags & SBX_PROTO_WATCH_RECURSIVE, .root_wd = wd};
+    close(dirfd);
+    w = (struct watcher){.ifd = ifd, .out = pipe_w, .rootfd = in->rootfd, .dir = dir,
+                         .max = max, .recursive = flags & SBX_PROTO_WATCH_RECURSIVE,
+                         .root_wd = wd};
     watcher_main(in, &w);
   }
   if (!e && pid < 0)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sbxtest import assert_error, procs_with, wait_until
+from sbxtest import assert_error, procs_with, sleeper, wait_until
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 RUN_KEYS = {"status", "reason", "stdout", "stderr", "stdout_truncated", "stderr_truncated",
@@ -186,7 +186,7 @@ def test_delete_context_kills_interpreter(alice, csession):
     sid = csession["id"]
     cid = new_context(alice, sid)
     mark = "ctxmark" + cid
-    run(alice, sid, cid, f"import subprocess; p = subprocess.Popen(['sleep', '300', '{mark}'])")
+    run(alice, sid, cid, f"import subprocess; p = subprocess.Popen({sleeper(mark)!r})")
     wait_until(lambda: procs_with(mark), 10, what="the marked child")
     r = alice.delete(f"/v1/sandbox/sessions/{sid}/contexts/{cid}")
     assert r.status_code == 204
@@ -204,7 +204,7 @@ def test_contexts_die_with_session(alice, profile_table):
     cid = new_context(alice, sid)
     mark = "ctxdie" + cid
     # a child carrying a marker in its cmdline, started from the context
-    run(alice, sid, cid, f"import subprocess; p = subprocess.Popen(['sleep', '300', '{mark}'])")
+    run(alice, sid, cid, f"import subprocess; p = subprocess.Popen({sleeper(mark)!r})")
     wait_until(lambda: procs_with(mark), 10, what="the marked child")
     assert alice.delete(f"/v1/sandbox/sessions/{sid}").status_code == 204
     wait_until(lambda: not procs_with(mark), 15, what="the context's processes to go")

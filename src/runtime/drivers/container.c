@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -117,6 +118,17 @@ static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint
   if (sbx_cg_set_limits(&box->cg, &lim, &err) < 0) {
     /* e.g. a memory limit below what the idle sandbox already uses */
     sbx_warn("container", "pooled sandbox rejected the limits (%s); building cold", err.msg);
+    sbx_iso_box_destroy(box);
+    return NULL;
+  }
+  /* The idle entry was built with the pool's small RLIMIT_NPROC; raise it
+   * to the request's pids limit (as sbx_iso_plan_fill would have set it).
+   * sbx-init's workloads inherit it at fork.  The daemon is root in the
+   * sandbox's parent user namespace, so it may raise the hard limit. */
+  rlim_t n = lim.pids ? (rlim_t)lim.pids : 16384;
+  struct rlimit rl = {n, n};
+  if (prlimit(box->pid, RLIMIT_NPROC, &rl, NULL) < 0) {
+    sbx_warn("container", "pooled sandbox: prlimit(NPROC): %s; building cold", strerror(errno));
     sbx_iso_box_destroy(box);
     return NULL;
   }
