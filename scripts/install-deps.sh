@@ -17,6 +17,8 @@ PACKAGES=(
   python3-matplotlib
   # peers for the benchmark
   bubblewrap firejail runsc hyperfine wrk strace
+  # issue 8: promtool checks the /metrics exposition (tests)
+  prometheus
 )
 
 missing=()

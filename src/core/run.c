@@ -82,21 +82,18 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
   uint64_t timeout_ms = tmpl->timeout_ms;
   char **argv = spec->argv;
   char *with_file[3] = {NULL, NULL, NULL};
-  char code_path[96], host_path[4200];
+  char code_path[128], run_path[4300];
   if (spec->code) { /* too long for an argument: run it from a file */
     char rnd[40];
     sbx_random_id("code", rnd, sizeof rnd);
     snprintf(code_path, sizeof code_path, "/tmp/.sbx-%s%s", rnd, spec->code_ext);
-    if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0)
-      return sbx_err_prefix(err, "writing the code into the sandbox");
     /* The workload may see host paths (process driver): name the file as
      * it sees it. */
-    if (sb->host_root[0])
-      snprintf(host_path, sizeof host_path, "%s%s", sb->host_root, code_path);
-    else
-      snprintf(host_path, sizeof host_path, "%s", code_path);
+    snprintf(run_path, sizeof run_path, "%s%s", sb->host_root, code_path);
+    if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0)
+      return sbx_err_prefix(err, "writing the code into the sandbox");
     with_file[0] = argv[0];
-    with_file[1] = host_path;
+    with_file[1] = run_path;
     argv = with_file;
   }
   struct sbx_usage before = {0}, after = {0};
@@ -107,7 +104,10 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
   req.cwd = spec->cwd;
   req.stdin_data = spec->stdin_data;
   req.stdin_len = spec->stdin_len;
-  if (sbx_sandbox_exec(sb, &req, res, err) < 0)
+  int rc = sbx_sandbox_exec(sb, &req, res, err);
+  if (spec->code)
+    sbx_sandbox_remove(sb, code_path, NULL);
+  if (rc < 0)
     return -1;
   if (have_usage && sb->driver->usage(sb, &after) == 0 && after.oom_kills > before.oom_kills &&
       res->status == SBX_ST_KILLED) {

@@ -110,6 +110,64 @@ struct sbx_exec_file_blob {
 typedef int (*sbx_session_cb)(void *ctx, const struct sbx_session_row *row);
 typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);
 
+/* ---- Issue 8 (engineer O): audit events and usage records. ---- */
+
+/* prev_hash of the first event: 64 '0' characters. */
+#define SBX_AUDIT_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* One audit event.  Hashes are 64 lowercase hex characters (SHA-256; the
+ * canonical encoding is in obs/audit.c and docs/audit.md). */
+struct sbx_audit_row {
+  int64_t seq;            /* 1, 2, 3… without gaps */
+  int64_t time_ms;        /* milliseconds since the epoch */
+  int64_t tenant_id;      /* 0: no tenant (auth failure, system) */
+  char actor[64];         /* key id, "cli", "system", "anonymous" */
+  char action[64];        /* "sandbox.session.create", "auth.denied", … */
+  char target[256];       /* the object acted on ("" if none) */
+  char outcome[32];       /* "ok" or an error code ("forbidden", …) */
+  char *details_json;     /* a JSON object; malloc'd in rows handed to
+                           * callbacks (borrowed there), caller's on append */
+  char prev_hash[65];
+  char hash[65];
+};
+typedef int (*sbx_audit_hash_fn)(void *ctx, struct sbx_audit_row *row);
+typedef int (*sbx_audit_cb)(void *ctx, const struct sbx_audit_row *row);
+
+/* One usage record (one per exec or execution) = one outbox entry. */
+struct sbx_usage_row {
+  char id[64];            /* "use_…": also the FinOps Idempotency-Key */
+  int64_t tenant_id;
+  char tenant[128];       /* name, for the FinOps payload */
+  char kind[16];          /* "exec" | "execution" */
+  char source_id[64];     /* session id (exec) or execution id */
+  char profile[64];
+  char status[16];        /* the run's final status */
+  char project[128];      /* metadata keys ("" if absent) */
+  char agent[128];
+  char run[128];
+  double cpu_seconds;
+  double memory_mb_seconds;
+  double duration_seconds;
+  int64_t created_at;     /* seconds */
+  /* Outbox state. */
+  char delivery[12];      /* "none" | "pending" | "delivered" */
+  int attempts;
+  int64_t next_attempt_at;
+  int64_t delivered_at;
+  char last_error[256];
+};
+typedef int (*sbx_usage_cb)(void *ctx, const struct sbx_usage_row *row);
+
+/* One group of usage_query. */
+struct sbx_usage_group {
+  char key[128];
+  int64_t records;
+  double cpu_seconds;
+  double memory_mb_seconds;
+  double duration_seconds;
+};
+typedef int (*sbx_usage_group_cb)(void *ctx, const struct sbx_usage_group *g);
+
 /* The backend table.  All members MUST be set. */
 struct sbx_store_ops {
   const char *name; /* "sqlite", "postgres" */
@@ -193,6 +251,54 @@ struct sbx_store_ops {
                        int64_t *count, struct sbx_error *err);
   int (*execution_count)(struct sbx_store *st, int64_t tenant_id, const char *status,
                          int64_t *count, struct sbx_error *err);
+
+  /* ---- Issue 8 (engineer O): audit chain, usage records, FinOps outbox.
+   * Tables audit_events and usage_records (migration 0002_audit_usage.sql).
+   * Every row has tenant_id; events with no tenant (an auth failure, a
+   * system action) use tenant 0, which is never a real tenant (ids start
+   * at 1).  Row types and callbacks are declared below the table. ---- */
+  /* Appends one event to the chain, serialised: in ONE write transaction
+   * (SQLite: BEGIN IMMEDIATE; PostgreSQL: a lock that serialises appenders,
+   * e.g. LOCK TABLE audit_events IN EXCLUSIVE MODE or an advisory xact
+   * lock) it reads the last row's (seq, hash) — none: seq 0 and
+   * SBX_AUDIT_GENESIS — sets row->seq = last + 1 and row->prev_hash = that
+   * hash, calls hash(ctx, row) which fills row->hash (0, or -1 to abort
+   * with nothing written), and inserts the row.  So two appenders never
+   * chain to the same predecessor.  row->time_ms 0 = now.  On return
+   * row->seq, time_ms, prev_hash and hash hold what was stored. */
+  int (*audit_append)(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
+                      void *ctx, struct sbx_error *err);
+  /* Events in seq order with seq > after_seq, at most limit (<= 0: no
+   * limit); tenant_id < 0 = every tenant (admin), else that tenant only;
+   * action NULL = any, else exactly that action. */
+  int (*audit_list)(struct sbx_store *st, int64_t tenant_id, const char *action,
+                    int64_t after_seq, int limit, sbx_audit_cb cb, void *ctx,
+                    struct sbx_error *err);
+  /* Every event with seq > after_seq in seq order, all tenants (verify).
+   * The backend pages internally: memory stays bounded on a long chain. */
+  int (*audit_scan)(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
+                    struct sbx_error *err);
+  /* Inserts a usage record; it is also an outbox entry: row->delivery
+   * "pending" (to be sent to FinOps) or "none" (no FinOps endpoint).
+   * A duplicate id → CONFLICT. */
+  int (*usage_insert)(struct sbx_store *st, const struct sbx_usage_row *row,
+                      struct sbx_error *err);
+  /* The tenant's records with from <= created_at < to (seconds; to <= 0:
+   * no upper bound), summed per group_by value ("profile", "project",
+   * "agent"; a record without that metadata key groups under ""), groups
+   * in ascending key order. */
+  int (*usage_query)(struct sbx_store *st, int64_t tenant_id, const char *group_by,
+                     int64_t from, int64_t to, sbx_usage_group_cb cb, void *ctx,
+                     struct sbx_error *err);
+  /* Outbox: records with delivery "pending" and next_attempt_at <= now,
+   * oldest first, at most limit. */
+  int (*outbox_due)(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
+                    struct sbx_error *err);
+  /* After a delivery attempt of record id: delivered → delivery
+   * "delivered", delivered_at = now; else attempts + 1, next_attempt_at,
+   * last_error (truncated to 255 bytes).  NOT_FOUND if no such record. */
+  int (*outbox_mark)(struct sbx_store *st, const char *id, bool delivered,
+                     int64_t next_attempt_at, const char *error, struct sbx_error *err);
 };
 
 extern const struct sbx_store_ops sbx_store_sqlite;

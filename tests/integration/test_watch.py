@@ -173,7 +173,9 @@ def test_watch_client_leaving_stops_watcher(alice, csession):
     assert watchers() >= base + 3
     for s in streams:
         s.close()
-    deadline = time.monotonic() + 10
+    # The server learns the client left at its next write: at the latest
+    # the 15 s keep-alive of the SSE stream.
+    deadline = time.monotonic() + 30
     while watchers() > base and time.monotonic() < deadline:
         time.sleep(0.2)
     assert watchers() == base

@@ -1,6 +1,6 @@
 /* process.c — the `process` driver: development only, no isolation.
  *
- * A sandbox is a host directory <state_dir>/sandboxes/<id>/ (root-owned,
+ * A sandbox is a host directory /run/sandboxd/process-<hash of state dir>/<id>/ (root-owned,
  * with work/ and tmp/ owned by the sandbox user) and an sbx-init started
  * with `--root <dir>` (so "/work/x" in the API is <dir>/work/x) and, when
  * the daemon is root, `--uid 65534 --gid 65534`.  Limits are rlimits only:
@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -57,11 +59,24 @@ static int process_probe(const struct sbx_driver_env *env, char *why, size_t why
              env->init_path ? env->init_path : "(unset)");
     return -1;
   }
-  int n1 = snprintf(sandboxes_dir, sizeof sandboxes_dir, "%s/sandboxes", env->state_dir);
+  /* Workloads see host paths and run as an unprivileged uid, so their
+   * directories must be reachable by that uid: not under the state dir
+   * (0700, maybe below other private dirs) but under /run, one base per
+   * state dir (the name hashes its path) so daemons never share one. */
+  unsigned char h[8];
+  char hex[17];
+  crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir,
+                     strlen(env->state_dir), NULL, 0);
+  sbx_hex(h, sizeof h, hex);
+  if (sbx_mkdir_p("/run/sandboxd", 0711) < 0 || chmod("/run/sandboxd", 0711) < 0) {
+    snprintf(why, whylen, "cannot create /run/sandboxd: %s", strerror(errno));
+    return -1;
+  }
+  int n1 = snprintf(sandboxes_dir, sizeof sandboxes_dir, "/run/sandboxd/process-%s", hex);
   int n2 = snprintf(init_path, sizeof init_path, "%s", env->init_path);
   if (n1 < 0 || (size_t)n1 >= sizeof sandboxes_dir || n2 < 0 || (size_t)n2 >= sizeof init_path ||
       sbx_mkdir_p(sandboxes_dir, 0711) < 0) {
-    snprintf(why, whylen, "cannot use state dir %s/sandboxes", env->state_dir);
+    snprintf(why, whylen, "cannot use %s", sandboxes_dir);
     return -1;
   }
   probed_ok = true;

@@ -1,9 +1,11 @@
 /* migrations.h — the schema migrations compiled into the binary.
  *
  * The SQL lives in src/store/migrations/NNNN_name.sql, readable and shared
- * by every backend; the build turns the files into sbx_store_migrations[]
- * (gen_migrations.py).  Entries are sorted by version, 1..n without gaps,
- * so sbx_store_migrations[n-1].version is the newest schema this binary
+ * by every backend, with an optional per-backend variant
+ * NNNN_name.postgres.sql (or .sqlite.sql) that backend runs instead; the
+ * build turns the files into sbx_store_migrations[] (gen_migrations.py).
+ * Entries are sorted by version, 1..n without gaps, so
+ * sbx_store_migrations[n-1].version is the newest schema this binary
  * knows.  Each backend records applied versions in
  * schema_migrations(version, applied_at). */
 #ifndef SBX_STORE_MIGRATIONS_H
@@ -14,7 +16,10 @@
 struct sbx_store_migration {
   int version;
   const char *name; /* "init" for 0001_init.sql */
-  const char *sql;  /* one or more statements separated by ';' */
+  const char *sql;  /* SQLite: one or more statements separated by ';' */
+  const char *sql_postgres; /* PostgreSQL's text ("" when it has nothing to
+                             * do for this version); the shared file unless
+                             * a .postgres.sql variant exists */
 };
 
 extern const struct sbx_store_migration sbx_store_migrations[];

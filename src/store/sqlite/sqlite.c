@@ -128,4 +128,11 @@ const struct sbx_store_ops sbx_store_sqlite = {
   .execution_list_status = sq_execution_list_status,
   .session_count = sq_session_count,
   .execution_count = sq_execution_count,
+  .audit_append = sq_audit_append,
+  .audit_list = sq_audit_list,
+  .audit_scan = sq_audit_scan,
+  .usage_insert = sq_usage_insert,
+  .usage_query = sq_usage_query,
+  .outbox_due = sq_outbox_due,
+  .outbox_mark = sq_outbox_mark,
 };

@@ -26,6 +26,10 @@ enum sq_slot {
   SQ_EXE_INSERT, SQ_EXE_GET, SQ_EXE_FILES, SQ_EXE_CURSOR, SQ_EXE_LIST,
   SQ_EXE_LIST_STATUS, SQ_EXE_START, SQ_EXE_FINISH, SQ_EXE_EXISTS,
   SQ_EXE_FILE_INSERT, SQ_EXE_FILE_GET, SQ_EXE_COUNT,
+  /* issue 8: audit_usage.c */
+  SQ_AUD_LAST, SQ_AUD_INSERT, SQ_AUD_LIST, SQ_AUD_SCAN,
+  SQ_USE_INSERT, SQ_USE_BY_PROFILE, SQ_USE_BY_PROJECT, SQ_USE_BY_AGENT,
+  SQ_OUT_DUE, SQ_OUT_DELIVERED, SQ_OUT_RETRY,
   SQ_NSLOTS
 };
 
@@ -143,5 +147,20 @@ int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
                              void *ctx, struct sbx_error *err);
 int sq_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
                        int64_t *count, struct sbx_error *err);
+
+/* audit_usage.c (issue 8) */
+int sq_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
+                    void *ctx, struct sbx_error *err);
+int sq_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, int64_t after_seq,
+                  int limit, sbx_audit_cb cb, void *ctx, struct sbx_error *err);
+int sq_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
+                  struct sbx_error *err);
+int sq_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err);
+int sq_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
+                   int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
+int sq_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
+                  struct sbx_error *err);
+int sq_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t next_attempt_at,
+                   const char *error, struct sbx_error *err);
 
 #endif

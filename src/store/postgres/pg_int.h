@@ -1,0 +1,191 @@
+/* pg_int.h — internals shared by the PostgreSQL backend's files: the store
+ * state (a small connection pool), transactions scoped to one tenant, the
+ * prepared-statement slots, parameter building, result decoding and error
+ * mapping.  Not part of the storage seam.
+ *
+ * Every op runs in one transaction on one pooled connection:
+ *   pg_begin(st, &tx, tenant_id)  BEGIN; SELECT set_config('app.tenant_id', id, true)
+ *   pg_q(&tx, slot, sql, &params)  as many statements as the op needs
+ *   pg_end(&tx, ret)               COMMIT if ret == 0, else ROLLBACK
+ * so row-level security sees the tenant (docs/postgres.md), and an op that
+ * fails half-way leaves nothing behind.  tenant_id PG_NO_TENANT begins
+ * without a tenant: tenant tables then show no rows, only the SECURITY
+ * DEFINER functions of 0003_rls.postgres.sql reach across tenants.
+ *
+ * Connections are opened lazily and reset after the server went away; a
+ * transaction whose very first round trip fails on a dead connection is
+ * retried once on a fresh one (nothing was sent that could have been
+ * applied).  Callbacks of list ops run after pg_end, with no connection
+ * held, so they may call the store again. */
+#ifndef SBX_STORE_PG_INT_H
+#define SBX_STORE_PG_INT_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "store/store.h"
+
+#define PG_POOL_MAX 4
+#define PG_NO_TENANT (-1)
+/* Advisory lock keys (pg_advisory_xact_lock): one per serialised job.  The
+ * tenant key 5862001 is used inside sbx_tenant_ensure() (SQL). */
+#define PG_LOCK_MIGRATE 5862000
+#define PG_LOCK_AUDIT 5862002
+
+/* Prepared statements: one slot per query, prepared per connection on
+ * first use. */
+enum pg_slot {
+  PGQ_PING,
+  PGQ_TENANT_ENSURE, PGQ_KEY_INSERT, PGQ_KEY_GET,
+  PGQ_SES_INSERT, PGQ_SES_GET, PGQ_SES_CURSOR, PGQ_SES_LIST, PGQ_SES_LIST_READY,
+  PGQ_SES_SET_STATUS, PGQ_SES_UPDATE, PGQ_SES_TOUCH, PGQ_SES_COUNT,
+  PGQ_EXE_INSERT, PGQ_EXE_GET, PGQ_EXE_FILES, PGQ_EXE_CURSOR, PGQ_EXE_LIST,
+  PGQ_EXE_LIST_STATUS, PGQ_EXE_START, PGQ_EXE_FINISH, PGQ_EXE_STATUS,
+  PGQ_EXE_FILE_INSERT, PGQ_EXE_FILE_GET, PGQ_EXE_COUNT,
+  PGQ_AUD_LOCK, PGQ_AUD_HEAD, PGQ_AUD_INSERT, PGQ_AUD_LIST, PGQ_AUD_ALL,
+  PGQ_USE_INSERT, PGQ_USE_BY_PROFILE, PGQ_USE_BY_PROJECT, PGQ_USE_BY_AGENT,
+  PGQ_OUT_DUE, PGQ_OUT_MARK,
+  PGQ_NSLOTS
+};
+
+struct pg_conn {
+  PGconn *c;
+  bool in_use;
+  bool prepared[PGQ_NSLOTS];
+};
+
+struct sbx_store {
+  char *url; /* may hold a password: never logged, never in an error */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  struct pg_conn conns[PG_POOL_MAX];
+};
+
+struct pg_tx {
+  struct sbx_store *st;
+  struct pg_conn *pc;
+};
+
+/* Query parameters: text, except bytea which goes binary (binary-safe). */
+#define PG_MAXP 32
+struct pg_params {
+  int n;
+  const char *v[PG_MAXP];
+  int len[PG_MAXP];
+  int fmt[PG_MAXP];
+  char num[PG_MAXP][32];
+};
+void pp_text(struct pg_params *p, const char *s); /* NULL → SQL NULL */
+void pp_i64(struct pg_params *p, int64_t v);
+void pp_f64(struct pg_params *p, double v);
+void pp_bool(struct pg_params *p, bool v);
+void pp_bytes(struct pg_params *p, const void *data, size_t n); /* never NULL */
+
+/* Connections (pool.c). */
+PGconn *pg_connect(const char *url, struct sbx_error *err);
+int pg_begin(struct sbx_store *st, struct pg_tx *tx, int64_t tenant_id, struct sbx_error *err);
+/* Runs a prepared statement; the result (TUPLES_OK or COMMAND_OK) or NULL
+ * with err set.  binary_result: all result columns in binary format (for a
+ * lone bytea column). */
+PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
+               bool binary_result, struct sbx_error *err);
+/* Same, and NULL unless exactly one row came back: NOT_FOUND with msg. */
+PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
+                const char *not_found, struct sbx_error *err);
+/* Ends the transaction (COMMIT when ret == 0, else ROLLBACK) and returns
+ * the connection to the pool; returns ret, or -1 if the commit failed. */
+int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err);
+/* Rows changed by an UPDATE/INSERT result. */
+long pg_changes(PGresult *r);
+
+/* err from a failed result or connection: 23xxx → CONFLICT, connection
+ * lost / server shutting down or starting → NOT_READY, others INTERNAL.
+ * res may be NULL.  Returns -1. */
+int pg_fail(PGconn *c, PGresult *res, const char *what, struct sbx_error *err);
+
+static inline void pg_clearp(PGresult **r)
+{
+  if (*r)
+    PQclear(*r);
+}
+#define _cleanup_pg_res_ __attribute__((cleanup(pg_clearp)))
+
+/* Result columns (text format). */
+int64_t pr_i64(const PGresult *r, int row, int col);
+double pr_f64(const PGresult *r, int row, int col);
+void pr_copy(const PGresult *r, int row, int col, char *buf, size_t size);
+/* malloc'd copy, NULL when SQL NULL. */
+int pr_strdup(const PGresult *r, int row, int col, char **out, struct sbx_error *err);
+/* A text-format bytea column decoded into a malloc'd buffer plus a NUL;
+ * SQL NULL leaves *out NULL (list rows). */
+int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len,
+             struct sbx_error *err);
+
+/* Migrations (migrate.c), on a connection of the schema owner. */
+int pg_migrate(PGconn *c, struct sbx_error *err);
+/* The app role's checks at open: schema version, not a superuser / owner,
+ * RLS forced on every tenant table. */
+int pg_check_schema(PGconn *c, struct sbx_error *err);
+int pg_check_role(PGconn *c, struct sbx_error *err);
+
+/* The ops, one file per table family; contracts in store/store.h. */
+int pg_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
+                     struct sbx_error *err);
+int pg_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
+int pg_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
+               struct sbx_error *err);
+
+int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
+                      struct sbx_error *err);
+int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                   struct sbx_session_row *out, struct sbx_error *err);
+int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
+                    const char *after, int limit, sbx_session_cb cb, void *ctx,
+                    struct sbx_error *err);
+int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
+                          struct sbx_error *err);
+int pg_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
+                          const char *status, const char *reason, struct sbx_error *err);
+int pg_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
+                      const char *network_json, const char *metadata_json, int64_t ttl_s,
+                      int64_t expires_at, struct sbx_error *err);
+int pg_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
+                     struct sbx_error *err);
+int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
+                     int64_t *count, struct sbx_error *err);
+
+int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
+                        struct sbx_error *err);
+int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                     struct sbx_execution_row *out, struct sbx_error *err);
+int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
+                      const char *after, int limit, sbx_execution_cb cb, void *ctx,
+                      struct sbx_error *err);
+int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
+                       int64_t started_at, struct sbx_error *err);
+int pg_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
+                        const struct sbx_exec_file_blob *files, size_t nfiles,
+                        struct sbx_error *err);
+int pg_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                          const char *path, void **data, size_t *size, struct sbx_error *err);
+int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
+                             void *ctx, struct sbx_error *err);
+int pg_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
+                       int64_t *count, struct sbx_error *err);
+
+int pg_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
+                    void *ctx, struct sbx_error *err);
+int pg_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, int64_t after_seq,
+                  int limit, sbx_audit_cb cb, void *ctx, struct sbx_error *err);
+int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
+                  struct sbx_error *err);
+int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err);
+int pg_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
+                   int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
+int pg_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
+                  struct sbx_error *err);
+int pg_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t next_attempt_at,
+                   const char *error, struct sbx_error *err);
+
+#endif
