@@ -4,6 +4,7 @@
 #include "api/envelope.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -74,8 +75,16 @@ json_t *sbx_envelope_build(const struct sbx_error *err, const char *lang, const 
     snprintf(fr, sizeof fr, "%s : %s", codes[i].fr, err->msg);
   const char *en = err->msg[0] ? err->msg : codes[i].name;
   json_t *details = json_object();
-  if (err->field[0])
+  const char *colon = strchr(err->field, ':');
+  if ((err->code == SBX_E_QUOTA || err->code == SBX_E_RATE) && colon) {
+    /* core/quota.h: the limit breached travels as "NAME:VALUE". */
+    double v = strtod(colon + 1, NULL);
+    json_object_set_new(details, "limit", json_stringn(err->field, (size_t)(colon - err->field)));
+    json_object_set_new(details, "value", v == (double)(json_int_t)v ? json_integer((json_int_t)v)
+                                                                     : json_real(v));
+  } else if (err->field[0]) {
     json_object_set_new(details, "field", json_string(err->field));
+  }
   json_t *e = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:o}", "code", codes[i].name, "message",
                         strcmp(lang, "fr") == 0 ? fr : en, "message_i18n", "en", en, "fr", fr,
                         "request_id", request_id ? request_id : "", "details", details);

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/core.h"
+#include "obs/trace.h"
 
 struct sbx_server {
   struct MHD_Daemon *mhd;
@@ -236,6 +237,25 @@ static enum MHD_Result send_error(struct sbx_req *r, const struct sbx_error *err
   return send_resp(r, &resp);
 }
 
+/* Issue 8: once authenticated, the span learns the tenant and the tenant's
+ * request rate is checked (core/quota.h). */
+static int after_auth(struct sbx_req *r, unsigned *retry_s, struct sbx_error *err)
+{
+  sbx_span_set_str(r->span, "sandbox.tenant", r->who.tenant);
+  return sbx_quota_request(r->core, &r->who, retry_s, err);
+}
+
+static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_error *err,
+                                         unsigned retry_s)
+{
+  struct sbx_resp resp = {.fd = -1};
+  sbx_resp_error(r, &resp, err);
+  char secs[16];
+  snprintf(secs, sizeof secs, "%u", retry_s);
+  resp.headers = json_pack("[[s, s]]", "Retry-After", secs);
+  return send_resp(r, &resp);
+}
+
 static bool valid_request_id(const char *s)
 {
   size_t n = strlen(s);
@@ -265,6 +285,7 @@ static struct sbx_req *req_new(struct sbx_server *srv, struct MHD_Connection *c,
   else
     sbx_random_id("req", r->request_id, sizeof r->request_id);
   sbx_envelope_lang(sbx_req_header(r, "Accept-Language"), r->lang);
+  r->span = sbx_trace_request_begin(method, sbx_req_header(r, "traceparent"));
   return r;
 }
 
@@ -321,9 +342,13 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct sbx_req *r)
     return send_error(r, &err);
   }
   r->route = rt;
+  sbx_trace_request_route(r->span, r->method, rt->pattern);
   if (rt->auth != SBX_AUTH_NONE &&
       sbx_api_authenticate(r, rt->auth == SBX_AUTH_ADMIN, &err) < 0)
     return send_error(r, &err);
+  unsigned retry_s = 0;
+  if (rt->auth != SBX_AUTH_NONE && after_auth(r, &retry_s, &err) < 0)
+    return err.code == SBX_E_RATE ? send_rate_limited(r, &err, retry_s) : send_error(r, &err);
   if (r->body_too_large) {
     too_large(srv, &err);
     return send_error(r, &err);
@@ -368,7 +393,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   if (r->status_sent)
     return MHD_YES;
-  return dispatch(srv, r);
+  sbx_span_enter(r->span); /* core's spans are children of the request's */
+  enum MHD_Result ret = dispatch(srv, r);
+  sbx_span_leave(r->span);
+  return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -380,6 +408,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     return;
   uint64_t us = (sbx_now_ns() - r->start_ns) / 1000;
   sbx_core_observe_http(srv->core, r->route ? r->route->name : "unmatched", r->status_sent, us);
+  sbx_trace_request_end(r->span, r->status_sent);
   sbx_debug("http", "%s %s -> %d (%llu us) [%s]", r->method, r->path, r->status_sent,
             (unsigned long long)us, r->request_id);
   free(r->body);

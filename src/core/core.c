@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "obs/metrics.h"
 
 static void *reaper_main(void *arg)
 {
@@ -66,6 +67,11 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
   core->state_dir = strdup(cfg->state_dir);
   core->started_at = sbx_wall_s();
   init_sync(core);
+  sbx_trace_start(); /* issue 8: OTLP export when OTEL_* asks for it */
+  if (!(core->quota = sbx_quota_new(core))) {
+    sbx_err_sys(err, ENOMEM, "quotas");
+    goto fail;
+  }
   core->drv_env = (struct sbx_driver_env){.state_dir = core->state_dir,
                                           .init_path = cfg->init_path,
                                           .runsc_path = cfg->runsc_path,
@@ -74,6 +80,8 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
                          err) < 0)
     goto fail;
   if (sbx_store_open(cfg->database_url, core->state_dir, &core->store, err) < 0)
+    goto fail;
+  if (sbx_obs_core_start(core, err) < 0) /* issue 8: metric gauges, FinOps outbox */
     goto fail;
   sbx_profiles_probe(&core->profiles, &core->drv_env);
   for (size_t i = 0; i < core->profiles.count; i++) {
@@ -121,9 +129,12 @@ void sbx_core_stop(struct sbx_core *core)
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
     if ((*d)->shutdown)
       (*d)->shutdown();
+  sbx_obs_core_stop(core); /* issue 8: after the last run recorded its usage */
   if (core->store.ops)
     sbx_store_close(&core->store);
   sbx_profiles_free(&core->profiles);
+  sbx_quota_free(core->quota);
+  sbx_trace_stop();
   free(core->state_dir);
   free(core);
 }
@@ -151,8 +162,7 @@ json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
 
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us)
 {
-  (void)route;
-  (void)us;
+  sbx_metrics_http(route, status, (double)us / 1e6); /* issue 8 */
   atomic_fetch_add(&core->http_requests, 1);
   if (status >= 500)
     atomic_fetch_add(&core->http_errors, 1);

@@ -17,6 +17,7 @@
 
 #include "common/err.h"
 #include "core/profile.h"
+#include "core/quota.h"
 #include "runtime/sandbox.h"
 #include "store/store.h"
 
@@ -39,6 +40,9 @@ struct sbx_core_config {
   unsigned max_sessions_per_tenant;
   struct sbx_profile *profiles; /* operator-defined, merged over built-ins */
   size_t nprofiles;
+  struct sbx_quota_config quota; /* issue 8: per-tenant quotas (core/quota.h) */
+  const char *finops_url;        /* issue 8: FinOps endpoint for usage records (NULL: none) */
+  bool metrics_auth;             /* issue 8: GET /metrics needs an admin key */
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
@@ -51,6 +55,8 @@ const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready);
 /* Counts one HTTP request (metrics). */
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us);
+/* Issue 8: whether GET /metrics needs an admin key (config metrics_auth). */
+bool sbx_core_metrics_auth(struct sbx_core *core);
 
 /* Keys: create prints nothing; *key_out is "sbx_<id>_<secret>" (caller frees). */
 int sbx_keys_create(struct sbx_store_handle *st, const char *tenant, bool admin, char **key_out,

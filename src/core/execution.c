@@ -198,6 +198,11 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
   }
   struct sbx_execution_row row = {0};
   sbx_random_id("exe", row.id, sizeof row.id);
+  if (sbx_quota_exec_admit(core, who, row.id, err) < 0) { /* issue 8: quotas */
+    plan_free(&plan);
+    return -1;
+  }
+  sbx_trace_park(row.id, who->tenant); /* the worker's span continues this trace */
   row.tenant_id = who->tenant_id;
   snprintf(row.status, sizeof row.status, "queued");
   snprintf(row.profile, sizeof row.profile, "%s", plan.profile->name);
@@ -230,6 +235,8 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
       rc = 0;
     }
   }
+  if (rc < 0)
+    sbx_quota_exec_end(core, row.tenant_id, row.id);
   free(row.request_json);
   free(row.metadata_json);
   return rc;
@@ -239,6 +246,7 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
 
 int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id)
 {
+  sbx_quota_exec_track(core, tenant_id, id); /* recovery re-queues: count them (idempotent) */
   pthread_mutex_lock(&core->q_lock);
   if (core->q_len >= core->cfg.queue_max || core->stopping) {
     pthread_mutex_unlock(&core->q_lock);
@@ -431,8 +439,12 @@ static void finish(struct sbx_core *core, struct sbx_execution_row *row,
                                         &err) < 0 &&
       err.code != SBX_E_CONFLICT)
     sbx_error("execution", "storing the result of %s: %s", row->id, err.msg);
+  if (err.code == SBX_E_NONE) /* issue 8: stored by this call → metrics + usage once */
+    sbx_obs_execution_done(core, row);
   sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
            row->reason, row->exit_code, row->cpu_seconds, row->duration_seconds);
+  sbx_quota_exec_end(core, row->tenant_id, row->id);
+  sbx_quota_cpu_add(core, row->tenant_id, row->cpu_seconds);
   notify_done(core);
 }
 
@@ -451,8 +463,10 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
 {
   struct sbx_error err = {0};
   struct sbx_execution_row row = {0};
-  if (core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &row, &err) < 0)
+  if (core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &row, &err) < 0) {
+    sbx_quota_exec_end(core, it->tenant_id, it->id);
     return;
+  }
   json_t *body = json_loads(row.request_json ? row.request_json : "", 0, NULL);
   struct exec_plan plan;
   memset(&plan, 0, sizeof plan);
@@ -460,6 +474,7 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   struct collected col = {0};
   struct sbx_sandbox *sb = NULL;
   struct sbx_running_exec *run = NULL;
+  struct sbx_span *span = NULL;
   char **env = NULL;
   if (!body || plan_parse(core, body, &plan, &err) < 0) {
     finish_error(core, &row, SBX_RS_NONE, err.msg[0] ? err.msg : "stored request unreadable");
@@ -469,6 +484,8 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
                                        &err) < 0)
     goto out; /* cancelled while queued */
   snprintf(row.status, sizeof row.status, "running");
+  span = sbx_trace_op_begin_parked("sandbox.execution", row.id, row.tenant_id, row.profile,
+                                   row.metadata_json); /* before env: TRACEPARENT */
   if (!(run = running_add(core, row.id)) || !(env = sbx_run_env(NULL, plan.spec.env))) {
     finish_error(core, &row, SBX_RS_NONE, "out of memory");
     goto out;
@@ -509,6 +526,8 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   /* fill_final lent res's buffers to row: res frees them, row must not. */
   row.stdout_buf = row.stderr_buf = NULL;
 out:
+  sbx_trace_op_end(span, "sandbox.execution.id", row.id, row.status, NULL);
+  sbx_quota_exec_end(core, it->tenant_id, it->id);
   if (sb)
     sb->driver->destroy(sb);
   if (run)

@@ -6,7 +6,9 @@
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "core/quota.h"
 #include "core/schema.h"
+#include "obs/trace.h"
 
 /* One in-flight exec, so delete/shutdown can cancel it. */
 struct sbx_exec_slot {
@@ -75,6 +77,7 @@ struct sbx_core {
   int64_t started_at;
   atomic_ullong http_requests;
   atomic_ullong http_errors;
+  struct sbx_quota *quota; /* issue 8, engineer Q: core/quota.c */
 };
 
 /* core/session.c */
@@ -131,5 +134,21 @@ void sbx_procs_thread_leave(void);
 /* Waits (bounded) until every context thread has ended (daemon shutdown,
  * after the sessions were killed: contexts end with their session). */
 void sbx_contexts_drain(void);
+
+/* ---- issue 8, engineer Q: core/spans.c — begins and enters the span of a
+ * session exec (tenant, profile, session id, the session's GenAI metadata);
+ * end it with sbx_trace_op_end. ---- */
+struct sbx_span *sbx_exec_span_begin(struct sbx_core *core, const struct sbx_principal *who,
+                                     const struct sbx_live_session *ls);
+
+/* ---- issue 8, engineer O: core/obs_hooks.c — metrics gauges, the FinOps
+ * outbox, and the hooks called when a run finishes (metrics + usage). ---- */
+int sbx_obs_core_start(struct sbx_core *core, struct sbx_error *err);
+void sbx_obs_core_stop(struct sbx_core *core);
+/* A session exec finished (buffered or streamed). */
+void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
+                       const struct sbx_live_session *ls, const struct sbx_exec_result *res);
+/* An execution's final row was stored (only the call that stored it). */
+void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row);
 
 #endif

@@ -1,6 +1,7 @@
 /* run.c — running one command in a sandbox and turning the result into the
  * API's result object: shared by session exec and one-shot executions. */
 #include <math.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,9 @@ char **sbx_run_env(char *const *session_env, char *const *request_env)
     return NULL;
   for (const char *const *p = base_env; *p; p++)
     env_put(env, &n, *p);
+  char tp[80]; /* issue 8: the current span's context; the caller's own env may override it */
+  if (sbx_trace_env_entry(tp, sizeof tp))
+    env_put(env, &n, tp);
   for (char *const *p = session_env; p && *p; p++)
     env_put(env, &n, *p);
   for (char *const *p = request_env; p && *p; p++)
@@ -96,8 +100,6 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
     with_file[1] = run_path;
     argv = with_file;
   }
-  struct sbx_usage before = {0}, after = {0};
-  bool have_usage = sb->driver->usage && sb->driver->usage(sb, &before) == 0;
   struct sbx_exec_request req = *tmpl;
   req.argv = argv;
   req.env = env;
@@ -109,8 +111,14 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
     sbx_sandbox_remove(sb, code_path, NULL);
   if (rc < 0)
     return -1;
-  if (have_usage && sb->driver->usage(sb, &after) == 0 && after.oom_kills > before.oom_kills &&
-      res->status == SBX_ST_KILLED) {
+  /* Only a SIGKILL can be the OOM killer's: read the cgroup's counter then
+   * (not on every exec — it costs several cgroupfs reads), and attribute
+   * each kill once. */
+  struct sbx_usage after = {0};
+  if (res->status == SBX_ST_KILLED && res->signal == SIGKILL && sb->driver->usage &&
+      sb->driver->usage(sb, &after) == 0 &&
+      after.oom_kills > __atomic_exchange_n(&sb->oom_kills_seen, after.oom_kills,
+                                            __ATOMIC_RELAXED)) {
     char mem[32];
     sbx_format_bytes(sb->limits.memory_bytes, mem, sizeof mem);
     res->status = SBX_ST_OOM_KILLED;

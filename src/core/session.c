@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "obs/metrics.h"
 
 /* ---- the live table (core->sess_lock) ---- */
 
@@ -201,20 +202,6 @@ fail:
   return -1;
 }
 
-static int check_tenant_room(struct sbx_core *core, int64_t tenant, struct sbx_error *err)
-{
-  unsigned n = 0;
-  pthread_mutex_lock(&core->sess_lock);
-  for (struct sbx_live_session *ls = core->sessions; ls; ls = ls->next)
-    n += ls->tenant_id == tenant;
-  pthread_mutex_unlock(&core->sess_lock);
-  if (core->cfg.max_sessions_per_tenant && n >= core->cfg.max_sessions_per_tenant) {
-    sbx_err_set(err, SBX_E_QUOTA, 0, "this tenant already has %u live sessions (the limit)", n);
-    return sbx_err_fr(err, "Ce locataire a déjà %u sessions actives (la limite)", n);
-  }
-  return 0;
-}
-
 static json_t *env_object(char *const *env)
 {
   json_t *o = json_object();
@@ -238,14 +225,17 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   struct create_req cr;
   if (parse_create(core, body, &cr, err) < 0)
     return -1;
-  int rc = -1;
+  int rc = -1, held = -1; /* held: a session-quota reservation (issue 8) */
   struct sbx_live_session *ls = NULL;
   struct sbx_session_row row = {0};
+  uint64_t obs_t0 = sbx_now_ns(); /* issue 8: sandbox_session_create_seconds */
+  struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
+                                             cr.profile->name, cr.metadata, false);
   if (!cr.profile->available) {
     sbx_err_runtime_unavailable(err, cr.profile);
     goto out;
   }
-  if (check_tenant_room(core, who->tenant_id, err) < 0)
+  if ((held = sbx_quota_session_begin(core, who, err)) < 0)
     goto out;
   ls = calloc(1, sizeof *ls);
   if (!ls) {
@@ -295,9 +285,14 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   *out = session_json(core, &row);
   ls = NULL;
   rc = 0;
+  sbx_metrics_session_create(cr.profile->name, (double)(sbx_now_ns() - obs_t0) / 1e9);
 out:
   if (ls)
     live_free(ls); /* destroys a half-made sandbox: nothing is left behind */
+  if (held == 0)
+    sbx_quota_session_done(core, who->tenant_id);
+  sbx_trace_op_end(span, "sandbox.session.id", row.id, rc == 0 ? "ready" : "error",
+                   rc == 0 ? NULL : err->msg);
   sbx_session_row_free(&row);
   json_decref(cr.network);
   sbx_strv_free(cr.env);
@@ -529,7 +524,7 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
 {
   static const char *const allowed[] = {"command", "language", "code", "stdin", "env",
                                         "cwd", "timeout_s", "background", "pty", NULL};
-  if (sbx_schema_only(body, "", allowed, err) < 0)
+  if (sbx_schema_only(body, "", allowed, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
     return -1;
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls)
@@ -540,6 +535,7 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
     sbx_session_release(core, ls);
     return -1;
   }
+  struct sbx_span *span = sbx_exec_span_begin(core, who, ls); /* TRACEPARENT in env */
   char **env = sbx_run_env(ls->env, spec.env);
   struct sbx_exec_slot *slot = env ? slot_add(core, ls) : NULL;
   if (!slot) {
@@ -555,11 +551,15 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
                    &slot->cancel, &res, err) == 0) {
     *out = sbx_result_json(&res);
     rc = 0;
+    sbx_span_set_str(span, "sandbox.status", sbx_status_name(res.status));
+    sbx_obs_exec_done(core, who, ls, &res); /* issue 8: metrics + usage record */
   }
+  sbx_quota_cpu_add(core, who->tenant_id, res.cpu_seconds);
   sbx_exec_result_free(&res);
   slot_remove(core, ls, slot);
   core->store.ops->session_touch(core->store.st, who->tenant_id, id, sbx_wall_s(), NULL);
 out:
+  sbx_trace_op_end(span, NULL, NULL, rc == 0 ? NULL : "error", rc == 0 ? NULL : err->msg);
   sbx_strv_free(env);
   sbx_exec_spec_free(&spec);
   sbx_session_release(core, ls);

@@ -91,6 +91,8 @@ static void *stream_main(void *arg)
     snprintf(res.error, sizeof res.error, "%s", err.msg);
   reg_remove(job); /* before the slot goes: cancel reports find nothing */
   json_t *result = sbx_result_json(&res);
+  sbx_quota_cpu_add(job->core, job->tenant, res.cpu_seconds); /* issue 8 */
+  sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* issue 8: metrics + usage record */
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
   job->core->store.ops->session_touch(job->core->store.st, job->tenant, job->ls->id,
@@ -124,7 +126,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
 {
   static const char *const allowed[] = {"command", "language", "code", "stdin", "env",
                                         "cwd", "timeout_s", "background", "pty", NULL};
-  if (sbx_schema_only(body, "", allowed, err) < 0)
+  if (sbx_schema_only(body, "", allowed, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
     return -1;
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls)

@@ -29,6 +29,7 @@ void sbx_config_defaults(struct sbx_config *c)
   c->session_max_ttl_s = 7 * 24 * 3600;
   c->idle_timeout_s = 0;
   c->max_sessions_per_tenant = 1000;
+  sbx_quota_config_defaults(&c->quota);
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -115,6 +116,9 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
     return 0;
   }
   (void)b;
+  int q = sbx_quota_config_set(&c->quota, NULL, key, v, err); /* issue 8: quotas */
+  if (q != 0)
+    return q < 0 ? -1 : 0;
   return sbx_err_set(err, SBX_E_INVALID, 0, "unknown setting '%s'", key);
 }
 
@@ -181,6 +185,10 @@ static int on_ini(void *user, const char *section, const char *key, const char *
     struct sbx_profile *p = profile_slot(ctx->c, section + 8);
     rc = p ? set_profile(p, key, value, ctx->err)
            : sbx_err_set(ctx->err, SBX_E_INVALID, 0, "too many profiles (32 at most)");
+  } else if (!strncmp(section, "tenant.", 7) && section[7]) { /* issue 8: per-tenant quotas */
+    rc = sbx_quota_config_set(&ctx->c->quota, section + 7, key, value, ctx->err);
+    rc = rc == 0 ? sbx_err_set(ctx->err, SBX_E_INVALID, 0, "[%s]: unknown setting '%s'",
+                               section, key) : rc > 0 ? 0 : -1;
   } else {
     rc = sbx_err_set(ctx->err, SBX_E_INVALID, 0, "unknown section [%s]", section);
   }

@@ -11,6 +11,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "core/profile.h"
+#include "core/quota.h"
 
 struct sbx_config {
   char listen[256];
@@ -32,6 +33,7 @@ struct sbx_config {
   bool unsafe_process_driver;
   struct sbx_profile profiles[32];
   size_t nprofiles;
+  struct sbx_quota_config quota; /* issue 8: [server] quota_*, rate_limit_*; [tenant.NAME] */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

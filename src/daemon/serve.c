@@ -69,7 +69,7 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .queue_max = cfg->queue_max, .default_ttl_s = cfg->session_ttl_s,
       .max_ttl_s = cfg->session_max_ttl_s, .idle_timeout_s = cfg->idle_timeout_s,
       .max_sessions_per_tenant = cfg->max_sessions_per_tenant, .profiles = cfg->profiles,
-      .nprofiles = cfg->nprofiles,
+      .nprofiles = cfg->nprofiles, .quota = cfg->quota,
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {

@@ -27,7 +27,7 @@ extern char **environ;
 
 /* Process driver: the daemon says HOME=/work and TMPDIR=/tmp, which only
  * mean something under --root; point them at the sandbox's own dirs. */
-static char **rewrite_env(const struct sbxi *in, char **env)
+__attribute__((noinline)) static char **rewrite_env(const struct sbxi *in, char **env)
 {
   if (!strcmp(in->root, "/"))
     return env;
@@ -233,7 +233,7 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
     send_exec_failed(ctl, errno, 1);
     _exit(0);
   }
-  env = rewrite_env(in, env);
+  char **const run_env = rewrite_env(in, env);
   if (pty && sbxi_pty_open(in->rootfd, pty) < 0) {
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
     _exit(1);
@@ -243,9 +243,12 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
     _exit(1);
   }
-  pid_t pid = fork();
+  /* vfork: the workload only sets up its fds and credentials-free state
+   * and execs (or _exits), so sharing our memory until then is safe, and it
+   * saves copying page tables on every exec. */
+  pid_t pid = vfork();
   if (pid == 0)
-    workload(argv, env, fds, cwdfd, ep[1], pty);
+    workload(argv, run_env, fds, cwdfd, ep[1], pty);
   int e = errno;
   if (pty) { /* only the workload holds the slave: its exit hangs the master up */
     close(pty->slave);

@@ -88,6 +88,9 @@ struct sbx_sandbox {
    * root of its own); otherwise the host directory that file operations
    * call "/" while the workload sees host paths (the process driver). */
   char host_root[4096];
+  /* OOM kills already attributed to an exec (core/run.c), so a later
+   * SIGKILL is reported as oom_killed only if the counter moved past it. */
+  uint64_t oom_kills_seen;
 };
 
 /* A driver.  Every member is documented MUST (non-NULL) or MAY (NULL ok). */

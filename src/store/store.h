@@ -302,19 +302,25 @@ struct sbx_store_ops {
 };
 
 extern const struct sbx_store_ops sbx_store_sqlite;
+extern const struct sbx_store_ops sbx_store_postgres; /* store/postgres/, docs/postgres.md */
 
 /* A store handle: the ops plus the backend's state. */
 struct sbx_store_handle {
   const struct sbx_store_ops *ops;
   struct sbx_store *st;
 };
-/* Chooses the backend: "postgres://…"/"postgresql://…" → postgres (when
- * built), otherwise SQLite under state_dir.
- * Today: database_url NULL or "" → SQLite at <state_dir>/sandboxd.db
- * (directory created 0700, file 0600, migrations applied); "sqlite://DIR"
- * → SQLite under DIR; postgres URLs → SBX_E_NOT_READY ("PostgreSQL backend
- * not built yet"); any other scheme → SBX_E_INVALID.  A database migrated
- * by a newer sandboxd is refused (SBX_E_INTERNAL, message says so). */
+/* Chooses the backend: "postgres://…"/"postgresql://…" → PostgreSQL,
+ * otherwise SQLite under state_dir.
+ * database_url NULL or "" → SQLite at <state_dir>/sandboxd.db (directory
+ * created 0700, file 0600, migrations applied); "sqlite://DIR" → SQLite
+ * under DIR; postgres URLs → the PostgreSQL backend, which does NOT
+ * migrate (the schema owner does, `sandboxd db init`): an uninitialised or
+ * older schema, or a role that row-level security would not confine
+ * (superuser, BYPASSRLS, schema owner), is refused (SBX_E_INTERNAL); a
+ * server that cannot be reached → SBX_E_NOT_READY.  Any other scheme →
+ * SBX_E_INVALID.  A database migrated by a newer sandboxd is refused
+ * (SBX_E_INTERNAL, message says so).  Messages never quote the URL (it may
+ * carry a password). */
 int sbx_store_open(const char *database_url, const char *state_dir,
                    struct sbx_store_handle *out, struct sbx_error *err);
 void sbx_store_close(struct sbx_store_handle *h);

@@ -1,0 +1,376 @@
+/* quota.c — per-tenant quota and rate-limit state (see quota.h): live
+ * session reservations, the ids of queued + running executions, the
+ * CPU-seconds of the UTC day, and the request token bucket.  Tenants are
+ * spread over lock stripes by id so the per-request rate check of one
+ * tenant never waits on another's. */
+#include "core/quota.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/http.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "core/internal.h"
+
+#define STRIPES 16
+
+struct tstate {
+  int64_t tenant_id;
+  bool resolved;             /* lim comes from the tenant's name */
+  struct sbx_quota_limits lim;
+  int pending_sessions;      /* reserved by creates in flight */
+  char (*execs)[64];         /* queued + running execution ids */
+  size_t nexecs, capexecs;
+  double cpu_used;           /* CPU seconds of cpu_day */
+  int64_t cpu_day;           /* days since the epoch (UTC) */
+  bool cpu_seeded;
+  struct sbx_token_bucket bucket;
+  struct tstate *next;
+};
+
+struct sbx_quota {
+  struct sbx_core *core;
+  struct {
+    pthread_mutex_t lock;
+    struct tstate *list;
+  } stripe[STRIPES];
+};
+
+/* ---- the token bucket ---- */
+
+bool sbx_token_bucket_take(struct sbx_token_bucket *b, double rate, double burst,
+                           uint64_t now_ns, unsigned *retry_s)
+{
+  if (burst < 1)
+    burst = 1;
+  if (b->last_ns == 0)
+    b->tokens = burst;
+  else if (now_ns > b->last_ns)
+    b->tokens = fmin(burst, b->tokens + (double)(now_ns - b->last_ns) / 1e9 * rate);
+  if (now_ns > b->last_ns || b->last_ns == 0)
+    b->last_ns = now_ns ? now_ns : 1;
+  if (b->tokens >= 1.0) {
+    b->tokens -= 1.0;
+    return true;
+  }
+  double wait = rate > 0 ? (1.0 - b->tokens) / rate : 1.0;
+  *retry_s = wait <= 1.0 ? 1u : (unsigned)ceil(wait);
+  return false;
+}
+
+/* ---- state ---- */
+
+struct sbx_quota *sbx_quota_new(struct sbx_core *core)
+{
+  struct sbx_quota *q = calloc(1, sizeof *q);
+  if (!q)
+    return NULL;
+  q->core = core;
+  for (int i = 0; i < STRIPES; i++)
+    pthread_mutex_init(&q->stripe[i].lock, NULL);
+  return q;
+}
+
+void sbx_quota_free(struct sbx_quota *q)
+{
+  if (!q)
+    return;
+  for (int i = 0; i < STRIPES; i++) {
+    for (struct tstate *t = q->stripe[i].list, *n; t; t = n) {
+      n = t->next;
+      free(t->execs);
+      free(t);
+    }
+    pthread_mutex_destroy(&q->stripe[i].lock);
+  }
+  free(q);
+}
+
+static pthread_mutex_t *lock_of(struct sbx_quota *q, int64_t tenant)
+{
+  return &q->stripe[(uint64_t)tenant % STRIPES].lock;
+}
+
+/* The tenant's state (created on first use); caller holds its stripe lock.
+ * name may be NULL (a worker knows only the id): the limits are then the
+ * defaults until a call that knows the name resolves them. */
+static struct tstate *state_locked(struct sbx_quota *q, int64_t tenant, const char *name)
+{
+  struct tstate **head = &q->stripe[(uint64_t)tenant % STRIPES].list, *t;
+  for (t = *head; t && t->tenant_id != tenant; t = t->next)
+    ;
+  if (!t) {
+    if (!(t = calloc(1, sizeof *t)))
+      return NULL;
+    t->tenant_id = tenant;
+    t->cpu_day = -1;
+    t->next = *head;
+    *head = t;
+  }
+  if (!t->resolved) {
+    t->lim = sbx_quota_config_resolve(&q->core->cfg.quota, name,
+                                      q->core->cfg.max_sessions_per_tenant);
+    t->resolved = name != NULL;
+  }
+  return t;
+}
+
+static int64_t today(void) { return sbx_wall_s() / 86400; }
+
+static void cpu_roll(struct tstate *t)
+{
+  int64_t d = today();
+  if (t->cpu_day != d) {
+    t->cpu_day = d;
+    t->cpu_used = 0;
+  }
+}
+
+static int sum_cpu(void *ctx, const struct sbx_usage_group *g)
+{
+  *(double *)ctx += g->cpu_seconds;
+  return 0;
+}
+
+/* Once per tenant: adds the usage records of today written before this
+ * daemon started (what this process counted itself is already in memory,
+ * so nothing is counted twice). */
+static void cpu_seed(struct sbx_quota *q, int64_t tenant)
+{
+  pthread_mutex_lock(lock_of(q, tenant));
+  struct tstate *t = state_locked(q, tenant, NULL);
+  bool need = t && !t->cpu_seeded;
+  pthread_mutex_unlock(lock_of(q, tenant));
+  if (!need)
+    return;
+  struct sbx_core *core = q->core;
+  int64_t from = today() * 86400, to = core->started_at;
+  double sum = 0;
+  struct sbx_error err = {0};
+  if (to > from && core->store.ops->usage_query &&
+      core->store.ops->usage_query(core->store.st, tenant, "profile", from, to, sum_cpu, &sum,
+                                   &err) < 0)
+    sbx_warn("quota", "tenant %lld: reading today's usage: %s", (long long)tenant, err.msg);
+  pthread_mutex_lock(lock_of(q, tenant));
+  if ((t = state_locked(q, tenant, NULL)) && !t->cpu_seeded) {
+    cpu_roll(t);
+    if (t->cpu_day == from / 86400)
+      t->cpu_used += sum;
+    t->cpu_seeded = true;
+  }
+  pthread_mutex_unlock(lock_of(q, tenant));
+}
+
+/* ---- errors ---- */
+
+static int exceeded(struct sbx_error *err, const char *limit, double value)
+{
+  snprintf(err->field, sizeof err->field, "%s:%.15g", limit, value);
+  return -1;
+}
+
+static int cpu_error(struct sbx_error *err, const struct tstate *t)
+{
+  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant used %.3f CPU seconds today "
+              "(UTC), its daily limit is %g; it resets at 00:00 UTC", t->cpu_used,
+              t->lim.cpu_seconds_per_day);
+  sbx_err_fr(err, "Quota dépassé : ce locataire a utilisé %.3f secondes CPU aujourd'hui (UTC), "
+             "sa limite quotidienne est %g ; remise à zéro à 00:00 UTC", t->cpu_used,
+             t->lim.cpu_seconds_per_day);
+  return exceeded(err, "cpu_seconds_per_day", t->lim.cpu_seconds_per_day);
+}
+
+static int oom(struct sbx_error *err) { return sbx_err_sys(err, ENOMEM, "quota state"); }
+
+/* ---- the checks ---- */
+
+int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who,
+                      unsigned *retry_s, struct sbx_error *err)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return 0;
+  pthread_mutex_lock(lock_of(q, who->tenant_id));
+  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
+  bool ok = !t || t->lim.rps <= 0 ||
+            sbx_token_bucket_take(&t->bucket, t->lim.rps, t->lim.burst, sbx_now_ns(), retry_s);
+  double rps = t ? t->lim.rps : 0, burst = t ? t->lim.burst : 0;
+  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  if (ok)
+    return 0;
+  sbx_err_set(err, SBX_E_RATE, 0, "rate limit exceeded: this tenant may make %g requests per "
+              "second (bursts of %g); retry in %u s", rps, burst, *retry_s);
+  sbx_err_fr(err, "Limite de débit dépassée : ce locataire peut faire %g requêtes par seconde "
+             "(rafales de %g) ; réessayez dans %u s", rps, burst, *retry_s);
+  return exceeded(err, "requests_per_second", rps);
+}
+
+static unsigned live_sessions(struct sbx_core *core, int64_t tenant)
+{
+  unsigned n = 0;
+  pthread_mutex_lock(&core->sess_lock);
+  for (struct sbx_live_session *ls = core->sessions; ls; ls = ls->next)
+    n += ls->tenant_id == tenant;
+  pthread_mutex_unlock(&core->sess_lock);
+  return n;
+}
+
+int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *who,
+                            struct sbx_error *err)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return 0;
+  /* The stripe lock is held while counting: a concurrent create is either
+   * in the live table already or still pending, never neither, so the
+   * limit is never overshot (lock order: stripe, then sess_lock). */
+  pthread_mutex_lock(lock_of(q, who->tenant_id));
+  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
+  if (!t) {
+    pthread_mutex_unlock(lock_of(q, who->tenant_id));
+    return oom(err);
+  }
+  int64_t limit = t->lim.sessions;
+  unsigned live = limit > 0 ? live_sessions(core, who->tenant_id) : 0;
+  bool room = limit <= 0 || (int64_t)live + t->pending_sessions < limit;
+  if (room)
+    t->pending_sessions++;
+  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  if (room)
+    return 0;
+  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant has %u live sessions and may "
+              "have %lld; delete one first", live, (long long)limit);
+  sbx_err_fr(err, "Quota dépassé : ce locataire a %u sessions actives et peut en avoir %lld ; "
+             "supprimez-en une d'abord", live, (long long)limit);
+  return exceeded(err, "sessions", (double)limit);
+}
+
+void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return;
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  if (t && t->pending_sessions > 0)
+    t->pending_sessions--;
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+}
+
+static bool execs_has(const struct tstate *t, const char *id)
+{
+  for (size_t i = 0; i < t->nexecs; i++)
+    if (strcmp(t->execs[i], id) == 0)
+      return true;
+  return false;
+}
+
+static int execs_add(struct tstate *t, const char *id)
+{
+  if (execs_has(t, id))
+    return 0;
+  if (t->nexecs == t->capexecs) {
+    size_t cap = t->capexecs ? t->capexecs * 2 : 16;
+    void *n = realloc(t->execs, cap * sizeof *t->execs);
+    if (!n)
+      return -1;
+    t->execs = n;
+    t->capexecs = cap;
+  }
+  snprintf(t->execs[t->nexecs++], sizeof t->execs[0], "%s", id);
+  return 0;
+}
+
+int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who,
+                         const char *id, struct sbx_error *err)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return 0;
+  cpu_seed(q, who->tenant_id);
+  pthread_mutex_lock(lock_of(q, who->tenant_id));
+  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
+  int rc = t ? 0 : oom(err);
+  if (t) {
+    cpu_roll(t);
+    int64_t lim = t->lim.executions;
+    size_t n = t->nexecs;
+    if (t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day) {
+      rc = cpu_error(err, t);
+    } else if (lim > 0 && (int64_t)n >= lim) {
+      sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant has %zu executions queued "
+                  "or running and may have %lld; retry when one finishes", n, (long long)lim);
+      sbx_err_fr(err, "Quota dépassé : ce locataire a %zu exécutions en attente ou en cours et "
+                 "peut en avoir %lld ; réessayez quand l'une sera terminée", n, (long long)lim);
+      rc = exceeded(err, "executions", (double)lim);
+    } else if (execs_add(t, id) < 0) {
+      rc = oom(err);
+    }
+  }
+  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  return rc;
+}
+
+void sbx_quota_exec_track(struct sbx_core *core, int64_t tenant_id, const char *id)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return;
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  if (t && execs_add(t, id) < 0)
+    sbx_warn("quota", "out of memory counting execution %s", id);
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+}
+
+void sbx_quota_exec_end(struct sbx_core *core, int64_t tenant_id, const char *id)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return;
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  for (size_t i = 0; t && i < t->nexecs; i++)
+    if (strcmp(t->execs[i], id) == 0) {
+      memcpy(t->execs[i], t->execs[--t->nexecs], sizeof t->execs[0]);
+      break;
+    }
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+}
+
+int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
+                        struct sbx_error *err)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return 0;
+  cpu_seed(q, who->tenant_id);
+  pthread_mutex_lock(lock_of(q, who->tenant_id));
+  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
+  int rc = 0;
+  if (t) {
+    cpu_roll(t);
+    if (t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day)
+      rc = cpu_error(err, t);
+  }
+  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  return rc;
+}
+
+void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q || !(seconds > 0))
+    return;
+  cpu_seed(q, tenant_id);
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  if (t) {
+    cpu_roll(t);
+    t->cpu_used += seconds;
+  }
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+}

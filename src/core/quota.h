@@ -1,0 +1,119 @@
+/* quota.h — per-tenant quotas and rate limits (issue 8).
+ *
+ * Four limits per tenant, each 0 = unlimited:
+ *   sessions             live sessions                  (quota_sessions)
+ *   executions           queued + running executions    (quota_executions)
+ *   cpu_seconds_per_day  CPU seconds of execs and executions finished
+ *                        since 00:00 UTC                (quota_cpu_seconds_per_day)
+ *   requests_per_second  a token bucket refilled at rate_limit_rps, holding
+ *                        at most rate_limit_burst       (rate_limit_*)
+ * Defaults come from [server]; a [tenant.NAME] section overrides any of them
+ * for that tenant (docs/configuration.md).
+ *
+ * A breach is SBX_E_QUOTA (429 quota_exceeded) or SBX_E_RATE (429
+ * rate_limited) with English and French messages.  The limit travels in
+ * err->field as "NAME:VALUE" (e.g. "sessions:5"); api/envelope.c turns that
+ * into details {"limit": NAME, "value": VALUE} for these two codes.
+ *
+ * State lives in memory, in lock stripes by tenant id; the CPU-seconds of
+ * the day are seeded, for each tenant on first use, from the store's usage
+ * records of today written before this daemon started. */
+#ifndef SBX_CORE_QUOTA_H
+#define SBX_CORE_QUOTA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct sbx_core;
+struct sbx_principal;
+
+/* A field counts only if its SBX_QUOTA_SET_* bit is in `set`: a tenant
+ * inherits [server]'s unset fields, [server] the built-ins'.  A zeroed
+ * struct sets nothing. */
+enum {
+  SBX_QUOTA_SET_SESSIONS = 1,
+  SBX_QUOTA_SET_EXECUTIONS = 2,
+  SBX_QUOTA_SET_CPU = 4,
+  SBX_QUOTA_SET_RPS = 8,
+  SBX_QUOTA_SET_BURST = 16,
+};
+struct sbx_quota_limits {
+  unsigned set;
+  int64_t sessions;
+  int64_t executions;
+  double cpu_seconds_per_day;
+  double rps;
+  double burst;
+};
+
+struct sbx_quota_tenant {
+  char name[128];
+  struct sbx_quota_limits lim;
+};
+
+struct sbx_quota_config {
+  struct sbx_quota_limits defaults;
+  struct sbx_quota_tenant *tenants; /* owned; lives as long as the config */
+  size_t ntenants;
+};
+
+/* Every limit unset (same as a zeroed struct). */
+void sbx_quota_config_defaults(struct sbx_quota_config *c);
+/* One setting: tenant NULL for [server] (quota_sessions, quota_executions,
+ * quota_cpu_seconds_per_day, rate_limit_rps, rate_limit_burst), else for
+ * [tenant.NAME] (the same keys, or without their prefix: sessions,
+ * executions, cpu_seconds_per_day, rps, burst).  Returns 1 when handled,
+ * 0 when key is not a quota setting (the caller decides), -1 on a bad
+ * value. */
+int sbx_quota_config_set(struct sbx_quota_config *c, const char *tenant, const char *key,
+                         const char *value, struct sbx_error *err);
+/* The limits that apply to tenant (name): its section over [server] over
+ * the built-ins; legacy_sessions (max_sessions_per_tenant) is the built-in
+ * session limit. */
+struct sbx_quota_limits sbx_quota_config_resolve(const struct sbx_quota_config *c,
+                                                 const char *tenant, int64_t legacy_sessions);
+
+/* ---- the token bucket (pure; unit-tested) ---- */
+struct sbx_token_bucket {
+  double tokens;
+  uint64_t last_ns; /* 0: never used (starts full) */
+};
+/* Takes one token at time now_ns for a bucket refilled at rate per second
+ * up to burst.  true if taken; else false and *retry_s is the whole number
+ * of seconds (>= 1) until a token is there. */
+bool sbx_token_bucket_take(struct sbx_token_bucket *b, double rate, double burst,
+                           uint64_t now_ns, unsigned *retry_s);
+
+/* ---- runtime (core->quota) ---- */
+struct sbx_quota;
+struct sbx_quota *sbx_quota_new(struct sbx_core *core);
+void sbx_quota_free(struct sbx_quota *q);
+
+/* After authentication, for every request: the rate limit.  *retry_s is
+ * for Retry-After. */
+int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who,
+                      unsigned *retry_s, struct sbx_error *err);
+/* Session create: reserves room for one more live session (counting the
+ * live table); returns 0 with a reservation that MUST be given back by
+ * sbx_quota_session_done once the session is in the live table or failed. */
+int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *who,
+                            struct sbx_error *err);
+void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id);
+/* Execution create: checks the CPU-seconds of the day and admits id among
+ * the tenant's queued + running executions. */
+int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who,
+                         const char *id, struct sbx_error *err);
+/* Counts id (queued again at start) without checking; idempotent. */
+void sbx_quota_exec_track(struct sbx_core *core, int64_t tenant_id, const char *id);
+/* id reached a final status (or was never queued); idempotent. */
+void sbx_quota_exec_end(struct sbx_core *core, int64_t tenant_id, const char *id);
+/* Session exec: 429 once the CPU-seconds of the day are used up. */
+int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
+                        struct sbx_error *err);
+/* Adds the CPU seconds of a finished exec or execution. */
+void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds);
+
+#endif

@@ -1,0 +1,263 @@
+/* sessions.c — PostgreSQL queries for sessions.  Each runs in a
+ * transaction scoped to its tenant (row-level security) and still filters
+ * by tenant_id itself: the policy is the backstop, not the only check.
+ * session_list_ready is the one cross-tenant read (sbx_sessions_ready()). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "store/postgres/pg_int.h"
+
+#define SES_COLS                                                                        \
+  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
+  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
+
+static int session_from_row(const PGresult *r, int i, struct sbx_session_row *out,
+                            struct sbx_error *err)
+{
+  memset(out, 0, sizeof *out);
+  pr_copy(r, i, 0, out->id, sizeof out->id);
+  out->tenant_id = pr_i64(r, i, 1);
+  pr_copy(r, i, 2, out->status, sizeof out->status);
+  pr_copy(r, i, 3, out->reason, sizeof out->reason);
+  pr_copy(r, i, 4, out->profile, sizeof out->profile);
+  pr_copy(r, i, 5, out->runtime, sizeof out->runtime);
+  pr_copy(r, i, 6, out->image, sizeof out->image);
+  out->ttl_s = pr_i64(r, i, 11);
+  out->created_at = pr_i64(r, i, 12);
+  out->updated_at = pr_i64(r, i, 13);
+  out->expires_at = pr_i64(r, i, 14);
+  out->last_used_at = pr_i64(r, i, 15);
+  if (pr_strdup(r, i, 7, &out->limits_json, err) < 0 ||
+      pr_strdup(r, i, 8, &out->network_json, err) < 0 ||
+      pr_strdup(r, i, 9, &out->metadata_json, err) < 0 ||
+      pr_strdup(r, i, 10, &out->env_json, err) < 0) {
+    sbx_session_row_free(out);
+    return -1;
+  }
+  return 0;
+}
+
+/* Runs cb over the rows of r (no connection held) and frees r. */
+static int deliver(PGresult *r, sbx_session_cb cb, void *ctx, struct sbx_error *err)
+{
+  int ret = 0;
+  for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
+    struct sbx_session_row row;
+    if (session_from_row(r, i, &row, err) < 0) {
+      ret = -1;
+      break;
+    }
+    int c = cb(ctx, &row);
+    sbx_session_row_free(&row);
+    if (c < 0)
+      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: session listing stopped by caller");
+    else if (c > 0)
+      break;
+  }
+  PQclear(r);
+  return ret;
+}
+
+int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
+                      struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, row->tenant_id, err) < 0)
+    return -1;
+  int64_t created = row->created_at ? row->created_at : sbx_wall_s();
+  struct pg_params p = {0};
+  pp_text(&p, row->id);
+  pp_i64(&p, row->tenant_id);
+  pp_text(&p, row->status);
+  pp_text(&p, row->reason);
+  pp_text(&p, row->profile);
+  pp_text(&p, row->runtime);
+  pp_text(&p, row->image);
+  pp_text(&p, row->limits_json);
+  pp_text(&p, row->network_json);
+  pp_text(&p, row->metadata_json);
+  pp_text(&p, row->env_json);
+  pp_i64(&p, row->ttl_s);
+  pp_i64(&p, created);
+  pp_i64(&p, row->updated_at ? row->updated_at : created);
+  pp_i64(&p, row->expires_at);
+  pp_i64(&p, row->last_used_at ? row->last_used_at : created);
+  _cleanup_pg_res_ PGresult *r =
+      pg_q(&tx, PGQ_SES_INSERT,
+           "INSERT INTO sessions (" SES_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+           " $10, $11, $12, $13, $14, $15, $16)",
+           &p, false, err);
+  return pg_end(&tx, r ? 0 : -1, err);
+}
+
+int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
+                   struct sbx_session_row *out, struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, tenant_id, err) < 0)
+    return -1;
+  struct pg_params p = {0};
+  pp_i64(&p, tenant_id);
+  pp_text(&p, id);
+  _cleanup_pg_res_ PGresult *r =
+      pg_q1(&tx, PGQ_SES_GET, "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2",
+            &p, "session not found", err);
+  int ret = r ? session_from_row(r, 0, out, err) : -1;
+  return pg_end(&tx, ret, err);
+}
+
+static PGresult *list_query(struct pg_tx *tx, int64_t tenant_id, const char *status,
+                            const char *after, int limit, struct sbx_error *err)
+{
+  const char *cursor = after && *after ? after : NULL;
+  int64_t after_t = 0;
+  if (cursor) {
+    struct pg_params c = {0};
+    pp_i64(&c, tenant_id);
+    pp_text(&c, cursor);
+    PGresult *r = pg_q(tx, PGQ_SES_CURSOR,
+                       "SELECT created_at FROM sessions WHERE tenant_id = $1 AND id = $2", &c,
+                       false, err);
+    if (!r)
+      return NULL;
+    int found = PQntuples(r) == 1;
+    if (found)
+      after_t = pr_i64(r, 0, 0);
+    PQclear(r);
+    if (!found) {
+      sbx_err_field(err, "after", "unknown pagination cursor");
+      return NULL;
+    }
+  }
+  struct pg_params p = {0};
+  pp_i64(&p, tenant_id);
+  pp_text(&p, status);
+  pp_text(&p, cursor);
+  pp_i64(&p, after_t);
+  if (limit > 0)
+    pp_i64(&p, limit);
+  else
+    pp_text(&p, NULL); /* LIMIT NULL = no limit */
+  /* Newest first; (created_at, id) is a total order, so a page boundary
+   * inside one second neither repeats nor skips a row. */
+  return pg_q(tx, PGQ_SES_LIST,
+              "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1"
+              " AND ($2::text IS NULL OR status = $2)"
+              " AND ($3::text IS NULL OR created_at < $4"
+              "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"
+              " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5",
+              &p, false, err);
+}
+
+int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
+                    const char *after, int limit, sbx_session_cb cb, void *ctx,
+                    struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, tenant_id, err) < 0)
+    return -1;
+  PGresult *r = list_query(&tx, tenant_id, status, after, limit, err);
+  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
+    if (r)
+      PQclear(r);
+    return -1;
+  }
+  return deliver(r, cb, ctx, err);
+}
+
+int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
+                          struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
+    return -1;
+  PGresult *r = pg_q(&tx, PGQ_SES_LIST_READY, "SELECT " SES_COLS " FROM sbx_sessions_ready()",
+                     NULL, false, err);
+  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
+    if (r)
+      PQclear(r);
+    return -1;
+  }
+  return deliver(r, cb, ctx, err);
+}
+
+/* Runs an UPDATE naming one session of the tenant; NOT_FOUND if none. */
+static int update_one(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot,
+                      const char *sql, const struct pg_params *p, struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, tenant_id, err) < 0)
+    return -1;
+  _cleanup_pg_res_ PGresult *r = pg_q(&tx, slot, sql, p, false, err);
+  int ret = r ? 0 : -1;
+  if (r && pg_changes(r) == 0)
+    ret = sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session not found");
+  return pg_end(&tx, ret, err);
+}
+
+int pg_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
+                          const char *status, const char *reason, struct sbx_error *err)
+{
+  struct pg_params p = {0};
+  pp_text(&p, status);
+  pp_text(&p, reason ? reason : "");
+  pp_i64(&p, sbx_wall_s());
+  pp_i64(&p, tenant_id);
+  pp_text(&p, id);
+  return update_one(st, tenant_id, PGQ_SES_SET_STATUS,
+                    "UPDATE sessions SET status = $1, reason = $2, updated_at = $3"
+                    " WHERE tenant_id = $4 AND id = $5",
+                    &p, err);
+}
+
+int pg_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
+                      const char *network_json, const char *metadata_json, int64_t ttl_s,
+                      int64_t expires_at, struct sbx_error *err)
+{
+  struct pg_params p = {0};
+  pp_text(&p, network_json);
+  pp_text(&p, metadata_json);
+  pp_i64(&p, ttl_s);
+  pp_i64(&p, expires_at);
+  pp_i64(&p, sbx_wall_s());
+  pp_i64(&p, tenant_id);
+  pp_text(&p, id);
+  return update_one(st, tenant_id, PGQ_SES_UPDATE,
+                    "UPDATE sessions SET network_json = COALESCE($1, network_json),"
+                    " metadata_json = COALESCE($2, metadata_json),"
+                    " ttl_s = CASE WHEN $3::bigint < 0 THEN ttl_s ELSE $3 END,"
+                    " expires_at = CASE WHEN $3::bigint < 0 THEN expires_at ELSE $4 END,"
+                    " updated_at = $5 WHERE tenant_id = $6 AND id = $7",
+                    &p, err);
+}
+
+int pg_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
+                     struct sbx_error *err)
+{
+  struct pg_params p = {0};
+  pp_i64(&p, now);
+  pp_i64(&p, tenant_id);
+  pp_text(&p, id);
+  return update_one(st, tenant_id, PGQ_SES_TOUCH,
+                    "UPDATE sessions SET last_used_at = $1 WHERE tenant_id = $2 AND id = $3", &p,
+                    err);
+}
+
+int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
+                     int64_t *count, struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, tenant_id, err) < 0)
+    return -1;
+  struct pg_params p = {0};
+  pp_i64(&p, tenant_id);
+  pp_text(&p, status);
+  _cleanup_pg_res_ PGresult *r =
+      pg_q1(&tx, PGQ_SES_COUNT,
+            "SELECT COUNT(*) FROM sessions WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)",
+            &p, "no count", err);
+  if (r)
+    *count = pr_i64(r, 0, 0);
+  return pg_end(&tx, r ? 0 : -1, err);
+}
