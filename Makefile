@@ -10,7 +10,7 @@ PYTHON     ?= /usr/bin/python3
 STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
-.PHONY: all deps run test test-unit test-asan test-integration bench clean
+.PHONY: all deps run test test-unit test-asan test-integration test-integration-pg bench clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -27,7 +27,7 @@ deps:
 run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
-test: deps all test-unit test-asan test-integration
+test: deps all test-unit test-asan test-integration test-integration-pg
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -38,6 +38,11 @@ test-asan: $(ASAN_BUILD)/build.ninja
 
 test-integration: all
 	SANDBOXD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
+# The same suite with every daemon on a temporary PostgreSQL (docs/postgres.md).
+test-integration-pg: all
+	SANDBOXD_TEST_DATABASE=postgres SANDBOXD_BUILD=$(CURDIR)/$(BUILD) \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
 bench: deps all
 	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md

@@ -444,6 +444,52 @@ class Bench:
         finally:
             d.stop()
 
+    def store_part(self, rounds=3):
+        """Exec round trip on the process profile with the SQLite store vs
+        PostgreSQL (a throw-away server from tests/integration/sbxpg.py),
+        in alternating batches."""
+        name = "exec `true` in a ready session, %s store"
+        cmd = "apiloop exec (%d rounds of 10 warm-up + 200), daemon on %s"
+        keys = {b: "process.exec_store_" + b for b in ("sqlite", "postgres")}
+        if not isinstance(self.profiles.get("process"), dict):
+            for b, k in keys.items():
+                self.fail(k, name % b, cmd % (rounds, b), str(self.profiles.get("process")))
+            return
+        sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+        import sbxpg  # noqa: E402
+        daemons, sids, pg = {}, {}, None
+        try:
+            daemons["sqlite"] = Daemon(self.build, self.tmp, "store-sqlite")
+            try:
+                pg = sbxpg.PgServer().start()
+                db = pg.database()
+                app = pg.app_url(db)
+                r = subprocess.run([os.path.join(self.build, "sandboxd"), "db", "init", "--database",
+                                    app, "--owner-url", pg.owner_url(db)],
+                                   capture_output=True, text=True, timeout=60)
+                if r.returncode != 0:
+                    raise Failed("db init: " + first_line(r.stderr))
+                daemons["postgres"] = Daemon(self.build, self.tmp, "store-postgres",
+                                             {"SANDBOXD_DATABASE_URL": app})
+            except (Failed, OSError, RuntimeError) as e:
+                self.fail(keys["postgres"], name % "postgres", cmd % (rounds, "postgres"), str(e))
+            for b, d in daemons.items():
+                try:
+                    d.start()
+                    sids[b] = d.must("POST", "/v1/sandbox/sessions", {"profile": "process"})["id"]
+                except Failed as e:
+                    self.fail(keys[b], name % b, cmd % (rounds, b), str(e))
+            for _ in range(rounds):
+                for b, sid in sids.items():
+                    self.add_samples(keys[b], name % b, cmd % (rounds, b), lambda: samples_of(
+                        self.api(daemons[b], "-n", 200, "-w", 10, "exec", sid)))
+            self.finish_rows()
+        finally:
+            for d in daemons.values():
+                d.stop()
+            if pg:
+                pg.stop()
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -462,6 +508,7 @@ def main():
         b.peers()
         b.daemon_part()
         b.nopool_part()
+        b.store_part()
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)

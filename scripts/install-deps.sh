@@ -9,8 +9,10 @@ PACKAGES=(
   # libraries
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev
   libcurl4-openssl-dev libseccomp-dev libarchive-dev libinih-dev
+  libpq-dev  # the PostgreSQL store backend
   # tests
   python3 python3-pytest python3-requests python3-yaml python3-jsonschema procps iproute2 util-linux
+  postgresql  # the store tests and make test-integration-pg start a throw-away server
   # runtimes the default host image offers to sandboxed code
   bash nodejs
   # contexts: matplotlib figures come back as image/png (tests need it)

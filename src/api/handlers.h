@@ -39,6 +39,15 @@ SBX_HANDLER(sbx_h_context_get);
 SBX_HANDLER(sbx_h_context_delete);
 SBX_HANDLER(sbx_h_context_run);
 SBX_HANDLER(sbx_h_context_restart);
+/* Issue 8, engineer O: audit, usage, metrics (h_obs.c). */
+SBX_HANDLER(sbx_h_audit_list);
+SBX_HANDLER(sbx_h_audit_verify);
+SBX_HANDLER(sbx_h_usage);
+SBX_HANDLER(sbx_h_metrics);
+/* The dispatcher's audit hook: every mutation (resp set on success, err on
+ * failure) and every refusal (401, 403, 429, limits/network over policy)
+ * becomes an audit event; refusals are rate-limited per source. */
+void sbx_api_audit(struct sbx_req *r, const struct sbx_resp *resp, const struct sbx_error *err);
 /* Issue 4, streaming exec and background processes: h_stream.c,
  * h_processes.c.  The exec handler (h_sessions.c) hands a background body
  * to sbx_api_process_start and an event-stream request to

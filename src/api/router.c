@@ -76,6 +76,11 @@ static const struct sbx_route routes[] = {
      "context_run"},
     {"POST", "/v1/sandbox/sessions/{id}/contexts/{cid}/restart", sbx_h_context_restart,
      SBX_AUTH_KEY, "context_restart"},
+    /* Issue 8: audit, usage, metrics (/metrics checks config metrics_auth itself). */
+    {"GET", "/v1/audit", sbx_h_audit_list, SBX_AUTH_ADMIN, "audit_list"},
+    {"GET", "/v1/audit/verify", sbx_h_audit_verify, SBX_AUTH_ADMIN, "audit_verify"},
+    {"GET", "/v1/sandbox/usage", sbx_h_usage, SBX_AUTH_KEY, "usage"},
+    {"GET", "/metrics", sbx_h_metrics, SBX_AUTH_NONE, "metrics"},
     {NULL, NULL, NULL, SBX_AUTH_NONE, NULL},
 };
 

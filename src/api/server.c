@@ -12,6 +12,7 @@
 
 #include "api/auth.h"
 #include "api/envelope.h"
+#include "api/handlers.h"
 #include "api/router.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -233,6 +234,7 @@ static enum MHD_Result send_resp(struct sbx_req *r, struct sbx_resp *resp)
 static enum MHD_Result send_error(struct sbx_req *r, const struct sbx_error *err)
 {
   struct sbx_resp resp = {.fd = -1};
+  sbx_api_audit(r, NULL, err); /* issue 8: refusals and failed mutations */
   sbx_resp_error(r, &resp, err);
   return send_resp(r, &resp);
 }
@@ -249,6 +251,7 @@ static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_err
                                          unsigned retry_s)
 {
   struct sbx_resp resp = {.fd = -1};
+  sbx_api_audit(r, NULL, err); /* issue 8: a rate refusal is a policy decision */
   sbx_resp_error(r, &resp, err);
   char secs[16];
   snprintf(secs, sizeof secs, "%u", retry_s);
@@ -361,6 +364,7 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct sbx_req *r)
       sbx_error("api", "%s %s [%s]: %s", r->method, r->path, r->request_id, err.msg);
     return send_error(r, &err);
   }
+  sbx_api_audit(r, &resp, NULL); /* issue 8: a mutation that succeeded */
   return send_resp(r, &resp);
 }
 

@@ -1,7 +1,10 @@
 /* cp.c — `sbx cp`: files and directory trees between this machine and a
- * session, one file per request (PUT/GET …/files?path=, raw bytes; a
- * remote directory is walked with ?list=true).  Symlinks and special files
- * are skipped with a note: the file API moves regular files only. */
+ * session.  A file is one request (PUT/GET …/files?path=, raw bytes).  A
+ * directory is one tar through …/archive?path= when the session has the
+ * `archive` capability (symlinks kept as links, modes and mtimes kept; the
+ * tar is built and extracted here with libarchive, cp_archive.c);
+ * otherwise it is walked file by file (?list=true), and symlinks and
+ * special files are skipped with a note. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cp_archive.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
@@ -26,7 +30,9 @@ static const char help[] =
     "the destination is an existing directory, the source is copied into it\n"
     "under its own name.  Parent directories are created as needed.  LOCAL may\n"
     "be '-' to write a remote file to stdout.  A local path containing ':'\n"
-    "must start with '/' or './'.  Symlinks and special files are skipped.\n"
+    "must start with '/' or './'.  A directory goes as one tar archive when the\n"
+    "session has the archive capability (symlinks, modes and mtimes kept);\n"
+    "otherwise file by file, skipping symlinks and special files.\n"
     "\n"
     "Options: --url URL, --api-key KEY (see `sbx --help`), -h/--help.\n"
     "Exit status: 0 on success, 1 for an API, network or local file error, 2\n"
@@ -175,6 +181,89 @@ static int put_tree(struct cp_ctx *c, const char *local, const char *remote, int
   return r;
 }
 
+/* Does the session have the archive capability?  -1: could not ask. */
+static int has_archive(struct cp_ctx *c, struct sbx_error *err)
+{
+  _cleanup_free_ char *eid = sbx_http_escape(c->id);
+  _cleanup_free_ char *url = NULL;
+  if (asprintf(&url, "/v1/sandbox/sessions/%s", eid) < 0)
+    abort();
+  json_t *s = NULL;
+  if (sbx_http_json(c->cli->http, "GET", url, NULL, &s, err) < 0)
+    return -1;
+  size_t i;
+  json_t *v;
+  int yes = 0;
+  json_array_foreach(json_object_get(s, "capabilities"), i, v)
+  {
+    if (json_is_string(v) && !strcmp(json_string_value(v), "archive"))
+      yes = 1;
+  }
+  json_decref(s);
+  return yes;
+}
+
+static char *archive_url(struct cp_ctx *c, const char *remote)
+{
+  _cleanup_free_ char *eid = sbx_http_escape(c->id);
+  _cleanup_free_ char *epath = sbx_http_escape(remote);
+  char *url;
+  if (asprintf(&url, "/v1/sandbox/sessions/%s/archive?path=%s", eid, epath) < 0)
+    abort();
+  return url;
+}
+
+/* A temp file for a tar, already unlinked when by_path is false. */
+static int temp_file(char *path, size_t len, bool by_path, struct sbx_error *err)
+{
+  const char *tmp = getenv("TMPDIR");
+  snprintf(path, len, "%s/sbx-cp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return sbx_err_sys(err, errno, "cannot create a temporary file in %s", path);
+  if (!by_path)
+    unlink(path);
+  return fd;
+}
+
+static int put_archive(struct cp_ctx *c, const char *local, const char *remote,
+                       struct sbx_error *err)
+{
+  char path[4096];
+  _cleanup_close_ int fd = temp_file(path, sizeof path, false, err);
+  if (fd < 0 || sbx_cp_tar_dir(local, fd, err) < 0)
+    return -1;
+  off_t size = lseek(fd, 0, SEEK_END);
+  if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
+    return sbx_err_sys(err, errno, "archive of %s", local);
+  _cleanup_free_ char *url = archive_url(c, remote);
+  if (sbx_http_put_fd(c->cli->http, url, fd, size, err) < 0)
+    return sbx_err_prefix(err, "%s → %s:%s", local, c->id, remote);
+  return 0;
+}
+
+static int get_archive(struct cp_ctx *c, const char *remote, const char *local,
+                       struct sbx_error *err)
+{
+  char path[4096];
+  int fd = temp_file(path, sizeof path, true, err);
+  if (fd < 0)
+    return -1;
+  close(fd);
+  _cleanup_free_ char *url = archive_url(c, remote);
+  int r = sbx_http_get_to_file(c->cli->http, url, path, 0600, err);
+  if (r < 0)
+    sbx_err_prefix(err, "%s:%s", c->id, remote);
+  else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    r = sbx_err_sys(err, errno, "cannot read %s", path);
+  else {
+    r = sbx_cp_untar(fd, local, err);
+    close(fd);
+  }
+  unlink(path);
+  return r;
+}
+
 static int upload(struct cp_ctx *c, const char *local, const char *remote, struct sbx_error *err)
 {
   struct stat st;
@@ -188,8 +277,11 @@ static int upload(struct cp_ctx *c, const char *local, const char *remote, struc
   _cleanup_free_ char *name = base_name(local);
   bool into = (is_dir || remote[strlen(remote) - 1] == '/') && *name;
   _cleanup_free_ char *target = into ? join(remote, name) : strdup(remote);
-  if (S_ISDIR(st.st_mode))
-    return put_tree(c, local, target, 0, err);
+  if (S_ISDIR(st.st_mode)) {
+    int arch = has_archive(c, err);
+    return arch < 0 ? -1 : arch ? put_archive(c, local, target, err)
+                                : put_tree(c, local, target, 0, err);
+  }
   if (!S_ISREG(st.st_mode))
     return sbx_err_set(err, SBX_E_INVALID, 0, "%s is not a regular file or directory", local);
   return put_file(c, local, target, err);
@@ -269,10 +361,13 @@ static int download(struct cp_ctx *c, const char *remote, const char *local,
   if (is_dir < 0)
     return -1;
   if (is_dir) {
-    int rc = strcmp(local, "-") ? get_tree(c, remote, target, entries, 0, err)
-                                : sbx_err_set(err, SBX_E_INVALID, 0,
-                                              "%s:%s is a directory; cannot write it to stdout",
-                                              c->id, remote);
+    int arch = strcmp(local, "-") ? has_archive(c, err) : 0;
+    int rc = !strcmp(local, "-") ? sbx_err_set(err, SBX_E_INVALID, 0,
+                                               "%s:%s is a directory; cannot write it to stdout",
+                                               c->id, remote)
+             : arch < 0 ? -1
+             : arch     ? get_archive(c, remote, target, err)
+                        : get_tree(c, remote, target, entries, 0, err);
     json_decref(entries);
     return rc;
   }

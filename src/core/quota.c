@@ -57,7 +57,7 @@ bool sbx_token_bucket_take(struct sbx_token_bucket *b, double rate, double burst
     return true;
   }
   double wait = rate > 0 ? (1.0 - b->tokens) / rate : 1.0;
-  *retry_s = wait <= 1.0 ? 1u : (unsigned)ceil(wait);
+  *retry_s = wait <= 1.0 ? 1u : (unsigned)ceil(wait - 1e-9); /* 8.999…/9.000…01 → 9 */
   return false;
 }
 
@@ -135,33 +135,40 @@ static int sum_cpu(void *ctx, const struct sbx_usage_group *g)
   return 0;
 }
 
-/* Once per tenant: adds the usage records of today written before this
- * daemon started (what this process counted itself is already in memory,
- * so nothing is counted twice). */
-static void cpu_seed(struct sbx_quota *q, int64_t tenant)
+/* Once per tenant: adds today's usage records from the store, so what was
+ * used before a restart still counts.  Done at the tenant's first check or
+ * run, before this process counted anything for it in memory; a run's
+ * usage record is stored before sbx_quota_cpu_add is called, so when that
+ * call is the first it finds its own run in the store already.  Returns
+ * true when this call read the store successfully. */
+static bool cpu_seed(struct sbx_quota *q, int64_t tenant)
 {
   pthread_mutex_lock(lock_of(q, tenant));
   struct tstate *t = state_locked(q, tenant, NULL);
   bool need = t && !t->cpu_seeded;
   pthread_mutex_unlock(lock_of(q, tenant));
   if (!need)
-    return;
+    return false;
   struct sbx_core *core = q->core;
-  int64_t from = today() * 86400, to = core->started_at;
+  int64_t from = today() * 86400;
   double sum = 0;
   struct sbx_error err = {0};
-  if (to > from && core->store.ops->usage_query &&
-      core->store.ops->usage_query(core->store.st, tenant, "profile", from, to, sum_cpu, &sum,
-                                   &err) < 0)
+  bool read = core->store.ops->usage_query &&
+              core->store.ops->usage_query(core->store.st, tenant, "profile", from, 0, sum_cpu,
+                                           &sum, &err) == 0;
+  if (!read && err.msg[0])
     sbx_warn("quota", "tenant %lld: reading today's usage: %s", (long long)tenant, err.msg);
+  bool seeded_here = false;
   pthread_mutex_lock(lock_of(q, tenant));
   if ((t = state_locked(q, tenant, NULL)) && !t->cpu_seeded) {
     cpu_roll(t);
     if (t->cpu_day == from / 86400)
       t->cpu_used += sum;
     t->cpu_seeded = true;
+    seeded_here = read;
   }
   pthread_mutex_unlock(lock_of(q, tenant));
+  return seeded_here;
 }
 
 /* ---- errors ---- */
@@ -365,7 +372,8 @@ void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
   struct sbx_quota *q = core->quota;
   if (!q || !(seconds > 0))
     return;
-  cpu_seed(q, tenant_id);
+  if (cpu_seed(q, tenant_id))
+    return; /* the store already had this run's usage record: counted */
   pthread_mutex_lock(lock_of(q, tenant_id));
   struct tstate *t = state_locked(q, tenant_id, NULL);
   if (t) {

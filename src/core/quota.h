@@ -17,7 +17,7 @@
  *
  * State lives in memory, in lock stripes by tenant id; the CPU-seconds of
  * the day are seeded, for each tenant on first use, from the store's usage
- * records of today written before this daemon started. */
+ * records of today (so a restart forgets nothing). */
 #ifndef SBX_CORE_QUOTA_H
 #define SBX_CORE_QUOTA_H
 
@@ -113,7 +113,9 @@ void sbx_quota_exec_end(struct sbx_core *core, int64_t tenant_id, const char *id
 /* Session exec: 429 once the CPU-seconds of the day are used up. */
 int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
                         struct sbx_error *err);
-/* Adds the CPU seconds of a finished exec or execution. */
+/* Adds the CPU seconds of a finished exec or execution.  Call it after
+ * the run's usage record is stored (sbx_obs_*_done): the first call for a
+ * tenant seeds from the store and must find this run there. */
 void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds);
 
 #endif

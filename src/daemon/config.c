@@ -72,6 +72,7 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   STR("sbx_init", init_path)
   STR("runsc", runsc_path)
   STR("default_profile", default_profile)
+  STR("finops_url", finops_url) /* issue 8 */
 #undef STR
   if (!strcmp(key, "log_level"))
     return sbx_log_parse_level(v, &c->log_level) < 0
@@ -85,6 +86,10 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   if (!strcmp(key, "max_body"))
     return sbx_parse_bytes(v, &c->max_body) < 0 || c->max_body == 0
                ? sbx_err_set(err, SBX_E_INVALID, 0, "max_body: a size like 32Mi")
+               : 0;
+  if (!strcmp(key, "metrics_auth")) /* issue 8 */
+    return parse_bool(v, &c->metrics_auth) < 0
+               ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", key)
                : 0;
   if (!strcmp(key, "enable_unsafe_process_driver"))
     return parse_bool(v, &c->unsafe_process_driver) < 0
@@ -220,6 +225,7 @@ static const struct {
     {"SANDBOXD_LOG_FORMAT", "log_format"}, {"SANDBOXD_DEFAULT_PROFILE", "default_profile"},
     {"SANDBOXD_WORKERS", "workers"},     {"SANDBOXD_IDLE_TIMEOUT", "idle_timeout"},
     {"SANDBOXD_ENABLE_UNSAFE_PROCESS_DRIVER", "enable_unsafe_process_driver"},
+    {"SANDBOXD_FINOPS_URL", "finops_url"}, {"SANDBOXD_METRICS_AUTH", "metrics_auth"}, /* issue 8 */
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)

@@ -34,6 +34,8 @@ struct sbx_config {
   struct sbx_profile profiles[32];
   size_t nprofiles;
   struct sbx_quota_config quota; /* issue 8: [server] quota_*, rate_limit_*; [tenant.NAME] */
+  char finops_url[1024];  /* issue 8: FinOps endpoint for usage records ("" = none) */
+  bool metrics_auth;      /* issue 8: GET /metrics needs an admin key */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

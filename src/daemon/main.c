@@ -14,6 +14,8 @@ static void usage(FILE *f)
           "  serve         run the daemon (HTTP API)\n"
           "  key create    create an API key: --tenant NAME [--admin]\n"
           "  routes        list the HTTP routes\n"
+          "  audit verify  check the audit hash chain: [--state-dir DIR | --database URL]\n"
+          "  db init       PostgreSQL: migrate and grant: --database APP_URL --owner-url URL\n"
           "  version       print the version\n\n"
           "Options (every command that touches state):\n"
           "  --config FILE           INI config file (see docs/configuration.md)\n"
@@ -62,6 +64,10 @@ int main(int argc, char **argv)
     return 1;
   if (!strcmp(cmd, "key"))
     return sbx_cmd_key(&cfg, argc - 2, argv + 2);
+  if (!strcmp(cmd, "db")) /* issue 8: PostgreSQL setup */
+    return sbx_cmd_db(&cfg, argc - 2, argv + 2);
+  if (!strcmp(cmd, "audit")) /* issue 8 */
+    return sbx_cmd_audit(&cfg, argc - 2, argv + 2);
   if (!strcmp(cmd, "serve")) {
     for (int i = 2; i < argc; i++) {
       struct sbx_error err = {0};

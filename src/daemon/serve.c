@@ -70,6 +70,7 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .max_ttl_s = cfg->session_max_ttl_s, .idle_timeout_s = cfg->idle_timeout_s,
       .max_sessions_per_tenant = cfg->max_sessions_per_tenant, .profiles = cfg->profiles,
       .nprofiles = cfg->nprofiles, .quota = cfg->quota,
+      .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth, /* issue 8 */
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {

@@ -216,31 +216,22 @@ static int symlink_path(int rootfd, const char *path, const char *target)
   return r;
 }
 
-/* WATCH: the pipe is made here; its read end goes back with OK. */
+/* WATCH: the read end of the watcher's pipe goes back with OK. */
 static void watch_path(const struct sbxi *in, uint32_t id, const char *dir, uint32_t flags,
                        uint32_t max)
 {
-  int p[2] = {-1, -1}, r = 0;
-  if (max == 0 || max > SBX_PROTO_WATCH_MAX)
-    r = -EINVAL;
-  else if (pipe2(p, O_CLOEXEC) < 0)
+  int r = 0, rd = -1;
+  int dfd = max == 0 || max > SBX_PROTO_WATCH_MAX
+                ? (errno = EINVAL, -1)
+                : sbxi_open_in_root(in->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+  if (dfd < 0)
     r = -errno;
-  int dfd = r ? -1 : sbxi_open_in_root(in->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
-  if (!r && dfd < 0)
-    r = -errno;
-  if (!r) {
-    r = sbxi_watch(in, dfd, dir, p[1], flags, max); /* consumes dfd and p[1] */
-    p[1] = -1;
-  }
-  if (p[1] >= 0)
-    close(p[1]);
-  if (r < 0) {
-    if (p[0] >= 0)
-      close(p[0]);
+  else
+    r = sbxi_watch(in, dfd, dir, flags, max, &rd); /* consumes dfd */
+  if (r < 0)
     sbxi_reply_err(in->chan, id, -r);
-    return;
-  }
-  sbxi_reply_ok(in->chan, id, 0, p[0]);
+  else
+    sbxi_reply_ok(in->chan, id, 0, rd);
 }
 
 /* Replies with a memfd filled by fill (STAT, READLINK). */

@@ -74,9 +74,11 @@ void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_
  * "." or ".." as the last component). */
 int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
 /* watch.c: WATCH of dir; dirfd (dir opened O_RDONLY|O_DIRECTORY in the
- * root) and pipe_w are consumed.  0 once the watcher runs, -errno otherwise. */
-int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, int pipe_w, uint32_t flags,
-               uint32_t max);
+ * root) is consumed.  0 once the watcher runs, with *read_end the read end
+ * of its event pipe (ours alone: the watcher holds only the write end);
+ * -errno otherwise. */
+int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags, uint32_t max,
+               int *read_end);
 
 /* connect.c (issue 4, ports): CONNECT → a TCP socket to the sandbox's own
  * loopback (connected or connecting) back to the daemon. */

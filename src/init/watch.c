@@ -386,27 +386,32 @@ static _Noreturn void watcher_main(const struct sbxi *in, struct watcher *w)
   serve(w);
 }
 
-int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, int pipe_w, uint32_t flags,
-               uint32_t max)
+int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags, uint32_t max,
+               int *read_end)
 {
   static struct watcher w; /* the child's; big, so not on the stack */
-  int e = 0, ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  int e = 0, p[2] = {-1, -1}, wd = -1;
+  int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   int cwd = open(".", O_PATH | O_CLOEXEC);
-  int wd = -1;
   if (ifd < 0 || cwd < 0 || fchdir(dirfd) < 0 || (wd = inotify_add_watch(ifd, ".", MASK)) < 0)
     e = errno ? errno : EIO;
   if (cwd >= 0) {
-    if (fchdir(cwd) < 0)
-      e = e ? e : errno;
+    if (fchdir(cwd) < 0 && !e)
+      e = errno;
     close(cwd);
   }
-  int fl = fcntl(pipe_w, F_GETFL);
-  if (!e && (fl < 0 || fcntl(pipe_w, F_SETFL, fl | O_NONBLOCK) < 0))
+  if (!e && pipe2(p, O_CLOEXEC) < 0)
+    e = errno;
+  int fl = p[1] >= 0 ? fcntl(p[1], F_GETFL) : -1;
+  if (!e && (fl < 0 || fcntl(p[1], F_SETFL, fl | O_NONBLOCK) < 0))
     e = errno;
   pid_t pid = e ? -1 : fork();
   if (pid == 0) {
+    /* The read end must live in the daemon only, or closing it there
+     * would never reach us. */
+    close(p[0]);
     close(dirfd);
-    w = (struct watcher){.ifd = ifd, .out = pipe_w, .rootfd = in->rootfd, .dir = dir,
+    w = (struct watcher){.ifd = ifd, .out = p[1], .rootfd = in->rootfd, .dir = dir,
                          .max = max, .recursive = flags & SBX_PROTO_WATCH_RECURSIVE,
                          .root_wd = wd};
     watcher_main(in, &w);
@@ -416,6 +421,10 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, int pipe_w, ui
   if (ifd >= 0)
     close(ifd);
   close(dirfd);
-  close(pipe_w);
+  if (p[1] >= 0)
+    close(p[1]);
+  if (e && p[0] >= 0)
+    close(p[0]);
+  *read_end = e ? -1 : p[0];
   return e ? -e : 0;
 }

@@ -251,7 +251,7 @@ static void put_histogram(FILE *f, const struct family *fam, const struct series
   put_labels(f, fam, s, "+Inf");
   fprintf(f, " %llu\n%s_sum", (unsigned long long)s->count, fam->name);
   put_labels(f, fam, s, NULL);
-  fprintf(f, " %.17g\n%s_count", s->sum, fam->name);
+  fprintf(f, " %.15g\n%s_count", s->sum, fam->name);
   put_labels(f, fam, s, NULL);
   fprintf(f, " %llu\n", (unsigned long long)s->count);
 }
@@ -270,7 +270,7 @@ static void put_family(FILE *f, const struct family *fam)
     }
     fputs(fam->name, f);
     put_labels(f, fam, s, NULL);
-    fprintf(f, " %.17g\n", s->value);
+    fprintf(f, " %.15g\n", s->value);
   }
 }
 
@@ -284,7 +284,7 @@ static void emit_gauge(void *ectx, const char *profile, double value)
   struct gauge_out *g = ectx;
   fprintf(g->f, "%s{profile=\"", g->name);
   put_label_value(g->f, profile ? profile : "");
-  fprintf(g->f, "\"} %.17g\n", value);
+  fprintf(g->f, "\"} %.15g\n", value);
 }
 
 static void put_gauges(FILE *f)

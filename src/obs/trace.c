@@ -120,6 +120,18 @@ void sbx_span_set_name(struct sbx_span *s, const char *name)
     snprintf(s->name, sizeof s->name, "%s", name);
 }
 
+/* A copy of at most max bytes (values may come from a caller's metadata). */
+static char *dup_bounded(const char *v, size_t max)
+{
+  size_t n = strnlen(v, max);
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, v, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
 static struct sbx_span_attr *attr_slot(struct sbx_span *s, const char *key)
 {
   if (!s || !s->recording || !key)
@@ -143,7 +155,7 @@ void sbx_span_set_str(struct sbx_span *s, const char *key, const char *value)
   if (!a)
     return;
   a->is_int = false;
-  a->s = strndup(value, 1024); /* bounded: metadata values are the caller's */
+  a->s = dup_bounded(value, 1024);
 }
 
 void sbx_span_set_int(struct sbx_span *s, const char *key, int64_t value)
@@ -161,7 +173,7 @@ void sbx_span_set_error(struct sbx_span *s, const char *message)
     return;
   s->status_code = 2;
   free(s->status_msg);
-  s->status_msg = message ? strndup(message, 512) : NULL;
+  s->status_msg = message ? dup_bounded(message, 512) : NULL;
 }
 
 const struct sbx_trace_ctx *sbx_span_context(const struct sbx_span *s)

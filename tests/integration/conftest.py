@@ -15,6 +15,7 @@ import tempfile
 
 import pytest
 
+import sbxpg
 from sbxtest import Daemon, reap_leftovers
 
 CANDIDATE_PROFILES = ["process", "container"]
@@ -30,6 +31,14 @@ def wanted_profiles():
     if not env:
         return CANDIDATE_PROFILES
     return [p.strip() for p in env.split(",") if p.strip()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_database():
+    """SANDBOXD_TEST_DATABASE=postgres: every daemon gets its own database
+    on one temporary PostgreSQL (sbxpg.py), removed at the end."""
+    yield
+    sbxpg.stop_test_server()
 
 
 @pytest.fixture(scope="session")

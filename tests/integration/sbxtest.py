@@ -16,6 +16,8 @@ import uuid
 
 import requests
 
+import sbxpg
+
 ROUTE_ID_RE = re.compile(r"(ses|exe)_[0-9a-zA-Z]+")
 
 
@@ -156,11 +158,15 @@ class Daemon:
         self.proc = None
         self.log_path = os.path.join(self.state_dir, "sandboxd.log")
         self.starts = 0
+        # SANDBOXD_TEST_DATABASE=postgres: this state dir's own database.
+        self.database_url = sbxpg.database_for(self.state_dir, sandboxd_bin())
+        self.db_args = ["--database", self.database_url] if self.database_url else []
 
     def argv(self):
         return [sandboxd_bin(), "serve", "--listen", f"127.0.0.1:{self.port}",
                 "--state-dir", self.state_dir, "--sbx-init", sbx_init_bin(),
-                "--enable-unsafe-process-driver", "--log-format", "json"] + self.extra_args
+                "--enable-unsafe-process-driver", "--log-format", "json"] + self.db_args \
+            + self.extra_args
 
     def start(self, timeout=60):
         assert self.proc is None or self.proc.poll() is not None, "already running"
@@ -224,7 +230,7 @@ class Daemon:
 
     def create_key(self, tenant, admin=False):
         argv = [sandboxd_bin(), "key", "create", "--tenant", tenant, "--state-dir",
-                self.state_dir] + (["--admin"] if admin else [])
+                self.state_dir] + self.db_args + (["--admin"] if admin else [])
         r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, f"key create failed: {r.stderr}"
         key = r.stdout.strip()

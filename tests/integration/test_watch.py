@@ -4,13 +4,15 @@ from an inotify watcher inside the sandbox — create, modify, delete, move
 escapes (`..`, a symlink to /) refused or contained; the stream ends when
 the directory goes or the session is deleted; the watcher never outlives
 the stream; 409 where the driver lacks the capability."""
+import http.client
 import json
 import queue
+import socket
 import threading
 import time
+import urllib.parse
 
 import pytest
-import requests
 
 from sbxtest import assert_error
 
@@ -30,19 +32,34 @@ def wpath(sid):
 
 
 class Stream:
-    """Reads an SSE response on a thread; events land in a queue."""
+    """Reads an SSE response on a thread (http.client, so close() drops
+    the socket at once instead of draining the stream); events land in a
+    queue as (event, data)."""
 
     def __init__(self, alice, sid, **params):
-        self.r = requests.get(alice.base + wpath(sid), params=params, stream=True, timeout=30,
-                              headers=alice.headers({"Accept": "text/event-stream"}))
+        u = urllib.parse.urlsplit(alice.base)
+        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        self.conn.request("GET", wpath(sid) + "?" + urllib.parse.urlencode(params),
+                          headers=alice.headers({"Accept": "text/event-stream"}))
+        self.r = self.conn.getresponse()
+        self.status = self.r.status
+        self.headers = self.r.headers
         self.q = queue.Queue()
+        if self.status != 200:
+            self.text = self.r.read().decode()
+            self.q.put(("<eof>", None))
+            return
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
         ev = None
         try:
-            for line in self.r.iter_lines(decode_unicode=True):
+            while True:
+                line = self.r.readline()
+                if not line:
+                    break
+                line = line.decode().rstrip("\n")
                 if line.startswith("event: "):
                     ev = line[7:]
                 elif line.startswith("data: "):
@@ -50,9 +67,6 @@ class Stream:
         except Exception:  # closed under us
             pass
         self.q.put(("<eof>", None))
-
-    def next(self, timeout=10):
-        return self.q.get(timeout=timeout)
 
     def until(self, pred, timeout=10, what="event"):
         deadline = time.monotonic() + timeout
@@ -70,7 +84,11 @@ class Stream:
         raise AssertionError(f"no {what} within {timeout}s; saw {seen}")
 
     def close(self):
-        self.r.close()
+        try:
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+        self.conn.close()
 
 
 def sh(alice, sid, script):
@@ -88,8 +106,8 @@ def test_watch_create_modify_delete_move(alice, csession):
     sh(alice, sid, "mkdir -p /work/w")
     s = Stream(alice, sid, path="/work/w")
     try:
-        assert s.r.status_code == 200, s.r.text
-        assert s.r.headers["Content-Type"].startswith("text/event-stream")
+        assert s.status == 200, s.text
+        assert s.headers["Content-Type"].startswith("text/event-stream")
         s.until(lambda ev, d: ev == "ready" and d["path"] == "/work/w", what="ready")
         sh(alice, sid, "echo one > /work/w/a.txt")
         s.until(has("create", "/work/w/a.txt", dir=False), what="create")
@@ -205,7 +223,7 @@ def test_watch_escapes(alice, csession):
     # a symlink to / resolves to the sandbox's own root: events are the sandbox's
     s = Stream(alice, sid, path="/work/rootlink/tmp")
     try:
-        assert s.r.status_code == 200
+        assert s.status == 200
         ready = s.until(lambda ev, d: ev == "ready", what="ready")
         assert ready[-1][1]["path"] == "/work/rootlink/tmp"
         sh(alice, sid, "touch /tmp/inside")

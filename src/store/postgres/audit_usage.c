@@ -266,8 +266,8 @@ static int usage_slot(const char *group_by, enum pg_slot *slot, const char **sql
 int pg_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
                    int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err)
 {
-  enum pg_slot slot;
-  const char *sql;
+  enum pg_slot slot = PGQ_USE_BY_PROFILE;
+  const char *sql = NULL;
   if (usage_slot(group_by, &slot, &sql, err) < 0)
     return -1;
   struct pg_tx tx;

@@ -124,30 +124,25 @@ static int url_user(const char *url, char *out, size_t size, struct sbx_error *e
   return 0;
 }
 
-static int grant_sql(PGconn *c, const char *fmt, const char *a, const char *b,
-                     struct sbx_error *err)
-{
-  char sql[1024];
-  snprintf(sql, sizeof sql, fmt, a, b);
-  return run(c, sql, "grant", err);
-}
-
 /* DML (no DELETE: the daemon never deletes; audit_events is append-only
- * for it), read-only schema_migrations, EXECUTE on the sbx_ functions. */
-static int grant_app(PGconn *c, const char *role_ident, struct sbx_error *err)
+ * for it), read-only schema_migrations, EXECUTE on the sbx_ functions.
+ * role is already quoted (PQescapeIdentifier). */
+static int grant_app(PGconn *c, const char *role, struct sbx_error *err)
 {
-  char schema[256];
+  char schema[256], sql[4][768];
   if (scalar(c, "SELECT quote_ident(current_schema())", "read schema", schema, sizeof schema,
              err) < 0)
     return -1;
-  if (grant_sql(c, "GRANT USAGE ON SCHEMA %s TO %s", schema, role_ident, err) < 0 ||
-      grant_sql(c, "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA %s TO %s", schema,
-                role_ident, err) < 0 ||
-      grant_sql(c, "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON schema_migrations FROM %s%s",
-                role_ident, "", err) < 0 ||
-      grant_sql(c, "REVOKE UPDATE, DELETE, TRUNCATE ON audit_events FROM %s%s", role_ident, "",
-                err) < 0)
-    return -1;
+  snprintf(sql[0], sizeof sql[0], "GRANT USAGE ON SCHEMA %s TO %s", schema, role);
+  snprintf(sql[1], sizeof sql[1],
+           "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA %s TO %s", schema, role);
+  snprintf(sql[2], sizeof sql[2],
+           "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON schema_migrations FROM %s", role);
+  snprintf(sql[3], sizeof sql[3], "REVOKE UPDATE, DELETE, TRUNCATE ON audit_events FROM %s",
+           role);
+  for (int i = 0; i < 4; i++)
+    if (run(c, sql[i], "grant", err) < 0)
+      return -1;
   PGresult *r = PQexec(c, "SELECT p.oid::regprocedure::text FROM pg_proc p"
                           " WHERE p.pronamespace = current_schema()::regnamespace"
                           " AND p.proname LIKE 'sbx\\_%'");
@@ -157,9 +152,11 @@ static int grant_app(PGconn *c, const char *role_ident, struct sbx_error *err)
     return -1;
   }
   int ret = 0;
-  for (int i = 0; ret == 0 && i < PQntuples(r); i++)
-    ret = grant_sql(c, "GRANT EXECUTE ON FUNCTION %s TO %s", PQgetvalue(r, i, 0), role_ident,
-                    err);
+  for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
+    snprintf(sql[0], sizeof sql[0], "GRANT EXECUTE ON FUNCTION %s TO %s", PQgetvalue(r, i, 0),
+             role);
+    ret = run(c, sql[0], "grant", err);
+  }
   PQclear(r);
   return ret;
 }

@@ -11,6 +11,12 @@
 
 /* ---- connections ---- */
 
+/* Server notices ("relation … already exists, skipping") are not errors
+ * and must not land on the daemon's stderr, which is its log. */
+static void ignore_notice(void *arg, const char *message)
+{
+}
+
 PGconn *pg_connect(const char *url, struct sbx_error *err)
 {
   /* Defaults first, the URL last: later keywords win, so the URL's own
@@ -28,6 +34,7 @@ PGconn *pg_connect(const char *url, struct sbx_error *err)
     PQfinish(c);
     return NULL;
   }
+  PQsetNoticeProcessor(c, ignore_notice, NULL);
   return c;
 }
 

@@ -2,6 +2,7 @@
  * tenant and looking a key up happen before any tenant is known: both go
  * through SECURITY DEFINER functions (0003_rls.postgres.sql); inserting a
  * key is scoped to its tenant like any other write. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
