@@ -490,6 +490,57 @@ class Bench:
             if pg:
                 pg.stop()
 
+    def trace_part(self, rounds=3):
+        """Issue 8: the cost of tracing — exec round trip on the process
+        profile with no OTLP endpoint vs spans exported to a local receiver
+        (a Python http.server on 127.0.0.1 answering 200), alternating."""
+        import http.server
+        import threading
+
+        class Sink(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        name = "exec `true` in a ready session, tracing %s"
+        cmd = "apiloop exec (%d rounds of 10 warm-up + 200), %s"
+        how = {"off": "no OTLP endpoint",
+               "on": "spans exported to a local OTLP/HTTP receiver (every 200 ms)"}
+        keys = {m: "process.exec_trace_" + m for m in how}
+        if not isinstance(self.profiles.get("process"), dict):
+            for m, k in keys.items():
+                self.fail(k, name % m, cmd % (rounds, how[m]), str(self.profiles.get("process")))
+            return
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        env_on = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:%d" % srv.server_address[1],
+                  "OTEL_BSP_SCHEDULE_DELAY": "200"}
+        daemons = {"off": Daemon(self.build, self.tmp, "trace-off"),
+                   "on": Daemon(self.build, self.tmp, "trace-on", env_on)}
+        sids = {}
+        try:
+            for m, d in daemons.items():
+                try:
+                    d.start()
+                    sids[m] = d.must("POST", "/v1/sandbox/sessions", {"profile": "process"})["id"]
+                except Failed as e:
+                    self.fail(keys[m], name % m, cmd % (rounds, how[m]), str(e))
+            for _ in range(rounds):
+                for m, sid in sids.items():
+                    self.add_samples(keys[m], name % m, cmd % (rounds, how[m]), lambda: samples_of(
+                        self.api(daemons[m], "-n", 200, "-w", 10, "exec", sid)))
+            self.finish_rows()
+        finally:
+            for d in daemons.values():
+                d.stop()
+            srv.shutdown()
+            srv.server_close()
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -509,6 +560,7 @@ def main():
         b.daemon_part()
         b.nopool_part()
         b.store_part()
+        b.trace_part()
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)

@@ -32,7 +32,12 @@
 
 /* Idle pool entries are capped until hand-over sets the request's limits. */
 #define POOL_IDLE_MEMORY (256ull << 20)
-#define POOL_IDLE_PIDS 64
+/* Idle pool entries get the largest pids limit (cgroup and RLIMIT_NPROC):
+ * at hand-over both are lowered to the request's, and lowering an rlimit
+ * needs no privilege while raising one needs CAP_SYS_RESOURCE, which root
+ * may lack (containers, some VMs).  Nothing runs in an idle entry but
+ * sbx-init, and nobody can reach it before the hand-over sets the limits. */
+#define POOL_IDLE_PIDS 16384
 
 static int init_memfd = -1;
 
@@ -121,10 +126,9 @@ static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint
     sbx_iso_box_destroy(box);
     return NULL;
   }
-  /* The idle entry was built with the pool's small RLIMIT_NPROC; raise it
-   * to the request's pids limit (as sbx_iso_plan_fill would have set it).
-   * sbx-init's workloads inherit it at fork.  The daemon is root in the
-   * sandbox's parent user namespace, so it may raise the hard limit. */
+  /* Lower RLIMIT_NPROC from the idle entry's maximum to the request's pids
+   * limit (as sbx_iso_plan_fill sets it for a cold sandbox); sbx-init's
+   * workloads inherit it at fork. */
   rlim_t n = lim.pids ? (rlim_t)lim.pids : 16384;
   struct rlimit rl = {n, n};
   if (prlimit(box->pid, RLIMIT_NPROC, &rl, NULL) < 0) {
