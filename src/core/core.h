@@ -232,6 +232,9 @@ struct sbx_watch_sink {
 int sbx_session_watch(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                       const char *dir, bool recursive, const struct sbx_watch_sink *sink,
                       struct sbx_error *err);
+/* Waits (bounded) until no watch thread is left: for sbx_core_stop, after
+ * the sessions were killed (which stops every watch within a poll). */
+void sbx_watch_drain(unsigned timeout_ms);
 
 /* ---- Issue 4, engineer C: contexts (core/context.c, context_run.c,
  * context_io.c; driver scripts in core/contexts/).  Every call answers 409

@@ -54,9 +54,12 @@ struct sbx_quota_tenant {
   struct sbx_quota_limits lim;
 };
 
+#define SBX_QUOTA_MAX_TENANTS 256 /* [tenant.NAME] sections */
+
+/* Plain storage (no pointers): copied by value into the core's config. */
 struct sbx_quota_config {
   struct sbx_quota_limits defaults;
-  struct sbx_quota_tenant *tenants; /* owned; lives as long as the config */
+  struct sbx_quota_tenant tenants[SBX_QUOTA_MAX_TENANTS];
   size_t ntenants;
 };
 

@@ -10,7 +10,6 @@
 void sbx_quota_config_defaults(struct sbx_quota_config *c)
 {
   memset(&c->defaults, 0, sizeof c->defaults);
-  c->tenants = NULL;
   c->ntenants = 0;
 }
 
@@ -19,13 +18,9 @@ static struct sbx_quota_limits *tenant_limits(struct sbx_quota_config *c, const 
   for (size_t i = 0; i < c->ntenants; i++)
     if (strcmp(c->tenants[i].name, name) == 0)
       return &c->tenants[i].lim;
-  if (strlen(name) >= sizeof c->tenants[0].name)
+  if (strlen(name) >= sizeof c->tenants[0].name || c->ntenants == SBX_QUOTA_MAX_TENANTS)
     return NULL;
-  struct sbx_quota_tenant *t = realloc(c->tenants, (c->ntenants + 1) * sizeof *t);
-  if (!t)
-    return NULL;
-  c->tenants = t;
-  t = &c->tenants[c->ntenants++];
+  struct sbx_quota_tenant *t = &c->tenants[c->ntenants++];
   snprintf(t->name, sizeof t->name, "%s", name);
   memset(&t->lim, 0, sizeof t->lim);
   return &t->lim;
@@ -68,8 +63,8 @@ int sbx_quota_config_set(struct sbx_quota_config *c, const char *tenant, const c
                        keys[k].whole ? "a whole number >= 0" : "a number >= 0", value);
   struct sbx_quota_limits *l = tenant ? tenant_limits(c, tenant) : &c->defaults;
   if (!l)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "tenant section [tenant.%s]: name too long",
-                       tenant);
+    return sbx_err_set(err, SBX_E_INVALID, 0, "[tenant.%s]: name too long (127 bytes) or too "
+                       "many tenant sections (%d at most)", tenant, SBX_QUOTA_MAX_TENANTS);
   switch (k) {
   case 0: l->sessions = (int64_t)d; break;
   case 1: l->executions = (int64_t)d; break;

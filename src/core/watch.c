@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -31,6 +32,8 @@ struct wcount {
   struct wcount *next;
 };
 static struct wcount *counts;
+static int threads; /* running watch threads (sbx_watch_drain) */
+static pthread_cond_t threads_cond = PTHREAD_COND_INITIALIZER;
 
 static bool count_take(const struct sbx_live_session *ls)
 {
@@ -177,7 +180,28 @@ static void *watch_main(void *arg)
   sbx_session_release(w->core, w->ls);
   w->sink.end(w->sink.ctx, why);
   free(w);
+  pthread_mutex_lock(&count_lock);
+  if (--threads == 0)
+    pthread_cond_broadcast(&threads_cond);
+  pthread_mutex_unlock(&count_lock);
   return NULL;
+}
+
+void sbx_watch_drain(unsigned timeout_ms)
+{
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&count_lock);
+  while (threads > 0)
+    if (pthread_cond_timedwait(&threads_cond, &count_lock, &until) != 0)
+      break;
+  pthread_mutex_unlock(&count_lock);
 }
 
 static void norm_dir(const char *dir, char *out, size_t len)
@@ -224,10 +248,16 @@ int sbx_session_watch(struct sbx_core *core, const struct sbx_principal *who, co
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_mutex_lock(&count_lock);
+  threads++;
+  pthread_mutex_unlock(&count_lock);
   int e = pthread_create(&t, &at, watch_main, w);
   pthread_attr_destroy(&at);
   if (e == 0)
     return 0;
+  pthread_mutex_lock(&count_lock);
+  threads--;
+  pthread_mutex_unlock(&count_lock);
   sbx_err_sys(err, e, "watch thread");
   sbx_session_slot_remove(core, ls, w->slot);
 fail:

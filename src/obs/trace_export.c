@@ -107,8 +107,9 @@ static json_t *span_json(const struct sbx_span *s)
   }
   if (s->status_code) {
     json_t *st = json_pack("{s:i}", "code", s->status_code);
-    if (s->status_msg && json_string(s->status_msg))
-      json_object_set_new(st, "message", json_string(s->status_msg));
+    json_t *msg = s->status_msg ? json_string(s->status_msg) : NULL; /* NULL if not UTF-8 */
+    if (msg)
+      json_object_set_new(st, "message", msg);
     json_object_set_new(o, "status", st);
   }
   return o;
