@@ -356,6 +356,11 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct sbx_req *r)
     too_large(srv, &err);
     return send_error(r, &err);
   }
+  if (rt->auth != SBX_AUTH_NONE && sbx_core_is_stopping(srv->core)) {
+    sbx_err_set(&err, SBX_E_NOT_READY, 0, "sandboxd is shutting down; retry on the next start");
+    sbx_err_fr(&err, "sandboxd s'arrête ; réessayez au prochain démarrage");
+    return send_error(r, &err);
+  }
   struct sbx_resp resp = {.fd = -1};
   if (rt->handler(r, &resp, &err) < 0) {
     if (err.code == SBX_E_NONE)

@@ -110,13 +110,15 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
   return 0;
 fail:
   sbx_core_stop(core);
+  sbx_core_free(core);
   return -1;
 }
 
 void sbx_core_stop(struct sbx_core *core)
 {
-  if (!core)
+  if (!core || core->stopped)
     return;
+  core->stopped = true;
   sbx_executions_shutdown(core); /* sets stopping, cancels running work */
   if (core->reaper_started) {
     pthread_mutex_lock(&core->reaper_lock);
@@ -126,10 +128,17 @@ void sbx_core_stop(struct sbx_core *core)
   }
   if (core->store.ops)
     sbx_sessions_shutdown(core);
+  sbx_watch_drain(2000);
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
     if ((*d)->shutdown)
       (*d)->shutdown();
   sbx_obs_core_stop(core); /* issue 8: after the last run recorded its usage */
+}
+
+void sbx_core_free(struct sbx_core *core)
+{
+  if (!core)
+    return;
   if (core->store.ops)
     sbx_store_close(&core->store);
   sbx_profiles_free(&core->profiles);
@@ -140,6 +149,14 @@ void sbx_core_stop(struct sbx_core *core)
 }
 
 struct sbx_store_handle *sbx_core_store(struct sbx_core *core) { return &core->store; }
+
+bool sbx_core_is_stopping(struct sbx_core *core)
+{
+  pthread_mutex_lock(&core->q_lock);
+  bool s = core->stopping;
+  pthread_mutex_unlock(&core->q_lock);
+  return s;
+}
 
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core) { return &core->profiles; }
 

@@ -47,7 +47,13 @@ struct sbx_core_config {
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
                    struct sbx_error *err);
+/* Ends all work (running execs, sessions, pools) but keeps the store and
+ * the struct, so HTTP requests still in flight can finish safely. */
 void sbx_core_stop(struct sbx_core *core);
+/* True once shutdown began: the API refuses new work with 503 not_ready. */
+bool sbx_core_is_stopping(struct sbx_core *core);
+/* Closes the store and frees; after the HTTP server has stopped. */
+void sbx_core_free(struct sbx_core *core);
 
 struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);

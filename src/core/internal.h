@@ -68,6 +68,7 @@ struct sbx_core {
   pthread_t *workers;
   unsigned nworkers;
   bool stopping;
+  bool stopped;                 /* sbx_core_stop ran */
 
   pthread_t reaper;
   bool reaper_started;

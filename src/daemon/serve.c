@@ -83,6 +83,7 @@ int sbx_cmd_serve(struct sbx_config *cfg)
   if (sbx_server_start(&sc, core, &srv, &err) < 0) {
     sbx_error("serve", "%s", err.msg);
     sbx_core_stop(core);
+    sbx_core_free(core);
     close(lock_fd);
     return 1;
   }
@@ -93,8 +94,9 @@ int sbx_cmd_serve(struct sbx_config *cfg)
     ;
   sbx_info("serve", "received %s: shutting down", strsignal(sig));
   sbx_server_quiesce(srv);
-  sbx_core_stop(core); /* cancels running execs, so blocked handlers return */
-  sbx_server_stop(srv);
+  sbx_core_stop(core);   /* cancels running execs, so blocked handlers return */
+  sbx_server_stop(srv);  /* waits for in-flight requests, which may use the store */
+  sbx_core_free(core);
   sbx_info("serve", "stopped");
   close(lock_fd);
   return 0;
