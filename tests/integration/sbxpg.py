@@ -183,6 +183,15 @@ def session_server():
     return _server
 
 
+def query(database_url, sql):
+    """Runs sql as the superuser on the database behind a daemon's
+    database_url (for tests that inspect or tamper with rows behind the
+    daemon's back); returns the rows as tuples of strings."""
+    db = database_url.rsplit("/", 1)[1].split("?")[0]
+    out = _server.psql(db, sql)
+    return [tuple(line.split("|")) for line in out.splitlines() if line]
+
+
 def stop_test_server():
     global _server
     if _server is not None:
