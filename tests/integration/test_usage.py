@@ -113,6 +113,10 @@ class Receiver:
 
 
 def db_records(d):
+    if getattr(d, "database_url", None):
+        import sbxpg
+        return {r[0]: (r[1], int(r[2]), r[3]) for r in sbxpg.query(
+            d.database_url, "SELECT id, delivery, attempts, source_id FROM usage_records")}
     db = sqlite3.connect(os.path.join(d.state_dir, "sandboxd.db"), timeout=30)
     try:
         return {r[0]: r[1:] for r in db.execute(
