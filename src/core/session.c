@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "obs/audit.h"
 #include "obs/metrics.h"
 
 /* ---- the live table (core->sess_lock) ---- */
@@ -407,6 +408,11 @@ static void end_session(struct sbx_core *core, struct sbx_live_session *ls, cons
                                           sbx_reason_name(why), &err) < 0)
     sbx_warn("session", "recording %s as %s: %s", ls->id, status, err.msg);
   sbx_info("session", "%s %s (%s)", ls->id, status, sbx_reason_name(why));
+  /* A delete through the API is audited by the dispatcher; endings the
+   * daemon decides (expiry, a dead sandbox, shutdown) are audited here. */
+  if (why != SBX_RS_SESSION_DELETED)
+    sbx_audit_record(&core->store, ls->tenant_id, "system", "sandbox.session.end", ls->id,
+                     status, json_pack("{s:s}", "reason", sbx_reason_name(why)));
   live_put(core, ls); /* the table's reference */
 }
 

@@ -8,6 +8,7 @@
  * series: an update is a short lookup and an add, far cheaper than the
  * request it describes. */
 #include "obs/metrics.h"
+#include "obs/trace.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -326,6 +327,15 @@ char *sbx_metrics_render(size_t *len)
     put_family(f, &fams[i]);
   pthread_mutex_unlock(&m_lock);
   put_gauges(f); /* outside m_lock: the callbacks take the owner's locks */
+  /* The span exporter keeps its own counters (obs/trace.c). */
+  fprintf(f,
+          "# HELP sandboxd_trace_spans_total Spans handed to the OTLP exporter, by result.\n"
+          "# TYPE sandboxd_trace_spans_total counter\n"
+          "sandboxd_trace_spans_total{result=\"exported\"} %llu\n"
+          "sandboxd_trace_spans_total{result=\"dropped_queue_full\"} %llu\n"
+          "sandboxd_trace_spans_total{result=\"export_failed\"} %llu\n",
+          (unsigned long long)sbx_trace_exported(), (unsigned long long)sbx_trace_dropped(),
+          (unsigned long long)sbx_trace_export_failed());
   if (fclose(f) != 0) {
     free(buf);
     return NULL;
