@@ -420,6 +420,7 @@ class Bench:
             self.strace_summary(d, sid)
             self.strace_timeline(d, sid)
             self.throughput(d, sid)
+            self.caps_part(d)
             for prof in PROFILES:
                 if isinstance(self.profiles[prof], dict):
                     self.hold_and_measure(d, prof)
@@ -427,6 +428,43 @@ class Bench:
             self.facts["rss_end_kib"] = d.rss_kib()
         finally:
             d.stop()
+
+    def caps_part(self, d, prof="container"):
+        """Issue 4: streams and contexts, on one fresh session of prof."""
+        import caps
+        if not isinstance(self.profiles.get(prof), dict):
+            return
+        try:
+            sid = d.must("POST", "/v1/sandbox/sessions", {"profile": prof})["id"]
+        except Failed as e:
+            return self.fail(prof + ".stream_ttfb", "streamed exec, first byte", "", str(e))
+
+        def wrap(fn, *a):
+            try:
+                return fn(d, sid, *a)
+            except caps.Failed as e:
+                raise Failed(str(e))
+        self.row(prof + ".stream_ttfb", "streamed exec: request → first `stdout` event",
+                 "POST …/exec Accept: text/event-stream, `echo x; sleep 0.05`",
+                 lambda: wrap(caps.stream_ttfb))
+        got = {}
+
+        def tput():
+            xs, facts = wrap(caps.stream_throughput)
+            got.update(facts)
+            return xs
+        key = prof + ".stream_100m"
+        self.row(key, "streamed exec of `yes | head -c 100M` (whole stream)",
+                 "POST …/exec Accept: text/event-stream, bytes read raw", tput)
+        st = self.rows[key].get("stats")
+        if st:
+            mbs = 100.0 / (st["p50"] / 1e6)
+            self.rows[key]["name"] += " = %.0f MiB/s of output" % mbs
+            self.facts["stream_mib_s"] = mbs
+        self.row(prof + ".context_run", "context `run` of `1+1` (stateful Python)",
+                 "POST …/contexts/{cid}/run {\"code\":\"1+1\"}", lambda: wrap(caps.context_runs))
+        self.row(prof + ".python_fresh", "… vs exec `python3 -c 'print(1+1)'` (fresh interpreter)",
+                 "POST …/exec python3 -c", lambda: wrap(caps.python_fresh))
 
     def nopool_part(self):
         key = "container.create_nopool"
