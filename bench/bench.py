@@ -119,6 +119,44 @@ class Bench:
                   ["runsc", "--rootless=false", "--network=none", "--platform=ptrace",
                    "do", "true"], 15, warm=1)
 
+    # ---- gvisor (issue 6) ----------------------------------------------------
+
+    def gvisor_rows(self, d, n=50):
+        """exec `true` in a live gvisor session (a message to sbx-init inside
+        gVisor) and session create+delete, against the `runsc do true` peer."""
+        p = self.profiles.get("gvisor")
+        if not isinstance(p, dict):
+            self.fail("gvisor.exec", EXEC_NAME, "apiloop exec", str(self.profiles.get("gvisor")))
+            return
+        try:
+            sid = d.must("POST", "/v1/sandbox/sessions", {"profile": "gvisor"})["id"]
+        except Failed as e:
+            self.fail("gvisor.exec", EXEC_NAME, "apiloop exec", "session create: " + str(e))
+            return
+        try:
+            self.row("gvisor.exec", EXEC_NAME, "apiloop exec (keep-alive; %d after 5 warm-up)" % n,
+                     lambda: samples_of(self.api(d, "-n", n, "-w", 5, "exec", sid)))
+        finally:
+            d.call("DELETE", "/v1/sandbox/sessions/" + sid)
+
+        def creates(gap, disk):
+            xs = []
+            for _ in range(10):
+                time.sleep(gap)  # > one runsc start: the pool has refilled
+                t0 = time.perf_counter()
+                s = d.must("POST", "/v1/sandbox/sessions",
+                           {"profile": "gvisor", "limits": {"disk": disk}})
+                xs.append((time.perf_counter() - t0) * 1e6)
+                d.must("DELETE", "/v1/sandbox/sessions/" + s["id"])
+            return xs
+        # a disk size no profile prewarms: every create is one `runsc run`
+        self.row("gvisor.create_cold", "gvisor session create, cold (one `runsc run`)",
+                 "POST /v1/sandbox/sessions ×10 (disk 200Mi: not pooled)",
+                 lambda: creates(0, "%dMi" % (190 + int(time.time()) % 9)))
+        self.row("gvisor.create", "gvisor session create from the warm pool",
+                 "POST /v1/sandbox/sessions ×10, 1.5 s apart (pool refills)",
+                 lambda: creates(1.5, p["limits"]["disk"]))
+
     # ---- the daemon --------------------------------------------------------
 
     def discover_profiles(self, d):
@@ -415,6 +453,7 @@ class Bench:
             main = usable[0] if usable else None
             self.facts["analysis_profile"] = main
             sid = self.analysis_session(d, main) if main else None
+            self.gvisor_rows(d)
             self.floors(d, sid)
             self.perf_stat(d, sid)
             self.strace_summary(d, sid)
@@ -463,6 +502,13 @@ class Bench:
             self.facts["stream_mib_s"] = mbs
         self.row(prof + ".context_run", "context `run` of `1+1` (stateful Python)",
                  "POST …/contexts/{cid}/run {\"code\":\"1+1\"}", lambda: wrap(caps.context_runs))
+        self.row(prof + ".audited_patch", "PATCH session metadata (store update + one audit append)",
+                 "PATCH …/sessions/{id} {\"metadata\":…} on one keep-alive connection",
+                 lambda: wrap(caps.audited_patch))
+        st = self.rows[prof + ".audited_patch"].get("stats")
+        if st:
+            self.rows[prof + ".audited_patch"]["name"] += " = %.0f appends/s serial" % (
+                1e6 / st["p50"])
         self.row(prof + ".python_fresh", "… vs exec `python3 -c 'print(1+1)'` (fresh interpreter)",
                  "POST …/exec python3 -c", lambda: wrap(caps.python_fresh))
 

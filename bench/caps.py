@@ -123,3 +123,32 @@ def python_fresh(d, sid, n=20):
             out.append((time.perf_counter() - t0) * 1e6)
     c.close()
     return out
+
+
+def audited_patch(d, sid, n=300):
+    """PATCH …/sessions/{id} {metadata}: one store update plus one audit
+    append per request (the audit chain's append path)."""
+    c = _conn(d)
+    out = []
+    for i in range(n + 10):
+        body = json.dumps({"metadata": {"bench": str(i)}})
+        t0 = time.perf_counter()
+        c.request("PATCH", "/v1/sandbox/sessions/%s" % sid, body, _headers(d))
+        r = c.getresponse()
+        r.read()
+        if r.status != 200:
+            raise Failed("PATCH: HTTP %d" % r.status)
+        if i >= 10:
+            out.append((time.perf_counter() - t0) * 1e6)
+    c.close()
+    return out
+
+
+def audit_events(d):
+    """Number of events in the chain (admin key needed: d.admin_key)."""
+    c = _conn(d)
+    c.request("GET", "/v1/audit/verify", headers={"Authorization": "Bearer " + d.admin_key})
+    r = c.getresponse()
+    js = json.loads(r.read() or b"{}")
+    c.close()
+    return js.get("events")
