@@ -32,6 +32,7 @@ struct sbx_live_session {
   struct sbx_exec_slot *execs; /* guarded by core->sess_lock */
   int64_t expires_at;          /* guarded by core->sess_lock */
   int64_t last_used_at;
+  int64_t last_touch_stored;   /* when last_used_at last reached the store */
   struct sbx_proc_table *procs; /* background processes (core/process.c); own lock */
   struct sbx_live_session *next;
 };
@@ -82,6 +83,9 @@ struct sbx_core {
 };
 
 /* core/session.c */
+/* Records activity in the store, at most once a minute per session: the
+ * reaper works from memory, the stored value is for operators. */
+void sbx_session_touch(struct sbx_core *core, struct sbx_live_session *ls);
 void sbx_sessions_reap(struct sbx_core *core, int64_t now);
 void sbx_sessions_shutdown(struct sbx_core *core);
 

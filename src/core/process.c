@@ -291,8 +291,7 @@ static void *proc_main(void *arg)
            sbx_status_name(res.status));
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
-  job->core->store.ops->session_touch(job->core->store.st, job->tenant, job->ls->id,
-                                      sbx_wall_s(), NULL);
+  sbx_session_touch(job->core, job->ls);
   sbx_session_release(job->core, job->ls);
   sbx_proc_unref(p);
   sbx_strv_free(job->env);

@@ -104,6 +104,18 @@ struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
 
 struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls) { return ls->sb; }
 
+void sbx_session_touch(struct sbx_core *core, struct sbx_live_session *ls)
+{
+  int64_t now = sbx_wall_s();
+  pthread_mutex_lock(&core->sess_lock);
+  bool due = now - ls->last_touch_stored >= 60;
+  if (due)
+    ls->last_touch_stored = now;
+  pthread_mutex_unlock(&core->sess_lock);
+  if (due)
+    core->store.ops->session_touch(core->store.st, ls->tenant_id, ls->id, now, NULL);
+}
+
 void sbx_session_release(struct sbx_core *core, struct sbx_live_session *ls)
 {
   if (ls)
@@ -563,7 +575,7 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
   sbx_quota_cpu_add(core, who->tenant_id, res.cpu_seconds);
   sbx_exec_result_free(&res);
   slot_remove(core, ls, slot);
-  core->store.ops->session_touch(core->store.st, who->tenant_id, id, sbx_wall_s(), NULL);
+  sbx_session_touch(core, ls);
 out:
   sbx_trace_op_end(span, NULL, NULL, rc == 0 ? NULL : "error", rc == 0 ? NULL : err->msg);
   sbx_strv_free(env);

@@ -95,8 +95,7 @@ static void *stream_main(void *arg)
   sbx_quota_cpu_add(job->core, job->tenant, res.cpu_seconds); /* issue 8: after the record */
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
-  job->core->store.ops->session_touch(job->core->store.st, job->tenant, job->ls->id,
-                                      sbx_wall_s(), NULL);
+  sbx_session_touch(job->core, job->ls);
   sbx_session_release(job->core, job->ls);
   job->sink.exit(job->sink.ctx, result);
   job_free(job);
