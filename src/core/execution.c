@@ -689,10 +689,7 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
         sbx_cancel_fire(&r->cancel, SBX_RS_CANCELLED);
     pthread_mutex_unlock(&core->q_lock);
   }
-  row.stdout_buf = row.stderr_buf = NULL; /* not owned after fill_final of a queued row */
-  free(row.error_json);
-  row.error_json = NULL;
-  sbx_execution_row_free(&row);
+  sbx_execution_row_free(&row); /* fill_final left it owning only what it may free */
   /* Report the state after the cancel took effect (briefly wait for a running one). */
   return sbx_execution_get(core, who, id, 5.0, out, err);
 }
