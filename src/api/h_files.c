@@ -27,7 +27,8 @@ SBX_HANDLER(sbx_h_files_put)
   const char *path = path_arg(r, err);
   if (!path)
     return -1;
-  struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, r->params[0], err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
   int rc = sbx_sandbox_file_write(sbx_live_sandbox(ls), path, r->body, r->body_len, err);
@@ -163,7 +164,8 @@ SBX_HANDLER(sbx_h_files_get)
     return -1;
   if (flag(r, "list") && flag(r, "stat"))
     return sbx_err_field(err, "stat", "list and stat cannot be combined");
-  struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, r->params[0], err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
   struct sbx_sandbox *sb = sbx_live_sandbox(ls);
@@ -190,7 +192,8 @@ SBX_HANDLER(sbx_h_files_mkdir)
     mode = (unsigned)v;
     flags |= SBX_MKDIR_MODE;
   }
-  struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, r->params[0], err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
   struct sbx_sandbox *sb = sbx_live_sandbox(ls);
@@ -220,7 +223,8 @@ SBX_HANDLER(sbx_h_files_move)
     sbx_err_field(err, "overwrite", "a boolean");
     goto out;
   }
-  struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, r->params[0], err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     goto out;
   struct sbx_sandbox *sb = sbx_live_sandbox(ls);
@@ -239,7 +243,8 @@ SBX_HANDLER(sbx_h_files_delete)
   const char *path = path_arg(r, err);
   if (!path)
     return -1;
-  struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, r->params[0], err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
   int rc = sbx_sandbox_remove(sbx_live_sandbox(ls), path, err);

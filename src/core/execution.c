@@ -196,6 +196,17 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
     plan_free(&plan);
     return -1;
   }
+  bool moves_files = json_array_size(plan.files) > 0 || json_array_size(plan.collect) > 0;
+  if (moves_files && !(plan.profile->driver->caps & SBX_CAP_FILES)) {
+    sbx_err_set(err, SBX_E_CONFLICT, 0, "profile '%s' (driver %s) cannot move files in or out "
+                "of its sandboxes: drop files/collect or use another profile",
+                plan.profile->name, plan.profile->driver_name);
+    sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou hors "
+               "de ses bacs à sable : retirez files/collect ou choisissez un autre profil",
+               plan.profile->name, plan.profile->driver_name);
+    plan_free(&plan);
+    return -1;
+  }
   struct sbx_execution_row row = {0};
   sbx_random_id("exe", row.id, sizeof row.id);
   if (sbx_quota_exec_admit(core, who, row.id, err) < 0) { /* issue 8: quotas */

@@ -132,5 +132,8 @@ json_t *sbx_profile_json(const struct sbx_profile *p, bool is_default)
                         (json_int_t)p->default_timeout_s, "pool_size", (json_int_t)p->pool_size,
                         "default", is_default);
   json_object_set_new(o, "reason", p->available ? json_null() : json_string(p->reason));
+  const char *desc = p->driver && p->driver->describe ? p->driver->describe() : NULL;
+  if (desc && *desc)
+    json_object_set_new(o, "platform", json_string(desc));
   return o;
 }

@@ -28,14 +28,30 @@ int sbxi_open_in_root(int rootfd, const char *path, int flags, unsigned mode)
       .mode = (flags & O_CREAT) ? mode : 0,
       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
   };
-  return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+  int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+  if (fd >= 0 || errno != ENOSYS)
+    return fd;
+  /* No openat2 (gVisor's 2022 kernel).  Plain resolution is the same as
+   * RESOLVE_IN_ROOT only when the root is the real "/" (the gvisor driver;
+   * gVisor itself is the wall there); anywhere else, fail closed. */
+  struct stat r, s;
+  if (fstat(rootfd, &r) < 0 || stat("/", &s) < 0 || r.st_dev != s.st_dev || r.st_ino != s.st_ino) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return openat(rootfd, path, flags | O_CLOEXEC, (flags & O_CREAT) ? mode : 0);
 }
 
 void sbxi_reply_ok(int chan, uint32_t id, uint64_t v, int fd)
 {
-  sbx_proto_send(chan, SBX_MSG_OK, id, 0, &v, sizeof v, fd >= 0 ? &fd : NULL, fd >= 0);
+  int rc = sbx_proto_send(chan, SBX_MSG_OK, id, 0, &v, sizeof v, fd >= 0 ? &fd : NULL, fd >= 0);
+  int e = errno;
   if (fd >= 0)
     close(fd);
+  /* gVisor refuses to pass an fd out to the host (EINVAL): answer ERR at
+   * once instead of leaving the daemon to time out on the request. */
+  if (rc < 0 && fd >= 0)
+    sbxi_reply_err(chan, id, e);
 }
 
 void sbxi_reply_err(int chan, uint32_t id, int e)

@@ -1,6 +1,7 @@
 /* main.c — sbx-init: PID 1 of every sandbox.  Parses argv, drops
  * privileges, says READY and serves the daemon channel (init/proto.h) until
  * it closes, then kills everything it started.  Static, libc only. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -20,6 +21,7 @@
 struct args {
   const char *root;
   long uid, gid;
+  long chan_fd; /* --chan-fd: where the driver put the channel (gvisor: 0) */
 };
 
 static _Noreturn void die(const char *what)
@@ -45,6 +47,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 {
   a->root = "/";
   a->uid = a->gid = -1;
+  a->chan_fd = SBX_PROTO_CHAN_FD;
   for (int i = 1; i < argc; i++) {
     if (i + 1 >= argc) {
       errno = EINVAL;
@@ -56,6 +59,8 @@ static void parse_args(int argc, char **argv, struct args *a)
       a->uid = parse_id(argv[++i]);
     else if (!strcmp(argv[i], "--gid"))
       a->gid = parse_id(argv[++i]);
+    else if (!strcmp(argv[i], "--chan-fd"))
+      a->chan_fd = parse_id(argv[++i]);
     else {
       errno = EINVAL;
       die(argv[i]);
@@ -73,8 +78,32 @@ static void close_extra_fds(void)
 {
   if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0)
     return;
-  for (int fd = 4; fd < 65536; fd++)
-    close(fd);
+  /* No close_range (gVisor's 2022 kernel): close what /proc/self/fd
+   * lists (collected first: closing while reading the dir would skip some),
+   * not the whole range — one syscall per slot costs seconds under ptrace. */
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) {
+    for (int fd = 4; fd < 65536; fd++)
+      close(fd);
+    return;
+  }
+  int fds[1024], n = 0;
+  bool more = false;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    int fd = atoi(de->d_name);
+    if (fd < 4 || fd == dirfd(d))
+      continue;
+    if (n < (int)(sizeof fds / sizeof fds[0]))
+      fds[n++] = fd;
+    else
+      more = true;
+  }
+  closedir(d);
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
+  if (more)
+    close_extra_fds();
 }
 
 static void drop_ids(const struct args *a)
@@ -192,10 +221,27 @@ static void serve(const struct sbxi *in)
   }
 }
 
+/* --chan-fd N: a runtime that can pass only stdio through (runsc: the
+ * container's stdin) hands the channel over as fd N; it becomes fd 3 and
+ * N gets /dev/null, so the rest of sbx-init sees the usual layout. */
+static void move_channel(long fd)
+{
+  if (fd == SBX_PROTO_CHAN_FD)
+    return;
+  if (dup2((int)fd, SBX_PROTO_CHAN_FD) < 0)
+    die("--chan-fd");
+  int null_fd = open("/dev/null", O_RDWR);
+  if (null_fd < 0 || dup2(null_fd, (int)fd) < 0)
+    die("/dev/null");
+  if (null_fd != (int)fd)
+    close(null_fd);
+}
+
 int main(int argc, char **argv)
 {
   struct args a;
   parse_args(argc, argv, &a);
+  move_channel(a.chan_fd);
   close_extra_fds();
   struct stat st;
   if (fstat(SBX_PROTO_CHAN_FD, &st) < 0 || !S_ISSOCK(st.st_mode))

@@ -9,7 +9,7 @@
  * AT_EMPTY_PATH)), so it need not exist in the sandbox rootfs and the
  * sandbox cannot overwrite the host binary (CVE-2019-5736 class).
  *
- *   argv: sbx-init [--root DIR] [--uid N --gid N]
+ *   argv: sbx-init [--root DIR] [--uid N --gid N] [--chan-fd N]
  *   fd 3: the daemon channel, an AF_UNIX SOCK_SEQPACKET socket.
  *   fd 0-2: /dev/null or anything; every other fd is closed at entry.
  *
@@ -19,6 +19,11 @@
  *               DIR is not "/", env HOME=/work and TMPDIR=/tmp of an exec
  *               are rewritten to DIR/work and DIR/tmp (process driver only;
  *               nothing else is translated: the workload sees host paths).
+ *   --chan-fd N the channel arrives as fd N instead of 3 (the gvisor driver
+ *               passes it as the container's stdin, the one fd runsc lets
+ *               through); sbx-init moves it to 3 and puts /dev/null on N.
+ *               NB gVisor cannot send fds *out* to the host (EINVAL), so
+ *               replies carrying fds fail there; see docs/gvisor.md.
  *   --uid/--gid drop to these (setgroups([]), setresgid, setresuid) after
  *               opening DIR and before serving.
  *

@@ -129,6 +129,12 @@ struct sbx_driver {
    * at start for each available profile whose pool_size > 0), so even the
    * first create is a hand-over. */
   void (*prewarm)(const char *profile, const struct sbx_limits *limits);
+
+  /* MAY (added by issue 6, at the end so older tables stay valid).  A
+   * short note on how this host runs the driver (gvisor: its platform,
+   * "ptrace"/"systrap"/"kvm"), shown as "platform" by GET
+   * /v1/sandbox/profiles; NULL or "" when there is nothing to say. */
+  const char *(*describe)(void);
 };
 
 /* The built-in drivers (runtime/drivers/). */

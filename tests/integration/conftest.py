@@ -5,7 +5,12 @@
   it must exit 0 within 10 s.
 - `alice`, `bob`, `admin`: clients with keys of those tenants.
 - `profile`: parametrized over the usable profiles among process and
-  container (env SANDBOXD_TEST_PROFILES=process,container restricts them).
+  container (env SANDBOXD_TEST_PROFILES=process,container restricts them;
+  SANDBOXD_TEST_PROFILES=gvisor runs the suite against gVisor, see
+  docs/testing.md).  Unless gvisor is asked for, the daemons of the run get
+  SANDBOXD_RUNSC=/nonexistent/…, so gvisor is the suite's fail-closed
+  example of an unavailable profile (test_gvisor.py starts its own daemons
+  with the real runsc).
 - `daemon_factory`: function-scoped daemons of their own, for kill -9 and
   restarts.
 """
@@ -31,6 +36,13 @@ def wanted_profiles():
     if not env:
         return CANDIDATE_PROFILES
     return [p.strip() for p in env.split(",") if p.strip()]
+
+
+NO_RUNSC = "/nonexistent/runsc-not-wanted-by-this-test-run"
+# Remembered before the override below, for test_gvisor.py's own daemons.
+REAL_RUNSC = os.environ.get("SANDBOXD_RUNSC", "runsc")
+if not any(p.startswith("gvisor") for p in wanted_profiles()):
+    os.environ.setdefault("SANDBOXD_RUNSC", NO_RUNSC)
 
 
 @pytest.fixture(scope="session", autouse=True)

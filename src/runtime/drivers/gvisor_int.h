@@ -1,0 +1,72 @@
+/* gvisor_int.h — internals of the gvisor driver, split one job per file:
+ *   gvisor.c         the driver table: probe, create, destroy, usage, recover
+ *   gvisor_bundle.c  the OCI bundle (rootfs skeleton + config.json)
+ *   gvisor_proc.c    running runsc: the long-lived spawner thread that
+ *                    starts `runsc run` inside the sandbox's cgroup, and
+ *                    bounded one-shot runsc commands (probe, kill, delete)
+ *   gvisor_pool.c    the warm pool of pre-started sandboxes (per profile) */
+#ifndef SBX_RUNTIME_GVISOR_INT_H
+#define SBX_RUNTIME_GVISOR_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "isolation/iso.h"
+#include "runtime/driver.h"
+
+#define SBX_GV_UID 1000
+#define SBX_GV_GID 1000
+
+/* One started gVisor sandbox from the host's side. */
+struct sbx_gv_priv {
+  char rid[96];          /* runsc container id = cgroup leaf = bundle dir name */
+  struct sbx_cgroup cg;
+  pid_t runsc_pid;       /* `runsc run`, our child */
+  char bundle[4096];
+};
+
+/* ---- warm pool (gvisor_pool.c) ---- */
+/* Starts a sandbox with container id rid (sbx-init past READY). */
+typedef int (*sbx_gv_build_fn)(const char *rid, uint64_t disk, uint64_t pids,
+                               struct sbx_gv_priv **pv, int *chan, struct sbx_error *err);
+/* Tears one down completely (closes chan). */
+typedef void (*sbx_gv_drop_fn)(struct sbx_gv_priv *pv, int chan);
+void sbx_gv_pool_start(sbx_gv_build_fn build, sbx_gv_drop_fn drop);
+/* Remembers a key to keep warm (starts the refill thread if needed). */
+void sbx_gv_pool_want(const char *profile, uint64_t disk, uint64_t pids);
+/* Hands over an idle sandbox of that key, or false (then build cold). */
+bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids,
+                      struct sbx_gv_priv **pv, int *chan);
+/* Stops the refill thread and drops every idle sandbox. */
+void sbx_gv_pool_stop(void);
+
+/* Writes <dir>/rootfs (skeleton + synthetic /etc) and <dir>/config.json for
+ * one sandbox: read-only root, host /usr and CA certs bound read-only,
+ * sbx-init bound at /.sbx/sbx-init, tmpfs /tmp and /work of disk_bytes,
+ * uid/gid 1000, no capabilities, no_new_privs, empty env, cwd /work,
+ * RLIMIT_NPROC = pids (0: 16384) enforced by gVisor's own kernel. */
+int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
+                        uint64_t pids, struct sbx_error *err);
+
+/* Starts argv (argv[0] an absolute path) from the spawner thread with
+ * stdin = in_fd, stdout/stderr = log_fd, PR_SET_PDEATHSIG SIGKILL, and
+ * attached to cg before it execs.  The caller reaps *pid_out. */
+int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg,
+                 pid_t *pid_out, struct sbx_error *err);
+
+/* Runs argv to completion within timeout_ms (then SIGKILL); stderr's first
+ * line goes to msg.  Returns the wait status, or -1 if it could not run or
+ * timed out (msg says which). */
+int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen);
+
+/* Waits up to timeout_ms for pid to exit and reaps it; SIGKILLs it first
+ * when kill is set.  0 once reaped, -1 otherwise. */
+int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first);
+
+/* Reads the first line of a log file into msg ("" if none). */
+void sbx_gv_first_line(const char *path, char *msg, size_t msglen);
+
+#endif
