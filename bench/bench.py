@@ -502,6 +502,8 @@ class Bench:
             self.facts["stream_mib_s"] = mbs
         self.row(prof + ".context_run", "context `run` of `1+1` (stateful Python)",
                  "POST …/contexts/{cid}/run {\"code\":\"1+1\"}", lambda: wrap(caps.context_runs))
+        self.row(prof + ".python_fresh", "… vs exec `python3 -c 'print(1+1)'` (fresh interpreter)",
+                 "POST …/exec python3 -c", lambda: wrap(caps.python_fresh))
         self.row(prof + ".audited_patch", "PATCH session metadata (store update + one audit append)",
                  "PATCH …/sessions/{id} {\"metadata\":…} on one keep-alive connection",
                  lambda: wrap(caps.audited_patch))
@@ -509,8 +511,6 @@ class Bench:
         if st:
             self.rows[prof + ".audited_patch"]["name"] += " = %.0f appends/s serial" % (
                 1e6 / st["p50"])
-        self.row(prof + ".python_fresh", "… vs exec `python3 -c 'print(1+1)'` (fresh interpreter)",
-                 "POST …/exec python3 -c", lambda: wrap(caps.python_fresh))
 
     def nopool_part(self):
         key = "container.create_nopool"
