@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "isolation/iso.h"
 
 #define MAX_KEYS 16
@@ -33,6 +34,8 @@ static bool running, stopping;
 static pthread_t thread;
 static sbx_pool_build_fn build_fn;
 static unsigned long seq;
+static uint64_t last_take_ms;   /* guarded by lock */
+#define REFILL_SETTLE_MS 50
 
 static unsigned cur_size(void)
 {
@@ -120,6 +123,14 @@ static void *refill_main(void *arg)
       pthread_cond_wait(&wake, &lock);
       continue;
     }
+    /* Building a sandbox costs ~10 ms of CPU; right after a hand-over the
+     * new owner is usually about to exec in it, so let it have the CPU for
+     * a moment — unless this key's pool is empty and requests would wait. */
+    uint64_t since = sbx_now_ms() - last_take_ms;
+    if (pk->n > 0 && since < REFILL_SETTLE_MS) {
+      nap_locked((unsigned)(REFILL_SETTLE_MS - since));
+      continue;
+    }
     char leaf[96], profile[64];
     uint64_t disk = pk->disk;
     snprintf(profile, sizeof profile, "%s", pk->profile);
@@ -166,6 +177,7 @@ struct sbx_iso_box *sbx_pool_take(const char *profile, uint64_t disk_bytes)
 {
   struct sbx_iso_box *box = NULL;
   pthread_mutex_lock(&lock);
+  last_take_ms = sbx_now_ms();
   if (running && cur_size() > 0) {
     struct pool_key *pk = find_key(profile, disk_bytes, true);
     if (pk && pk->n > 0)
