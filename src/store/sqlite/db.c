@@ -213,3 +213,20 @@ void *sq_rows_push(struct sq_rows *r, struct sbx_error *err)
   memset(e, 0, r->elem);
   return e;
 }
+
+int sq_cursor_time(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+                   const char *after, int64_t *t, struct sbx_error *err)
+{
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, slot, sql, &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, after);
+  int rc = sq_step(s);
+  if (rc == SQLITE_DONE)
+    return sbx_err_field(err, "after", "unknown pagination cursor");
+  if (rc != SQLITE_ROW)
+    return sq_fail(st, rc, "read cursor", err);
+  *t = sqlite3_column_int64(s, 0);
+  return 0;
+}

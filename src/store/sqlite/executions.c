@@ -69,6 +69,26 @@ static int exec_from_row(sqlite3_stmt *s, struct sbx_execution_row *out, struct 
   return 0;
 }
 
+/* The 13 outcome columns, in table order from exit_code to error_json,
+ * bound from parameter `first` on (insert and finish write the same set). */
+static void bind_outcome(sqlite3_stmt *s, int first, const struct sbx_execution_row *row)
+{
+  int i = first;
+  sqlite3_bind_int(s, i++, row->exit_code);
+  sqlite3_bind_int(s, i++, row->signal);
+  sq_bind_blob(s, i++, row->stdout_buf, row->stdout_len);
+  sqlite3_bind_int(s, i++, row->stdout_truncated);
+  sqlite3_bind_int64(s, i++, (int64_t)row->stdout_dropped);
+  sq_bind_blob(s, i++, row->stderr_buf, row->stderr_len);
+  sqlite3_bind_int(s, i++, row->stderr_truncated);
+  sqlite3_bind_int64(s, i++, (int64_t)row->stderr_dropped);
+  sqlite3_bind_double(s, i++, row->cpu_seconds);
+  sqlite3_bind_double(s, i++, row->memory_mb_seconds);
+  sqlite3_bind_double(s, i++, row->duration_seconds);
+  sqlite3_bind_int64(s, i++, (int64_t)row->memory_peak_bytes);
+  sq_bind_text(s, i, row->error_json);
+}
+
 int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
                         struct sbx_error *err)
 {
@@ -87,19 +107,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   sq_bind_text(s, 5, row->profile);
   sq_bind_text(s, 6, row->request_json);
   sq_bind_text(s, 7, row->metadata_json);
-  sqlite3_bind_int(s, 8, row->exit_code);
-  sqlite3_bind_int(s, 9, row->signal);
-  sq_bind_blob(s, 10, row->stdout_buf, row->stdout_len);
-  sqlite3_bind_int(s, 11, row->stdout_truncated);
-  sqlite3_bind_int64(s, 12, (int64_t)row->stdout_dropped);
-  sq_bind_blob(s, 13, row->stderr_buf, row->stderr_len);
-  sqlite3_bind_int(s, 14, row->stderr_truncated);
-  sqlite3_bind_int64(s, 15, (int64_t)row->stderr_dropped);
-  sqlite3_bind_double(s, 16, row->cpu_seconds);
-  sqlite3_bind_double(s, 17, row->memory_mb_seconds);
-  sqlite3_bind_double(s, 18, row->duration_seconds);
-  sqlite3_bind_int64(s, 19, (int64_t)row->memory_peak_bytes);
-  sq_bind_text(s, 20, row->error_json);
+  bind_outcome(s, 8, row); /* ?8 … ?20 */
   sqlite3_bind_int64(s, 21, created);
   sqlite3_bind_int64(s, 22, row->started_at);
   sqlite3_bind_int64(s, 23, row->finished_at);
@@ -230,30 +238,15 @@ static int deliver(struct sq_rows *rows, int ret, sbx_execution_cb cb, void *ctx
   return ret < 0 ? -1 : 0;
 }
 
-static int cursor_time(struct sbx_store *st, int64_t tenant_id, const char *after, int64_t *t,
-                       struct sbx_error *err)
-{
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_CURSOR,
-              "SELECT created_at FROM executions WHERE tenant_id = ? AND id = ?", &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, after);
-  int rc = sq_step(s);
-  if (rc == SQLITE_DONE)
-    return sbx_err_field(err, "after", "unknown pagination cursor");
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "read cursor", err);
-  *t = sqlite3_column_int64(s, 0);
-  return 0;
-}
-
 static int list_locked(struct sbx_store *st, int64_t tenant_id, const char *status,
                        const char *after, int limit, struct sq_rows *rows, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   int64_t after_t = 0;
-  if (after && *after && cursor_time(st, tenant_id, after, &after_t, err) < 0)
+  if (after && *after &&
+      sq_cursor_time(st, SQ_EXE_CURSOR,
+                     "SELECT created_at FROM executions WHERE tenant_id = ? AND id = ?",
+                     tenant_id, after, &after_t, err) < 0)
     return -1;
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   /* Same total order as sessions: (created_at, id) descending. */
@@ -340,19 +333,7 @@ static int finish_row(struct sbx_store *st, const struct sbx_execution_row *row,
   int64_t now = sbx_wall_s();
   sq_bind_text(s, 1, row->status);
   sq_bind_text(s, 2, row->reason);
-  sqlite3_bind_int(s, 3, row->exit_code);
-  sqlite3_bind_int(s, 4, row->signal);
-  sq_bind_blob(s, 5, row->stdout_buf, row->stdout_len);
-  sqlite3_bind_int(s, 6, row->stdout_truncated);
-  sqlite3_bind_int64(s, 7, (int64_t)row->stdout_dropped);
-  sq_bind_blob(s, 8, row->stderr_buf, row->stderr_len);
-  sqlite3_bind_int(s, 9, row->stderr_truncated);
-  sqlite3_bind_int64(s, 10, (int64_t)row->stderr_dropped);
-  sqlite3_bind_double(s, 11, row->cpu_seconds);
-  sqlite3_bind_double(s, 12, row->memory_mb_seconds);
-  sqlite3_bind_double(s, 13, row->duration_seconds);
-  sqlite3_bind_int64(s, 14, (int64_t)row->memory_peak_bytes);
-  sq_bind_text(s, 15, row->error_json);
+  bind_outcome(s, 3, row); /* ?3 … ?15 */
   sqlite3_bind_int64(s, 16, row->started_at);
   sqlite3_bind_int64(s, 17, row->started_at);
   sqlite3_bind_int64(s, 18, row->finished_at ? row->finished_at : now);

@@ -120,31 +120,15 @@ static int deliver(struct sq_rows *rows, int ret, sbx_session_cb cb, void *ctx,
   return ret < 0 ? -1 : 0;
 }
 
-/* created_at of the cursor row, looked up within the tenant. */
-static int cursor_time(struct sbx_store *st, int64_t tenant_id, const char *after, int64_t *t,
-                       struct sbx_error *err)
-{
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_SES_CURSOR, "SELECT created_at FROM sessions WHERE tenant_id = ? AND id = ?",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, after);
-  int rc = sq_step(s);
-  if (rc == SQLITE_DONE)
-    return sbx_err_field(err, "after", "unknown pagination cursor");
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "read cursor", err);
-  *t = sqlite3_column_int64(s, 0);
-  return 0;
-}
-
 static int list_locked(struct sbx_store *st, int64_t tenant_id, const char *status,
                        const char *after, int limit, struct sq_rows *rows, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   int64_t after_t = 0;
-  if (after && *after && cursor_time(st, tenant_id, after, &after_t, err) < 0)
+  if (after && *after &&
+      sq_cursor_time(st, SQ_SES_CURSOR,
+                     "SELECT created_at FROM sessions WHERE tenant_id = ? AND id = ?",
+                     tenant_id, after, &after_t, err) < 0)
     return -1;
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   /* Newest first; (created_at, id) is a total order, so a page boundary

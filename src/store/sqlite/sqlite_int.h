@@ -73,6 +73,13 @@ int sq_begin(struct sbx_store *st, struct sbx_error *err);
 int sq_commit(struct sbx_store *st, struct sbx_error *err);
 void sq_rollback(struct sbx_store *st);
 
+/* created_at of the pagination cursor row `after`, looked up within the
+ * tenant by a "SELECT created_at … WHERE tenant_id = ? AND id = ?"
+ * statement (sessions and executions page the same way).  An unknown id is
+ * SBX_E_INVALID with field "after".  Caller holds the store lock. */
+int sq_cursor_time(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+                   const char *after, int64_t *t, struct sbx_error *err);
+
 /* err from an SQLite result code: CONSTRAINT → SBX_E_CONFLICT, BUSY/LOCKED
  * → SBX_E_NOT_READY, others → SBX_E_INTERNAL.  Returns -1. */
 int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *err);
