@@ -217,24 +217,11 @@ static PGresult *list_query(struct pg_tx *tx, int64_t tenant_id, const char *sta
 {
   const char *cursor = after && *after ? after : NULL;
   int64_t after_t = 0;
-  if (cursor) {
-    struct pg_params c = {0};
-    pp_i64(&c, tenant_id);
-    pp_text(&c, cursor);
-    PGresult *r = pg_q(tx, PGQ_EXE_CURSOR,
-                       "SELECT created_at FROM executions WHERE tenant_id = $1 AND id = $2", &c,
-                       false, err);
-    if (!r)
-      return NULL;
-    int found = PQntuples(r) == 1;
-    if (found)
-      after_t = pr_i64(r, 0, 0);
-    PQclear(r);
-    if (!found) {
-      sbx_err_field(err, "after", "unknown pagination cursor");
-      return NULL;
-    }
-  }
+  if (cursor &&
+      pg_cursor_time(tx, PGQ_EXE_CURSOR,
+                     "SELECT created_at FROM executions WHERE tenant_id = $1 AND id = $2",
+                     tenant_id, cursor, &after_t, err) < 0)
+    return NULL;
   struct pg_params p = {0};
   pp_i64(&p, tenant_id);
   pp_text(&p, status);

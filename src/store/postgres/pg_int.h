@@ -90,6 +90,12 @@ int pg_begin(struct sbx_store *st, struct pg_tx *tx, int64_t tenant_id, struct s
  * lone bytea column). */
 PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                bool binary_result, struct sbx_error *err);
+/* created_at of the pagination cursor row `after` within the tenant, by a
+ * "SELECT created_at … WHERE tenant_id = $1 AND id = $2" statement
+ * (sessions and executions page the same way).  An unknown id is
+ * SBX_E_INVALID with field "after".  Returns 0 or -1. */
+int pg_cursor_time(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t tenant_id,
+                   const char *after, int64_t *t, struct sbx_error *err);
 /* Same, and NULL unless exactly one row came back: NOT_FOUND with msg. */
 PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                 const char *not_found, struct sbx_error *err);

@@ -321,3 +321,19 @@ int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len,
   PQfreemem(raw);
   return 0;
 }
+
+int pg_cursor_time(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t tenant_id,
+                   const char *after, int64_t *t, struct sbx_error *err)
+{
+  struct pg_params c = {0};
+  pp_i64(&c, tenant_id);
+  pp_text(&c, after);
+  PGresult *r = pg_q(tx, slot, sql, &c, false, err);
+  if (!r)
+    return -1;
+  int found = PQntuples(r) == 1;
+  if (found)
+    *t = pr_i64(r, 0, 0);
+  PQclear(r);
+  return found ? 0 : sbx_err_field(err, "after", "unknown pagination cursor");
+}
