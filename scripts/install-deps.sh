@@ -21,6 +21,12 @@ PACKAGES=(
   bubblewrap firejail runsc hyperfine wrk strace
   # issue 8: promtool checks the /metrics exposition (tests)
   prometheus
+  # issue 5: egress policy (nftables through libnftables, rtnetlink through libmnl);
+  # tests serve HTTPS with a self-signed certificate and a test DNS upstream
+  nftables libnftables-dev libmnl-dev openssl curl python3-dnspython
+  # issue 7: images (a real registry and skopeo in tests, mmdebstrap for image build,
+  # busybox-static for the test images)
+  docker-registry skopeo mmdebstrap busybox-static
 )
 
 missing=()

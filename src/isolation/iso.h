@@ -40,6 +40,10 @@
  * one-line reason when the host cannot build the wall at all. */
 int sbx_iso_init(struct sbx_error *err);
 
+/* /etc/resolv.conf of every sandbox built from now on (mount.c); the
+ * network module sets it at start.  Default: a comment, no nameserver. */
+void sbx_iso_set_resolv_conf(const char *text);
+
 /* ---- user namespace ids (userns.c) ----------------------------------- */
 
 /* Host uid base of slot n: SANDBOXD_UID_BASE (default 200000) + n·65536. */

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -116,8 +117,17 @@ static const char etc_group[] =
     "root:x:0:\ntty:x:5:\nsandbox:x:1000:\nnogroup:x:65534:\n";
 static const char etc_hosts[] =
     "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n";
-/* No network in the sandbox (only lo): no resolver to point at. */
-static const char etc_resolv[] = "# no network in this sandbox\n";
+/* With egress none there is only lo and no resolver to point at.  The
+ * network module (issue 5) sets the nameserver line its DNS responder is
+ * reached at, for every sandbox: a pooled sandbox learns its policy only
+ * at hand-over, and a none sandbox simply has no route to it. */
+static char etc_resolv[256] = "# no network in this sandbox\n";
+
+void sbx_iso_set_resolv_conf(const char *text)
+{
+  /* Set once at daemon start, before the first sandbox is built. */
+  snprintf(etc_resolv, sizeof etc_resolv, "%s", text);
+}
 static const char etc_nsswitch[] =
     "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
     "networks: files\nprotocols: files\nservices: files\n";
