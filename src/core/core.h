@@ -43,6 +43,10 @@ struct sbx_core_config {
   struct sbx_quota_config quota; /* issue 8: per-tenant quotas (core/quota.h) */
   const char *finops_url;        /* issue 8: FinOps endpoint for usage records (NULL: none) */
   bool metrics_auth;             /* issue 8: GET /metrics needs an admin key */
+  /* issue 5: egress policy (net/net.h sbx_net_config) */
+  const char *const *resolve;    /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
+  const char *dns_upstream;      /* NULL/"": pinned names only */
+  const char *net_pool4, *net_pool6; /* NULL/"": the net module's defaults */
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,

@@ -1,6 +1,7 @@
 /* config.c — see config.h. */
 #include "daemon/config.h"
 
+#include <errno.h>
 #include <ini.h>
 #include <libgen.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/quantity.h"
 #include "common/util.h"
 
@@ -54,6 +56,34 @@ static int parse_uint(const char *v, uint64_t max, uint64_t *out)
   return 0;
 }
 
+/* --resolve NAME=ADDR (curl's idea): adds pins; "a=1,b=2" adds two.  The
+ * net module validates names and addresses when it starts. */
+static int add_resolve(struct sbx_config *c, const char *v, struct sbx_error *err)
+{
+  _cleanup_free_ char *copy = strdup(v);
+  if (!copy)
+    return sbx_err_sys(err, ENOMEM, "resolve");
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+    const char *eq = strchr(tok, '=');
+    if (!eq || eq == tok || !eq[1])
+      return sbx_err_set(err, SBX_E_INVALID, 0, "resolve: '%s' is not NAME=ADDR", tok);
+    if (c->nresolve + 1 >= sizeof c->resolve / sizeof c->resolve[0])
+      return sbx_err_set(err, SBX_E_INVALID, 0, "resolve: 64 pins at most");
+    if (!(c->resolve[c->nresolve] = strdup(tok)))
+      return sbx_err_sys(err, ENOMEM, "resolve");
+    c->nresolve++;
+  }
+  return 0;
+}
+
+void sbx_config_release(struct sbx_config *c)
+{
+  for (size_t i = 0; i < c->nresolve; i++)
+    free(c->resolve[i]);
+  c->nresolve = 0;
+}
+
 /* One server setting by name; shared by file, env and flags. */
 static int set_server(struct sbx_config *c, const char *key, const char *v, struct sbx_error *err)
 {
@@ -73,7 +103,12 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   STR("runsc", runsc_path)
   STR("default_profile", default_profile)
   STR("finops_url", finops_url) /* issue 8 */
+  STR("dns_upstream", dns_upstream) /* issue 5 */
+  STR("net_pool4", net_pool4)
+  STR("net_pool6", net_pool6)
 #undef STR
+  if (!strcmp(key, "resolve")) /* issue 5: repeatable; a comma list from the environment */
+    return add_resolve(c, v, err);
   if (!strcmp(key, "log_level"))
     return sbx_log_parse_level(v, &c->log_level) < 0
                ? sbx_err_set(err, SBX_E_INVALID, 0, "log_level: debug, info, warn or error")
@@ -226,6 +261,8 @@ static const struct {
     {"SANDBOXD_WORKERS", "workers"},     {"SANDBOXD_IDLE_TIMEOUT", "idle_timeout"},
     {"SANDBOXD_ENABLE_UNSAFE_PROCESS_DRIVER", "enable_unsafe_process_driver"},
     {"SANDBOXD_FINOPS_URL", "finops_url"}, {"SANDBOXD_METRICS_AUTH", "metrics_auth"}, /* issue 8 */
+    {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"}, /* issue 5 */
+    {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -247,6 +284,8 @@ static const struct {
     {"--log-format", "log_format"}, {"--default-profile", "default_profile"},
     {"--workers", "workers"},       {"--sbx-init", "sbx_init"},
     {"--idle-timeout", "idle_timeout"}, {"--max-body", "max_body"},
+    {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"}, /* issue 5 */
+    {"--net-pool4", "net_pool4"},   {"--net-pool6", "net_pool6"},
     {"--enable-unsafe-process-driver", NULL},
 };
 

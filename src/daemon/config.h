@@ -36,9 +36,17 @@ struct sbx_config {
   struct sbx_quota_config quota; /* issue 8: [server] quota_*, rate_limit_*; [tenant.NAME] */
   char finops_url[1024];  /* issue 8: FinOps endpoint for usage records ("" = none) */
   bool metrics_auth;      /* issue 8: GET /metrics needs an admin key */
+  /* issue 5: egress policy */
+  char *resolve[65];      /* NULL-terminated "NAME=ADDR" pins (--resolve, repeatable; SANDBOXD_RESOLVE a,b) */
+  size_t nresolve;
+  char dns_upstream[128]; /* "ADDR[:PORT]" ("" = pinned names only) */
+  char net_pool4[64];     /* veth addresses ("" = net module default) */
+  char net_pool6[64];
 };
 
 void sbx_config_defaults(struct sbx_config *c);
+/* Frees what the settings allocated (the resolve pins). */
+void sbx_config_release(struct sbx_config *c);
 /* Reads the file (if c->config_file is set). */
 int sbx_config_load_file(struct sbx_config *c, struct sbx_error *err);
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err);

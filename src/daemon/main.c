@@ -24,6 +24,12 @@ static void usage(FILE *f)
           "  --database URL          postgres://… or empty for SQLite (env SANDBOXD_DATABASE_URL)\n"
           "  --log-level LEVEL       debug, info, warn, error\n"
           "  --log-format FMT        auto, text, json\n"
+          "  --resolve NAME=ADDR     pin a name for sandboxes' DNS and egress proxy (repeatable;\n"
+          "                          env SANDBOXD_RESOLVE=a=1.2.3.4,b=2001:db8::1)\n"
+          "  --dns-upstream ADDR[:PORT]\n"
+          "                          resolver for allowlisted names (default: pins only)\n"
+          "  --net-pool4 CIDR, --net-pool6 CIDR\n"
+          "                          veth addresses for allowlisted sandboxes\n"
           "  --enable-unsafe-process-driver\n"
           "                          allow the 'process' driver (no isolation: development only)\n");
 }
@@ -80,7 +86,9 @@ int main(int argc, char **argv)
       }
       i += used - 1;
     }
-    return sbx_cmd_serve(&cfg);
+    int rc = sbx_cmd_serve(&cfg);
+    sbx_config_release(&cfg);
+    return rc;
   }
   fprintf(stderr, "sandboxd: unknown command '%s'\n\n", cmd);
   usage(stderr);

@@ -73,6 +73,7 @@ int sbx_net_policy_parse(json_t *network, const char *field, struct sbx_net_poli
 json_t *sbx_net_policy_json(const struct sbx_net_policy *p);
 struct sbx_net_policy *sbx_net_policy_dup(const struct sbx_net_policy *p);
 void sbx_net_policy_free(struct sbx_net_policy *p);
+static inline void sbx_net_policy_freep(struct sbx_net_policy **p) { sbx_net_policy_free(*p); }
 
 /* Index of the first DOMAIN/WILDCARD rule admitting name:port, or -1.
  * port 0 asks "any port" (DNS: is the name allowed at all?). */

@@ -75,7 +75,7 @@ static struct family fams[F_COUNT] = {
                     {"route", NULL}, 1, http_bounds, NB(http_bounds), NULL, 0, 0},
     [F_NET] = {"sandbox_network_decisions_total",
                "Network policy decisions on sandbox connections.", COUNTER,
-               {"decision", NULL}, 1, NULL, 0, NULL, 0, 0},
+               {"decision", "proto"}, 2, NULL, 0, NULL, 0, 0},
     [F_AUDIT] = {"sandboxd_audit_events_total", "Audit events appended to the chain.", COUNTER,
                  {NULL, NULL}, 0, NULL, 0, NULL, 0, 0},
     [F_AUDIT_SUPP] = {"sandboxd_audit_suppressed_total",
@@ -183,7 +183,10 @@ void sbx_metrics_http(const char *route, int code, double seconds)
   observe(F_HTTP_DUR, route, seconds);
 }
 
-void sbx_metrics_network_decision(const char *decision) { counter_add(F_NET, decision, NULL, 1); }
+void sbx_metrics_network_decision(const char *decision, const char *proto)
+{
+  counter_add(F_NET, decision, proto, 1);
+}
 void sbx_metrics_audit_event(const char *action)
 {
   (void)action; /* one series: actions are many, the chain has the detail */
@@ -308,8 +311,12 @@ static void put_gauges(FILE *f)
 /* Series every scrape should show even before their first event. */
 static void seed_locked(void)
 {
-  series_get(&fams[F_NET], "allow", NULL);
-  series_get(&fams[F_NET], "deny", NULL);
+  /* issue 5: every decision/proto pair the net module can report */
+  static const char *const protos[] = {"dns", "http", "tls", "tcp", "udp", NULL};
+  for (const char *const *p = protos; *p; p++) {
+    series_get(&fams[F_NET], "allow", *p);
+    series_get(&fams[F_NET], "deny", *p);
+  }
   series_get(&fams[F_FINOPS], "delivered", NULL);
   series_get(&fams[F_FINOPS], "failed", NULL);
 }

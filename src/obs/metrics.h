@@ -19,7 +19,7 @@ void sbx_metrics_session_create(const char *profile, double seconds);
 /* One HTTP request: route is the route table's name ("unmatched" if none). */
 void sbx_metrics_http(const char *route, int code, double seconds);
 /* A network policy decision: "allow" or "deny". */
-void sbx_metrics_network_decision(const char *decision);
+void sbx_metrics_network_decision(const char *decision, const char *proto);
 /* Audit and FinOps bookkeeping. */
 void sbx_metrics_audit_event(const char *action);
 void sbx_metrics_audit_suppressed(void);

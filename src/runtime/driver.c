@@ -38,6 +38,7 @@ const char *sbx_cap_name(uint32_t bit)
   case SBX_CAP_UPSTREAM: return "upstream";
   case SBX_CAP_ARCHIVE: return "archive";
   case SBX_CAP_CONTEXTS: return "contexts";
+  case SBX_CAP_EGRESS: return "egress_allowlist";
   default: return NULL;
   }
 }

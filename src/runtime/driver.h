@@ -35,6 +35,10 @@ enum {
   SBX_CAP_UPSTREAM = 1u << 4,
   SBX_CAP_ARCHIVE = 1u << 5,
   SBX_CAP_CONTEXTS = 1u << 6,
+  /* issue 5: its sandboxes have a network namespace of their own that the
+   * net module can link to the host under an egress allowlist (a process
+   * inside it is sb->init_pid). */
+  SBX_CAP_EGRESS = 1u << 7,
 };
 
 /* Resource limits of one sandbox.  0 means "no limit from the request"

@@ -107,7 +107,7 @@ def test_mixed_workload_counts_exactly(daemon_factory):
     assert sample(m, "sandboxd_http_requests_total", route="session_get", code="404") == 4
     assert sample(m, "sandboxd_http_requests_total", route="session_list", code="401") == 2
     assert sample(m, "sandboxd_http_request_duration_seconds_count", route="session_exec") == 9
-    assert sample(m, "sandbox_network_decisions_total", decision="deny") == 0
+    assert sample(m, "sandbox_network_decisions_total", decision="deny", proto="tcp") == 0
     # Bounded labels: route names from the table, never raw paths.
     routes = {dict(k[1]).get("route") for k in m if k[0] == "sandboxd_http_requests_total"}
     assert not any("/" in r for r in routes), routes

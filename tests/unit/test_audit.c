@@ -338,7 +338,7 @@ static void test_metrics(void)
   CHECK(strstr(txt, "sandbox_duration_seconds_count{profile=\"p\\\"x\"} 2\n"));
   CHECK(strstr(txt, "sandboxd_http_requests_total{route=\"session_create\",code=\"201\"} 1\n"));
   CHECK(strstr(txt, "# TYPE sandbox_sessions_active gauge\n"));
-  CHECK(strstr(txt, "sandbox_network_decisions_total{decision=\"deny\"} 0\n"));
+  CHECK(strstr(txt, "sandbox_network_decisions_total{decision=\"deny\",proto=\"tcp\"} 0\n"));
   free(txt);
 }
 

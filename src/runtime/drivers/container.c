@@ -225,7 +225,7 @@ const struct sbx_driver sbx_drv_container = {
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS |
             SBX_CAP_WATCH |
             /* its own network namespace: the ports proxy reaches only the sandbox */
-            SBX_CAP_UPSTREAM,
+            SBX_CAP_UPSTREAM | SBX_CAP_EGRESS,
     .probe = ctr_probe,
     .prewarm = ctr_prewarm,
     .create = ctr_create,
