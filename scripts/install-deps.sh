@@ -23,10 +23,10 @@ PACKAGES=(
   prometheus
   # issue 5: egress policy (nftables through libnftables, rtnetlink through libmnl);
   # tests serve HTTPS with a self-signed certificate and a test DNS upstream
-  nftables libnftables-dev libmnl-dev openssl curl python3-dnspython
+  nftables libnftables-dev libmnl-dev openssl libssl-dev curl python3-dnspython
   # issue 7: images (a real registry and skopeo in tests, mmdebstrap for image build,
   # busybox-static for the test images)
-  docker-registry skopeo mmdebstrap busybox-static
+  docker-registry skopeo mmdebstrap busybox-static zlib1g-dev
 )
 
 missing=()

@@ -159,6 +159,9 @@ static const struct {
     {"context_delete", "sandbox.context.delete"},
     {"context_run", "sandbox.context.run"},
     {"context_restart", "sandbox.context.restart"},
+    {"image_pull", "image.pull"}, /* issue 7 */
+    {"image_gc", "image.gc"},
+    {"image_delete", "image.delete"},
 };
 
 static const char *mutation_action(const struct sbx_route *rt)

@@ -39,6 +39,11 @@ SBX_HANDLER(sbx_h_context_get);
 SBX_HANDLER(sbx_h_context_delete);
 SBX_HANDLER(sbx_h_context_run);
 SBX_HANDLER(sbx_h_context_restart);
+/* Issue 7: the image store (h_images.c). */
+SBX_HANDLER(sbx_h_image_list);
+SBX_HANDLER(sbx_h_image_pull);
+SBX_HANDLER(sbx_h_image_delete);
+SBX_HANDLER(sbx_h_image_gc);
 /* Issue 8, engineer O: audit, usage, metrics (h_obs.c). */
 SBX_HANDLER(sbx_h_audit_list);
 SBX_HANDLER(sbx_h_audit_verify);

@@ -77,6 +77,11 @@ static const struct sbx_route routes[] = {
     {"POST", "/v1/sandbox/sessions/{id}/contexts/{cid}/restart", sbx_h_context_restart,
      SBX_AUTH_KEY, "context_restart"},
     /* Issue 8: audit, usage, metrics (/metrics checks config metrics_auth itself). */
+    /* Issue 7: images (list: any key; changes: admin). */
+    {"GET", "/v1/sandbox/images", sbx_h_image_list, SBX_AUTH_KEY, "image_list"},
+    {"POST", "/v1/sandbox/images/pull", sbx_h_image_pull, SBX_AUTH_ADMIN, "image_pull"},
+    {"POST", "/v1/sandbox/images/gc", sbx_h_image_gc, SBX_AUTH_ADMIN, "image_gc"},
+    {"DELETE", "/v1/sandbox/images/{ref*}", sbx_h_image_delete, SBX_AUTH_ADMIN, "image_delete"},
     {"GET", "/v1/audit", sbx_h_audit_list, SBX_AUTH_ADMIN, "audit_list"},
     {"GET", "/v1/audit/verify", sbx_h_audit_verify, SBX_AUTH_ADMIN, "audit_verify"},
     {"GET", "/v1/sandbox/usage", sbx_h_usage, SBX_AUTH_KEY, "usage"},

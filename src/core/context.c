@@ -206,7 +206,7 @@ static void run_interpreter(struct sbx_context *c, struct sbx_exec_slot *slot)
   int stdin_r = -1, rc = -1;
   static char *const extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1",
                                 "PYTHONDONTWRITEBYTECODE=1", NULL};
-  char **env = sbx_run_env(c->ls->env, extra);
+  char **env = sbx_session_run_env(c->ls, extra);
   if (prepare(c, &stdin_r) < 0 || !env) {
     sbx_err_sys(&err, errno ? errno : ENOMEM, "context %s: interpreter pipes", c->id);
   } else {

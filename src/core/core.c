@@ -91,6 +91,8 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     else
       sbx_info("core", "profile %s: unavailable: %s", p->name, p->reason);
   }
+  sbx_core_net_start(core); /* issue 5: before any sandbox can ask for an allowlist */
+  sbx_core_images_start(core); /* issue 7: the image store under the state dir */
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
   sbx_recover(core);
@@ -129,6 +131,7 @@ void sbx_core_stop(struct sbx_core *core)
   if (core->store.ops)
     sbx_sessions_shutdown(core);
   sbx_watch_drain(2000);
+  sbx_core_net_stop(core); /* after every sandbox was detached */
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
     if ((*d)->shutdown)
       (*d)->shutdown();

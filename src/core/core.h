@@ -47,6 +47,9 @@ struct sbx_core_config {
   const char *const *resolve;    /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
   const char *dns_upstream;      /* NULL/"": pinned names only */
   const char *net_pool4, *net_pool6; /* NULL/"": the net module's defaults */
+  /* issue 7: pull an image a request names when it is not in the store
+   * (SBX_IMAGE_PULL_MISSING, 0) or answer 404 (SBX_IMAGE_PULL_NEVER) */
+  int image_pull;
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,

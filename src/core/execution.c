@@ -17,6 +17,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "image/image.h"
+#include "net/net.h"
 
 #define MAX_COLLECT_FILES 256
 #define MAX_COLLECT_FILE_BYTES (16u << 20)
@@ -33,9 +35,17 @@ struct exec_plan {
   struct sbx_exec_spec spec;
   json_t *files;   /* borrowed from the body */
   json_t *collect; /* borrowed */
+  struct sbx_net_policy *policy; /* issue 5: egress policy (owned) */
+  char image[SBX_IMAGE_REF_MAX];  /* issue 7: canonical reference, "" for the host pack */
+  bool default_command;           /* issue 7: no command: the image's Entrypoint+Cmd */
 };
 
-static void plan_free(struct exec_plan *p) { sbx_exec_spec_free(&p->spec); }
+static void plan_free(struct exec_plan *p)
+{
+  sbx_exec_spec_free(&p->spec);
+  sbx_net_policy_free(p->policy);
+  p->policy = NULL;
+}
 
 static int parse_files(json_t *files, struct sbx_error *err)
 {
@@ -109,23 +119,28 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
     return sbx_err_field(err, "profile", "profile must be a string");
   if (!(p->profile = sbx_profile_find(&core->profiles, v ? json_string_value(v) : NULL, err)))
     return -1;
-  v = json_object_get(body, "image");
-  if (v && !json_is_null(v) &&
-      !(json_is_string(v) && strcmp(json_string_value(v), p->profile->image) == 0))
-    return sbx_err_field(err, "image", "this version runs the profile's image ('%s') only",
-                         p->profile->image);
+  if (sbx_core_image_check(p->profile, json_object_get(body, "image"), p->image, err) < 0)
+    return -1;
   if (sbx_schema_limits(json_object_get(body, "limits"), p->profile, &p->limits, err) < 0)
     return -1;
-  json_t *net = sbx_schema_network(json_object_get(body, "network"), "network", err);
-  if (!net)
+  if (sbx_schema_network(json_object_get(body, "network"), "network", &p->policy, err) < 0)
     return -1;
-  json_decref(net);
   if (sbx_schema_metadata(json_object_get(body, "metadata"), "metadata", err) < 0)
     return -1;
   p->files = json_object_get(body, "files");
   p->collect = json_object_get(body, "collect");
   if (parse_files(p->files, err) < 0 || parse_collect(p->collect, err) < 0)
     return -1;
+  if (p->image[0] && !json_object_get(body, "command") && !json_object_get(body, "language")) {
+    /* An image's own Entrypoint+Cmd (known once the image is at hand):
+     * check the rest of the request with a placeholder command. */
+    json_t *copy = json_copy(body);
+    json_object_set_new(copy, "command", json_pack("[s]", "/"));
+    int rc = sbx_schema_exec(copy, p->profile->limits.timeout_s, false, &p->spec, err);
+    json_decref(copy);
+    p->default_command = true;
+    return rc;
+  }
   return sbx_schema_exec(body, p->profile->limits.timeout_s, false, &p->spec, err);
 }
 
@@ -193,6 +208,10 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
   }
   if (!plan.profile->available) {
     sbx_err_runtime_unavailable(err, plan.profile);
+    plan_free(&plan);
+    return -1;
+  }
+  if (sbx_core_net_check(plan.profile, plan.policy, err) < 0) { /* fail closed, at once */
     plan_free(&plan);
     return -1;
   }
@@ -487,6 +506,8 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   struct sbx_running_exec *run = NULL;
   struct sbx_span *span = NULL;
   char **env = NULL;
+  struct sbx_net_attachment *net = NULL;
+  struct sbx_image *image = NULL;
   if (!body || plan_parse(core, body, &plan, &err) < 0) {
     finish_error(core, &row, SBX_RS_NONE, err.msg[0] ? err.msg : "stored request unreadable");
     goto out;
@@ -497,7 +518,7 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   snprintf(row.status, sizeof row.status, "running");
   span = sbx_trace_op_begin_parked("sandbox.execution", row.id, row.tenant_id, row.profile,
                                    row.metadata_json); /* before env: TRACEPARENT */
-  if (!(run = running_add(core, row.id)) || !(env = sbx_run_env(NULL, plan.spec.env))) {
+  if (!(run = running_add(core, row.id))) {
     finish_error(core, &row, SBX_RS_NONE, "out of memory");
     goto out;
   }
@@ -508,9 +529,33 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
     finish_error(core, &row, SBX_RS_RUNTIME_UNAVAILABLE, plan.profile->reason);
     goto out;
   }
+  if (sbx_core_net_check(plan.profile, plan.policy, &err) < 0) { /* the host may have changed */
+    finish_error(core, &row, SBX_RS_RUNTIME_UNAVAILABLE, err.msg);
+    goto out;
+  }
+  /* issue 7: the image (a first use pulls it here, off the HTTP thread) */
+  if (sbx_core_image_acquire(core, plan.image, &image, &err) < 0 ||
+      sbx_core_image_exec(image, &plan.spec, plan.default_command, &err) < 0) {
+    finish_error(core, &row, err.code == SBX_E_RUNTIME_UNAVAILABLE ? SBX_RS_RUNTIME_UNAVAILABLE
+                                                                   : SBX_RS_NONE, err.msg);
+    goto out;
+  }
+  if (sbx_core_image_spec(image, &sspec, &err) < 0) {
+    finish_error(core, &row, SBX_RS_NONE, err.msg);
+    goto out;
+  }
   if (plan.profile->driver->create(&sspec, &sb, &err) < 0) {
     finish_error(core, &row, err.code == SBX_E_RUNTIME_UNAVAILABLE ? SBX_RS_RUNTIME_UNAVAILABLE
                                                                    : SBX_RS_NONE, err.msg);
+    goto out;
+  }
+  if (sbx_core_net_attach(row.id, row.tenant_id, sb, plan.policy, &net, &err) < 0) {
+    finish_error(core, &row, SBX_RS_NONE, err.msg); /* never run it unlinked */
+    goto out;
+  }
+  if (!(env = sbx_run_env(sbx_core_image_env(image), net ? sbx_net_env(net) : NULL, NULL,
+                          plan.spec.env))) {
+    finish_error(core, &row, SBX_RS_NONE, "out of memory");
     goto out;
   }
   if (plan.files && write_inputs(sb, plan.files, &err) < 0) {
@@ -539,8 +584,12 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
 out:
   sbx_trace_op_end(span, "sandbox.execution.id", row.id, row.status, NULL);
   sbx_quota_exec_end(core, it->tenant_id, it->id);
+  if (net)
+    sbx_net_detach(net);
   if (sb)
     sb->driver->destroy(sb);
+  if (image) /* after the sandbox that mounted its layers */
+    sbx_image_release(image);
   if (run)
     running_remove(core, run);
   sbx_strv_free(env);

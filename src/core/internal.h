@@ -34,6 +34,13 @@ struct sbx_live_session {
   int64_t last_used_at;
   int64_t last_touch_stored;   /* when last_used_at last reached the store */
   struct sbx_proc_table *procs; /* background processes (core/process.c); own lock */
+  /* issue 5: the egress policy in force and, once it was ever an
+   * allowlist, the sandbox's link to the host (NULL on the none path).
+   * Both change only under net_lock (PATCH). */
+  pthread_mutex_t net_lock;
+  struct sbx_net_policy *policy;
+  struct sbx_net_attachment *net;
+  struct sbx_image *image; /* issue 7: held while the sandbox lives; NULL: host pack */
   struct sbx_live_session *next;
 };
 
@@ -80,6 +87,8 @@ struct sbx_core {
   atomic_ullong http_requests;
   atomic_ullong http_errors;
   struct sbx_quota *quota; /* issue 8, engineer Q: core/quota.c */
+  bool images_ok;          /* issue 7: the image store opened */
+  char images_why[256];    /* why not */
 };
 
 /* core/session.c */
@@ -98,8 +107,51 @@ int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant
 void sbx_recover(struct sbx_core *core);
 
 /* core/run.c — what a session exec and an execution share. */
-/* The environment of a workload: base, then session env, then request env. */
-char **sbx_run_env(char *const *session_env, char *const *request_env);
+/* The environment of a workload: base, the image's Env (issue 7), the
+ * egress proxy's variables (issue 5), the session env, the request env —
+ * each may be NULL, later ones win. */
+char **sbx_run_env(const char *const *image_env, const char *const *net_env,
+                   char *const *session_env, char *const *request_env);
+/* sbx_run_env for an exec in a live session (its net env and session env). */
+char **sbx_session_run_env(struct sbx_live_session *ls, char *const *request_env);
+
+/* core/image_use.c (issue 7): a request's `image`, the store, the image
+ * config applied to execs. */
+#define SBX_IMAGE_REF_MAX 700
+struct sbx_image;
+void sbx_core_images_start(struct sbx_core *core);
+/* ref_out: the canonical reference, "" for the host pack.  400 for a bad
+ * reference or a profile whose driver lacks SBX_CAP_IMAGES. */
+int sbx_core_image_check(const struct sbx_profile *p, json_t *v, char ref_out[SBX_IMAGE_REF_MAX],
+                         struct sbx_error *err);
+/* *out held (NULL for the host pack); pulls per the daemon's `pull`. */
+int sbx_core_image_acquire(struct sbx_core *core, const char *ref, struct sbx_image **out,
+                           struct sbx_error *err);
+/* Fills spec's layers, digest and run_uid/gid (the image's User; 400 when
+ * it names an id the image does not define or one outside the sandbox's). */
+int sbx_core_image_spec(const struct sbx_image *img, struct sbx_sandbox_spec *spec,
+                        struct sbx_error *err);
+/* Applies the image config to spec: Entrypoint+Cmd when use_default_command,
+ * the image's interpreter for `language` (400 when it has none), WorkingDir
+ * as the default cwd. */
+int sbx_core_image_exec(const struct sbx_image *img, struct sbx_exec_spec *spec,
+                        bool use_default_command, struct sbx_error *err);
+const char *const *sbx_core_image_env(const struct sbx_image *img);
+
+/* core/network.c (issue 5): the net module's life with the daemon's, and
+ * the fail-closed checks of an allowlist request. */
+struct sbx_net_policy;
+struct sbx_net_attachment;
+void sbx_core_net_start(struct sbx_core *core);
+void sbx_core_net_stop(struct sbx_core *core);
+/* 0 for none; 400 if the profile's driver cannot enforce an allowlist,
+ * 503 if this host cannot (the net module did not start). */
+int sbx_core_net_check(const struct sbx_profile *profile, const struct sbx_net_policy *policy,
+                       struct sbx_error *err);
+/* Links sb to the host under policy (*out NULL and nothing done for none). */
+int sbx_core_net_attach(const char *sandbox_id, int64_t tenant_id, struct sbx_sandbox *sb,
+                        const struct sbx_net_policy *policy, struct sbx_net_attachment **out,
+                        struct sbx_error *err);
 /* Runs spec in sb (writes long code to a file first), upgrading a kill by
  * the OOM killer to oom_killed/memory. */
 int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,

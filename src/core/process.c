@@ -396,6 +396,10 @@ static int parse_start(struct sbx_core *core, struct sbx_live_session *ls, json_
   if (sbx_schema_only(body, "", allowed, err) < 0 ||
       sbx_schema_exec(body, ls->profile->limits.timeout_s, true, spec, err) < 0)
     return -1;
+  if (sbx_core_image_exec(ls->image, spec, false, err) < 0) { /* issue 7: image config */
+    sbx_exec_spec_free(spec);
+    return -1;
+  }
   if (check_caps(ls, spec, err) < 0) {
     sbx_exec_spec_free(spec);
     return -1;
@@ -412,7 +416,7 @@ static struct proc_job *job_new(struct sbx_core *core, struct sbx_live_session *
   size_t bufcap = ls->limits.output_bytes ? (size_t)ls->limits.output_bytes : DEFAULT_BUF;
   struct proc_job *job = calloc(1, sizeof *job);
   if (!job || !(job->proc = proc_new(spec, bufcap)) ||
-      !(job->env = sbx_run_env(ls->env, spec->env)) ||
+      !(job->env = sbx_session_run_env(ls, spec->env)) ||
       !(job->slot = sbx_session_slot_add(core, ls))) {
     if (job) {
       sbx_proc_unref(job->proc);

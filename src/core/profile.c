@@ -122,8 +122,8 @@ json_t *sbx_limits_json(const struct sbx_limits *l)
 json_t *sbx_profile_json(const struct sbx_profile *p, bool is_default)
 {
   json_t *caps = json_array();
-  for (uint32_t bit = 1; bit && bit <= SBX_CAP_CONTEXTS; bit <<= 1)
-    if (p->driver && (p->driver->caps & bit))
+  for (uint32_t bit = 1; bit; bit <<= 1) /* every bit the driver has a name for */
+    if (p->driver && (p->driver->caps & bit) && sbx_cap_name(bit))
       json_array_append_new(caps, json_string(sbx_cap_name(bit)));
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:I, s:I, s:b}", "name", p->name,
                         "driver", p->driver_name, "class", p->driver ? p->driver->klass : "",

@@ -36,9 +36,20 @@ static void env_put(char **env, size_t *n, const char *kv)
   env[(*n)++] = strdup(kv);
 }
 
-char **sbx_run_env(char *const *session_env, char *const *request_env)
+static size_t cstrv_len(const char *const *v)
 {
-  size_t cap = 8 + sbx_strv_len(session_env) + sbx_strv_len(request_env), n = 0;
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}
+
+char **sbx_run_env(const char *const *image_env, const char *const *net_env,
+                   char *const *session_env, char *const *request_env)
+{
+  size_t cap = 8 + cstrv_len(image_env) + cstrv_len(net_env) + sbx_strv_len(session_env) +
+               sbx_strv_len(request_env),
+         n = 0;
   char **env = calloc(cap + 1, sizeof *env);
   if (!env)
     return NULL;
@@ -47,6 +58,10 @@ char **sbx_run_env(char *const *session_env, char *const *request_env)
   char tp[80]; /* issue 8: the current span's context; the caller's own env may override it */
   if (sbx_trace_env_entry(tp, sizeof tp))
     env_put(env, &n, tp);
+  for (const char *const *p = image_env; p && *p; p++)
+    env_put(env, &n, *p);
+  for (const char *const *p = net_env; p && *p; p++)
+    env_put(env, &n, *p);
   for (char *const *p = session_env; p && *p; p++)
     env_put(env, &n, *p);
   for (char *const *p = request_env; p && *p; p++)

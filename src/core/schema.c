@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/quantity.h"
+#include "net/net.h"
 
 /* Error helpers: one English and one French sentence per kind of fault. */
 static int bad_type(struct sbx_error *err, const char *field, const char *want_en,
@@ -169,6 +170,7 @@ static int parse_language(json_t *lang, json_t *code, struct sbx_exec_spec *out,
     out->code_ext = languages[i].ext;
   }
   out->argv = argv;
+  out->language = languages[i].language;
   if (!argv[0] || (!out->code && (!argv[1] || !argv[2])))
     return sbx_err_sys(err, ENOMEM, "code");
   return 0;
@@ -450,46 +452,12 @@ int sbx_schema_limits(json_t *limits, const struct sbx_profile *p, struct sbx_li
   return 0;
 }
 
-json_t *sbx_schema_network(json_t *net, const char *field, struct sbx_error *err)
+int sbx_schema_network(json_t *net, const char *field, struct sbx_net_policy **out,
+                       struct sbx_error *err)
 {
-  if (!net || json_is_null(net))
-    return json_pack("{s:s}", "egress", "none");
-  if (!json_is_object(net)) {
-    bad_type(err, field, "an object", "un objet");
-    return NULL;
-  }
-  static const char *const allowed[] = {"egress", "allow", NULL};
-  char prefix[64];
-  snprintf(prefix, sizeof prefix, "%s.", field);
-  if (sbx_schema_only(net, prefix, allowed, err) < 0)
-    return NULL;
-  json_t *eg = json_object_get(net, "egress");
-  char f[64];
-  snprintf(f, sizeof f, "%s.egress", field);
-  if (eg && !json_is_string(eg)) {
-    bad_type(err, f, "a string", "une chaîne");
-    return NULL;
-  }
-  const char *e = eg ? json_string_value(eg) : "none";
-  if (strcmp(e, "none") == 0) {
-    json_t *allow = json_object_get(net, "allow");
-    if (allow && !(json_is_array(allow) && json_array_size(allow) == 0)) {
-      snprintf(f, sizeof f, "%s.allow", field);
-      bad_value(err, f, "an allow list needs egress \"allowlist\"",
-                "une liste d'autorisations demande egress \"allowlist\"");
-      return NULL;
-    }
-    return json_pack("{s:s}", "egress", "none");
-  }
-  if (strcmp(e, "allowlist") == 0) {
-    /* Fail closed: never accept a policy this build cannot enforce. */
-    bad_value(err, f, "egress allowlists are not available in this version (only \"none\")",
-              "les listes d'accès sortantes ne sont pas disponibles dans cette version "
-              "(seulement \"none\")");
-    return NULL;
-  }
-  bad_value(err, f, "must be \"none\" or \"allowlist\"", "doit être \"none\" ou \"allowlist\"");
-  return NULL;
+  /* The net module owns the syntax (domains, wildcards, CIDRs, ports) so
+   * that the daemon and its tests agree on one parser. */
+  return sbx_net_policy_parse(net, field, out, err);
 }
 
 int sbx_schema_metadata(json_t *md, const char *field, struct sbx_error *err)

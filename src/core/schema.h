@@ -28,6 +28,7 @@ struct sbx_exec_spec {
   unsigned pty_cols, pty_rows;
   char *code;           /* language+code: the code, when too long to inline */
   const char *code_ext; /* ".py", ".js", ".sh" */
+  const char *language; /* "python", "node", "bash" when given as language+code (static) */
 };
 void sbx_exec_spec_free(struct sbx_exec_spec *s);
 
@@ -45,9 +46,12 @@ int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
  * take the profile's value.  out starts as the profile's limits. */
 int sbx_schema_limits(json_t *limits, const struct sbx_profile *p, struct sbx_limits *out,
                       struct sbx_error *err);
-/* network: {"egress":"none"} is the only policy this version enforces. *
- * Returns a new reference to the normalised policy. */
-json_t *sbx_schema_network(json_t *net, const char *field, struct sbx_error *err);
+/* network: {"egress":"none"} (also when absent/null) or
+ * {"egress":"allowlist","allow":[…]} (DESIGN §5, net/net.h).  *out is the
+ * parsed policy (free with sbx_net_policy_free); errors name the entry. */
+struct sbx_net_policy;
+int sbx_schema_network(json_t *net, const char *field, struct sbx_net_policy **out,
+                       struct sbx_error *err);
 /* metadata: object of ≤ 64 string values, keys ≤ 128 bytes, values ≤ 1 KiB. */
 int sbx_schema_metadata(json_t *md, const char *field, struct sbx_error *err);
 /* env: object of NAME → string.  Appends "K=V" strings to a new vector. */

@@ -12,6 +12,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "image/image.h"
+#include "net/net.h"
 #include "obs/audit.h"
 #include "obs/metrics.h"
 
@@ -38,8 +40,14 @@ static void live_unlink_locked(struct sbx_core *core, struct sbx_live_session *l
 
 static void live_free(struct sbx_live_session *ls)
 {
+  if (ls->net) /* unlink first: no packet of a dying sandbox is ever admitted */
+    sbx_net_detach(ls->net);
   if (ls->sb)
     ls->sb->driver->destroy(ls->sb);
+  if (ls->image) /* after the sandbox: its layers were mounted until now */
+    sbx_image_release(ls->image);
+  sbx_net_policy_free(ls->policy);
+  pthread_mutex_destroy(&ls->net_lock);
   sbx_procs_free(ls->procs);
   sbx_strv_free(ls->env);
   free(ls);
@@ -143,8 +151,8 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
 {
   json_t *caps = json_array();
   const struct sbx_driver *drv = sbx_driver_find(row->runtime);
-  for (uint32_t bit = 1; drv && bit <= SBX_CAP_CONTEXTS; bit <<= 1)
-    if (drv->caps & bit)
+  for (uint32_t bit = 1; drv && bit; bit <<= 1) /* every bit the driver has a name for */
+    if ((drv->caps & bit) && sbx_cap_name(bit))
       json_array_append_new(caps, json_string(sbx_cap_name(bit)));
   (void)core;
   return json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}",
@@ -163,11 +171,11 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
 struct create_req {
   const struct sbx_profile *profile;
   struct sbx_limits limits;
-  json_t *network;  /* owned */
+  struct sbx_net_policy *policy; /* owned */
   json_t *metadata; /* borrowed */
   char **env;       /* owned */
   int64_t ttl_s;
-  const char *image;
+  char image[SBX_IMAGE_REF_MAX]; /* canonical reference; "" for the host pack */
 };
 
 static int parse_create(struct sbx_core *core, json_t *body, struct create_req *cr,
@@ -183,22 +191,11 @@ static int parse_create(struct sbx_core *core, json_t *body, struct create_req *
     return sbx_err_field(err, "profile", "profile must be a string");
   if (!(cr->profile = sbx_profile_find(&core->profiles, v ? json_string_value(v) : NULL, err)))
     return -1;
-  v = json_object_get(body, "image");
-  if (v && !json_is_null(v)) {
-    if (!json_is_string(v))
-      return sbx_err_field(err, "image", "image must be a string");
-    if (strcmp(json_string_value(v), cr->profile->image) != 0) {
-      sbx_err_field(err, "image", "image '%s' is not available: this version runs the "
-                    "profile's image ('%s') only", json_string_value(v), cr->profile->image);
-      return sbx_err_fr(err, "L'image « %s » n'est pas disponible : cette version n'exécute "
-                        "que l'image du profil (« %s »)", json_string_value(v),
-                        cr->profile->image);
-    }
-  }
-  cr->image = cr->profile->image;
+  if (sbx_core_image_check(cr->profile, json_object_get(body, "image"), cr->image, err) < 0)
+    return -1;
   if (sbx_schema_limits(json_object_get(body, "limits"), cr->profile, &cr->limits, err) < 0)
     return -1;
-  if (!(cr->network = sbx_schema_network(json_object_get(body, "network"), "network", err)))
+  if (sbx_schema_network(json_object_get(body, "network"), "network", &cr->policy, err) < 0)
     return -1;
   cr->metadata = json_object_get(body, "metadata");
   if (sbx_schema_metadata(cr->metadata, "metadata", err) < 0 ||
@@ -210,7 +207,7 @@ static int parse_create(struct sbx_core *core, json_t *body, struct create_req *
     goto fail;
   return 0;
 fail:
-  json_decref(cr->network);
+  sbx_net_policy_free(cr->policy);
   sbx_strv_free(cr->env);
   return -1;
 }
@@ -248,6 +245,8 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
     sbx_err_runtime_unavailable(err, cr.profile);
     goto out;
   }
+  if (sbx_core_net_check(cr.profile, cr.policy, err) < 0) /* fail closed, before any work */
+    goto out;
   if ((held = sbx_quota_session_begin(core, who, err)) < 0)
     goto out;
   ls = calloc(1, sizeof *ls);
@@ -255,28 +254,41 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
     sbx_err_sys(err, ENOMEM, "session");
     goto out;
   }
+  pthread_mutex_init(&ls->net_lock, NULL);
   sbx_random_id("ses", ls->id, sizeof ls->id);
   ls->tenant_id = who->tenant_id;
   ls->profile = cr.profile;
   ls->limits = cr.limits;
   ls->env = cr.env;
   cr.env = NULL;
+  /* issue 7: the image first (a first use may pull it), held while the
+   * sandbox lives */
+  if (sbx_core_image_acquire(core, cr.image, &ls->image, err) < 0)
+    goto out;
   struct sbx_sandbox_spec spec = {.id = ls->id, .profile = cr.profile->name,
-                                  .image = cr.image, .limits = cr.limits};
+                                  .image = cr.profile->image, .limits = cr.limits};
+  if (sbx_core_image_spec(ls->image, &spec, err) < 0)
+    goto out;
   if (cr.profile->driver->create(&spec, &ls->sb, err) < 0) {
     sbx_err_prefix(err, "creating the %s sandbox", cr.profile->driver_name);
     goto out;
   }
+  ls->policy = cr.policy;
+  cr.policy = NULL;
+  if (sbx_core_net_attach(ls->id, who->tenant_id, ls->sb, ls->policy, &ls->net, err) < 0)
+    goto out; /* live_free below destroys the sandbox: never run it unlinked */
   int64_t now = sbx_wall_s();
   snprintf(row.id, sizeof row.id, "%s", ls->id);
   row.tenant_id = who->tenant_id;
   snprintf(row.status, sizeof row.status, "ready");
   snprintf(row.profile, sizeof row.profile, "%s", cr.profile->name);
   snprintf(row.runtime, sizeof row.runtime, "%s", cr.profile->driver_name);
-  snprintf(row.image, sizeof row.image, "%s", cr.image);
+  snprintf(row.image, sizeof row.image, "%s", ls->image ? ls->image->ref : cr.profile->image);
   json_t *lim = sbx_limits_json(&cr.limits), *envo = env_object(ls->env);
   row.limits_json = dump(lim);
-  row.network_json = dump(cr.network);
+  json_t *netj = sbx_net_policy_json(ls->policy);
+  row.network_json = dump(netj);
+  json_decref(netj);
   row.metadata_json = dump(cr.metadata && json_is_object(cr.metadata) ? cr.metadata : NULL);
   row.env_json = dump(envo);
   json_decref(lim);
@@ -307,7 +319,7 @@ out:
   sbx_trace_op_end(span, "sandbox.session.id", row.id, rc == 0 ? "ready" : "error",
                    rc == 0 ? NULL : err->msg);
   sbx_session_row_free(&row);
-  json_decref(cr.network);
+  sbx_net_policy_free(cr.policy);
   sbx_strv_free(cr.env);
   return rc;
 }
@@ -372,6 +384,39 @@ int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, con
   return 0;
 }
 
+/* "Install, then lock" (issue 5): the new policy holds for new connections
+ * before the PATCH answers.  A session that was none gets its link now; one
+ * going back to none keeps its link but admits nothing.  Takes *policy. */
+static int apply_policy(struct sbx_core *core, struct sbx_live_session *ls,
+                        struct sbx_net_policy **policy, struct sbx_error *err)
+{
+  (void)core;
+  if (sbx_core_net_check(ls->profile, *policy, err) < 0)
+    return -1;
+  pthread_mutex_lock(&ls->net_lock);
+  int rc = 0;
+  if (ls->net)
+    rc = sbx_net_update(ls->net, *policy, err);
+  else if ((*policy)->egress == SBX_NET_EGRESS_ALLOWLIST)
+    rc = sbx_core_net_attach(ls->id, ls->tenant_id, ls->sb, *policy, &ls->net, err);
+  if (rc == 0) {
+    sbx_net_policy_free(ls->policy);
+    ls->policy = *policy;
+    *policy = NULL;
+  }
+  pthread_mutex_unlock(&ls->net_lock);
+  return rc;
+}
+
+char **sbx_session_run_env(struct sbx_live_session *ls, char *const *request_env)
+{
+  pthread_mutex_lock(&ls->net_lock);
+  char **env = sbx_run_env(sbx_core_image_env(ls->image), ls->net ? sbx_net_env(ls->net) : NULL,
+                           ls->env, request_env);
+  pthread_mutex_unlock(&ls->net_lock);
+  return env;
+}
+
 int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                       json_t *body, json_t **out, struct sbx_error *err)
 {
@@ -379,11 +424,12 @@ int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, co
   if (sbx_schema_only(body, "", allowed, err) < 0)
     return -1;
   _cleanup_free_ char *net_txt = NULL, *md_txt = NULL;
+  __attribute__((cleanup(sbx_net_policy_freep))) struct sbx_net_policy *policy = NULL;
   json_t *v;
   if ((v = json_object_get(body, "network"))) {
-    json_t *net = sbx_schema_network(v, "network", err);
-    if (!net)
+    if (sbx_schema_network(v, "network", &policy, err) < 0)
       return -1;
+    json_t *net = sbx_net_policy_json(policy);
     net_txt = dump(net);
     json_decref(net);
   }
@@ -398,6 +444,10 @@ int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, co
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls)
     return -1;
+  if (policy && apply_policy(core, ls, &policy, err) < 0) {
+    sbx_session_release(core, ls);
+    return -1;
+  }
   if (ttl > 0) { /* a new TTL counts from now */
     expires = sbx_wall_s() + ttl;
     pthread_mutex_lock(&core->sess_lock);
@@ -549,12 +599,14 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
     return -1;
   struct sbx_exec_spec spec;
   int rc = -1;
-  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &spec, err) < 0) {
+  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &spec, err) < 0 ||
+      sbx_core_image_exec(ls->image, &spec, false, err) < 0) {
+    sbx_exec_spec_free(&spec);
     sbx_session_release(core, ls);
     return -1;
   }
   struct sbx_span *span = sbx_exec_span_begin(core, who, ls); /* TRACEPARENT in env */
-  char **env = sbx_run_env(ls->env, spec.env);
+  char **env = sbx_session_run_env(ls, spec.env);
   struct sbx_exec_slot *slot = env ? slot_add(core, ls) : NULL;
   if (!slot) {
     sbx_err_sys(err, ENOMEM, "exec");

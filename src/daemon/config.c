@@ -107,6 +107,10 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   STR("net_pool4", net_pool4)
   STR("net_pool6", net_pool6)
 #undef STR
+  if (!strcmp(key, "pull")) { /* issue 7: pull images a request names when missing? */
+    c->image_pull = !strcmp(v, "missing") ? 0 : !strcmp(v, "never") ? 1 : -1;
+    return c->image_pull < 0 ? sbx_err_set(err, SBX_E_INVALID, 0, "pull: missing or never") : 0;
+  }
   if (!strcmp(key, "resolve")) /* issue 5: repeatable; a comma list from the environment */
     return add_resolve(c, v, err);
   if (!strcmp(key, "log_level"))
@@ -263,6 +267,7 @@ static const struct {
     {"SANDBOXD_FINOPS_URL", "finops_url"}, {"SANDBOXD_METRICS_AUTH", "metrics_auth"}, /* issue 8 */
     {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"}, /* issue 5 */
     {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
+    {"SANDBOXD_PULL", "pull"}, /* issue 7 */
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -286,6 +291,7 @@ static const struct {
     {"--idle-timeout", "idle_timeout"}, {"--max-body", "max_body"},
     {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"}, /* issue 5 */
     {"--net-pool4", "net_pool4"},   {"--net-pool6", "net_pool6"},
+    {"--pull", "pull"}, /* issue 7 */
     {"--enable-unsafe-process-driver", NULL},
 };
 

@@ -42,6 +42,8 @@ struct sbx_config {
   char dns_upstream[128]; /* "ADDR[:PORT]" ("" = pinned names only) */
   char net_pool4[64];     /* veth addresses ("" = net module default) */
   char net_pool6[64];
+  /* issue 7: images */
+  int image_pull;         /* SBX_IMAGE_PULL_MISSING (0, default) or _NEVER (1) */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

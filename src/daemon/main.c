@@ -1,10 +1,11 @@
 /* main.c — sandboxd's entry point: global flags, then a subcommand
- * (serve, key, routes, version). */
+ * (serve, key, routes, audit, db, image, version). */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "daemon/commands.h"
+#include "image/image.h"
 
 static void usage(FILE *f)
 {
@@ -16,6 +17,8 @@ static void usage(FILE *f)
           "  routes        list the HTTP routes\n"
           "  audit verify  check the audit hash chain: [--state-dir DIR | --database URL]\n"
           "  db init       PostgreSQL: migrate and grant: --database APP_URL --owner-url URL\n"
+          "  image         OCI images: pull REF | import PATH [--name REF] | build | ls | rm REF |\n"
+          "                gc  [--state-dir DIR] (see docs/images.md)\n"
           "  version       print the version\n\n"
           "Options (every command that touches state):\n"
           "  --config FILE           INI config file (see docs/configuration.md)\n"
@@ -30,6 +33,8 @@ static void usage(FILE *f)
           "                          resolver for allowlisted names (default: pins only)\n"
           "  --net-pool4 CIDR, --net-pool6 CIDR\n"
           "                          veth addresses for allowlisted sandboxes\n"
+          "  --pull missing|never    pull images requests name when not stored (default\n"
+          "                          missing; env SANDBOXD_PULL)\n"
           "  --enable-unsafe-process-driver\n"
           "                          allow the 'process' driver (no isolation: development only)\n");
 }
@@ -64,6 +69,8 @@ int main(int argc, char **argv)
   }
   if (!strcmp(cmd, "routes"))
     return sbx_cmd_routes();
+  if (!strcmp(cmd, "image")) /* issue 7: works on the state dir's store directly */
+    return sbx_image_main(argc - 1, argv + 1);
   struct sbx_config cfg;
   int rest;
   if (load_config(&cfg, argc, argv, &rest) < 0)

@@ -73,6 +73,7 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth, /* issue 8 */
       .resolve = (const char *const *)cfg->resolve, .dns_upstream = cfg->dns_upstream,
       .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6, /* issue 5 */
+      .image_pull = cfg->image_pull, /* issue 7 */
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {

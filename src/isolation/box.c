@@ -65,9 +65,15 @@ void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim)
   snprintf(p->root_opts, sizeof p->root_opts, "mode=0755,size=1m,nr_inodes=4096");
   snprintf(p->tmp_opts, sizeof p->tmp_opts, "mode=1777,size=%llu,nr_inodes=%llu",
            (unsigned long long)disk, (unsigned long long)inodes);
+  p->run_uid = SBX_ISO_SANDBOX_UID;
+  p->run_gid = SBX_ISO_SANDBOX_GID;
   snprintf(p->work_opts, sizeof p->work_opts, "mode=0755,uid=%d,gid=%d,size=%llu,nr_inodes=%llu",
            SBX_ISO_SANDBOX_UID, SBX_ISO_SANDBOX_GID, (unsigned long long)disk,
            (unsigned long long)inodes);
+  /* An image's upper tmpfs (copy-ups, new files in the root): one more
+   * tmpfs sized by disk, like /tmp and /work (docs/isolation.md §7). */
+  p->upper_size = disk;
+  p->upper_inodes = inodes;
   p->nofile = 4096;
   p->nproc = lim->pids ? lim->pids : 16384;
   /* No RLIMIT_FSIZE: the tmpfs size already caps files, and SIGXFSZ would
@@ -126,6 +132,19 @@ static int launch(struct sbx_iso_box *box, const struct sbx_iso_spec *spec, stru
     plan.stdio[i] = spec->stdio[i] >= 0 ? spec->stdio[i] : null_fd;
   plan.argv = spec->argv ? spec->argv : default_argv;
   plan.envp = spec->envp ? spec->envp : empty_envp;
+  plan.layers = spec->layers;
+  plan.nlayers = spec->nlayers;
+  if (spec->run_uid && spec->run_gid) { /* issue 7: the image's User; /work is theirs */
+    if (spec->run_uid > 65535 || spec->run_gid > 65535)
+      return sbx_err_set(err, SBX_E_INVALID, 0, "user %u:%u is outside the sandbox's ids",
+                         spec->run_uid, spec->run_gid);
+    plan.run_uid = spec->run_uid;
+    plan.run_gid = spec->run_gid;
+    uint64_t disk = spec->limits.disk_bytes ? spec->limits.disk_bytes : SBX_ISO_DEFAULT_DISK;
+    snprintf(plan.work_opts, sizeof plan.work_opts,
+             "mode=0755,uid=%u,gid=%u,size=%llu,nr_inodes=%llu", plan.run_uid, plan.run_gid,
+             (unsigned long long)disk, (unsigned long long)plan.upper_inodes);
+  }
   if (null_fd < 0)
     return sbx_err_sys(err, errno, "open /dev/null");
   if (sbx_spawn_clone(&plan, &box->cg, box->uid_base, &box->pid, &box->pidfd, sync_parent, err) < 0)

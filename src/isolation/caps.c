@@ -28,15 +28,19 @@ int sbx_caps_drop_bounding(void)
   return 0;
 }
 
-int sbx_caps_drop_creds(void)
+int sbx_caps_drop_creds(uid_t uid, gid_t gid)
 {
+  if (uid == 0 || gid == 0) {
+    errno = EPERM; /* never root inside, whatever asked for it */
+    return -1;
+  }
   if (syscall(SYS_getgroups, 0, NULL) != 0) {
     errno = EPERM; /* the daemon's supplementary groups must never get in */
     return -1;
   }
-  if (syscall(SYS_setresgid, SBX_ISO_SANDBOX_GID, SBX_ISO_SANDBOX_GID, SBX_ISO_SANDBOX_GID) < 0)
+  if (syscall(SYS_setresgid, gid, gid, gid) < 0)
     return -1;
-  return (int)syscall(SYS_setresuid, SBX_ISO_SANDBOX_UID, SBX_ISO_SANDBOX_UID, SBX_ISO_SANDBOX_UID);
+  return (int)syscall(SYS_setresuid, uid, uid, uid);
 }
 
 int sbx_caps_clear(void)

@@ -2,8 +2,8 @@
  * the container driver (runtime/drivers/container.c) builds its sandboxes
  * with.  One file per concern (userns.c mount.c pid.c net.c cgroup.c caps.c
  * seccomp.c rlimit.c fds.c), one ordered chain (chain.c), the parent-side
- * spawner (spawn.c), a box = one live sandbox's host-side handles (box.c)
- * and the warm pool (pool.c).
+ * spawner (spawn.c), a box = one live sandbox's host-side handles (box.c),
+ * the warm pool (pool.c) and an image's copy-on-write root (overlay.c).
  *
  * Split of work across clone:
  *   parent (daemon)  prepares everything that needs the heap or libc locks
@@ -32,6 +32,8 @@
 #define SBX_ISO_SANDBOX_GID 1000
 #define SBX_ISO_UID_RANGE 65536u /* inside ids 0..65535 are mapped */
 #define SBX_ISO_DEFAULT_DISK (256ull << 20)
+/* Most layers one image root may stack (overlayfs allows 500). */
+#define SBX_ISO_MAX_LAYERS 128
 
 /* ---- module setup (iso.c) ------------------------------------------- */
 
@@ -122,7 +124,7 @@ int sbx_seccomp_build(struct sbx_error *err);
 
 enum sbx_iso_step {
   SBX_STEP_NONE, SBX_STEP_SYNC, SBX_STEP_USERNS, SBX_STEP_CGROUPNS, SBX_STEP_MOUNT_PRIVATE,
-  SBX_STEP_MOUNT_ROOT, SBX_STEP_MOUNT_USR, SBX_STEP_MOUNT_ETC, SBX_STEP_MOUNT_PROC,
+  SBX_STEP_MOUNT_ROOT, SBX_STEP_MOUNT_IMAGE, SBX_STEP_MOUNT_USR, SBX_STEP_MOUNT_ETC, SBX_STEP_MOUNT_PROC,
   SBX_STEP_MOUNT_DEV, SBX_STEP_MOUNT_TMP, SBX_STEP_PIVOT, SBX_STEP_MOUNT_RO, SBX_STEP_NET,
   SBX_STEP_UTS, SBX_STEP_SIGNALS, SBX_STEP_SETSID, SBX_STEP_PDEATHSIG, SBX_STEP_RLIMIT, SBX_STEP_CAPS_BOUND,
   SBX_STEP_CREDS, SBX_STEP_CAPS, SBX_STEP_NNP, SBX_STEP_FDS, SBX_STEP_SECCOMP, SBX_STEP_EXEC,
@@ -158,6 +160,14 @@ struct sbx_iso_plan {
   bool have_alternatives;
   bool have_ldcache;
   bool have_certs;
+  /* image root (issue 7): nlayers > 0 → the parent builds an overlay of
+   * these dirs (lowest first) on an upper tmpfs of upper_size bytes and
+   * upper_inodes inodes, and sends it with "go"; see overlay.c */
+  const char *const *layers;
+  size_t nlayers;
+  uint64_t upper_size, upper_inodes;
+  uid_t run_uid; /* the ids everything inside runs as (SBX_ISO_SANDBOX_UID/GID unless an */
+  gid_t run_gid; /* image names its User) */
   /* limits */
   uint64_t nofile, nproc, fsize;
 };
@@ -168,7 +178,8 @@ __attribute__((noreturn)) void sbx_iso_child(const struct sbx_iso_plan *p);
 /* Child-side helpers, one file per concern.  Each returns 0, or -1 with
  * errno set, as the syscalls they wrap do. */
 int sbx_userns_child_become_root(void);
-int sbx_mount_build_root(const struct sbx_iso_plan *p, enum sbx_iso_step *step);
+/* image_fd: the detached overlay the parent sent (plan->nlayers > 0), else -1. */
+int sbx_mount_build_root(const struct sbx_iso_plan *p, int image_fd, enum sbx_iso_step *step);
 int sbx_mount_pivot(enum sbx_iso_step *step);
 int sbx_mount_root_readonly(void);
 int sbx_net_lo_up(void);
@@ -178,7 +189,7 @@ int sbx_pid_reset_signals(void);
 int sbx_pid_deathsig(void);
 int sbx_rlimit_apply(const struct sbx_iso_plan *p);
 int sbx_caps_drop_bounding(void);
-int sbx_caps_drop_creds(void);
+int sbx_caps_drop_creds(uid_t uid, gid_t gid);
 int sbx_caps_clear(void);
 int sbx_caps_no_new_privs(void);
 int sbx_fds_arrange(const struct sbx_iso_plan *p, int *sync_fd, int *exec_fd);
@@ -206,6 +217,12 @@ struct sbx_iso_spec {
   char *const *argv;              /* NULL → {"sbx-init","--root","/"} */
   char *const *envp;              /* NULL → empty */
   int stdio[3];                   /* -1 → /dev/null */
+  /* issue 7: an image's unpacked layers (absolute dirs, lowest first); the
+   * root is then their copy-on-write overlay instead of the host pack.
+   * The caller keeps the dirs alive while the box lives. */
+  const char *const *layers;
+  size_t nlayers;
+  uint32_t run_uid, run_gid;      /* issue 7: the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
 };
 
 /* Builds the wall and execs the binary in it; on failure nothing is left
@@ -224,6 +241,15 @@ void sbx_iso_host_layout(struct sbx_iso_plan *p);
 void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim);
 /* Runs the clone on the spawner thread; see spawn.c. */
 int sbx_spawn_start(struct sbx_error *err);
+/* ---- image roots (overlay.c), parent side ------------------------------ */
+
+/* Builds the detached copy-on-write root of the child pid (maps written):
+ * each layer an idmapped (the child's user namespace), read-only, nosuid,
+ * nodev clone; an upper tmpfs sized by the plan; an overlay of both,
+ * mounted nosuid,nodev.  Returns the overlay's mount fd (O_CLOEXEC) for
+ * the child to move_mount() as its root, or -1 with err. */
+int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error *err);
+
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,
                     pid_t *pid_out, int *pidfd_out, int parent_sync_fd, struct sbx_error *err);
 

@@ -7,6 +7,12 @@
  *   /tmp and /work tmpfs sized by the disk limit → pivot_root, old root
  *   detached → root read-only.
  *
+ * An image sandbox (plan->nlayers > 0) instead gets the copy-on-write
+ * overlay the parent built (overlay.c) as its root: no /usr or /etc from
+ * the host; the image's own /etc with the generated hosts, resolv.conf and
+ * hostname bound read-only over it; the same /proc, /dev, /tmp and /work;
+ * and the root stays writable (nosuid,nodev; writes go to its upper tmpfs).
+ *
  * Every mount target is opened relative to the new root's fd with
  * O_PATH|O_NOFOLLOW, checked to be a directory or regular file (never a
  * symlink), and mounted through /proc/self/fd/N, so no string path inside
@@ -91,6 +97,14 @@ static int bind_ro(int dirfd, const char *rel, const char *host)
   if (mount_at(dirfd, rel, host, NULL, MS_BIND | MS_REC, NULL) < 0)
     return -1;
   return set_attr(dirfd, rel, RO_ATTRS, true);
+}
+
+/* mkdirat that accepts an existing entry: an image already has /proc,
+ * /dev, /tmp…  Whatever is there is checked by open_target() before
+ * anything is mounted on it (a symlink is refused). */
+static int ensure_dir(int dirfd, const char *rel, mode_t mode)
+{
+  return mkdirat(dirfd, rel, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int make_file(int dirfd, const char *rel, const char *content, mode_t mode)
@@ -205,7 +219,7 @@ static int readonly_one(int proc, const char *name)
 
 static int build_proc(int root)
 {
-  if (mkdirat(root, "proc", 0555) < 0)
+  if (ensure_dir(root, "proc", 0555) < 0)
     return -1;
   /* A new procfs instance: it shows only this sandbox's pid namespace. */
   if (mount_at(root, "proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -232,7 +246,7 @@ static const char *const dev_links[][2] = {
 
 static int build_dev(int root)
 {
-  if (mkdirat(root, "dev", 0755) < 0 ||
+  if (ensure_dir(root, "dev", 0755) < 0 ||
       mount_at(root, "dev", "sbx-dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
     return -1;
   int dev = openat(root, "dev", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -287,17 +301,143 @@ static int build_usr(int root, const struct sbx_iso_plan *p)
 
 static int build_tmp(int root, const struct sbx_iso_plan *p)
 {
-  if (mkdirat(root, "tmp", 01777) < 0 || mkdirat(root, "work", 0755) < 0)
+  if (ensure_dir(root, "tmp", 01777) < 0 || ensure_dir(root, "work", 0755) < 0)
     return -1;
   if (mount_at(root, "tmp", "sbx-tmp", "tmpfs", MS_NOSUID | MS_NODEV, p->tmp_opts) < 0)
     return -1;
   return mount_at(root, "work", "sbx-work", "tmpfs", MS_NOSUID | MS_NODEV, p->work_opts);
 }
 
+/* The generated files an image's /etc gets over its own (the host pack's
+ * /etc has them as plain files; see build_etc). */
+static const struct {
+  const char *name;
+  const char *content;
+} image_etc[] = {{"hosts", etc_hosts}, {"resolv.conf", etc_resolv}, {"hostname", "sandbox\n"}};
+
+/* Makes etc/name a regular file to bind over: an image's symlink there
+ * (resolv.conf -> ../run/…) is removed (a whiteout in the upper), a
+ * missing one created; a directory is refused. */
+static int image_etc_target(int etc, const char *name)
+{
+  int fd = openat(etc, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st;
+    int r = fstat(fd, &st);
+    close(fd);
+    if (r < 0)
+      return -1;
+    if (S_ISREG(st.st_mode))
+      return 0;
+    if (!S_ISLNK(st.st_mode)) {
+      errno = EISDIR;
+      return -1;
+    }
+    if (unlinkat(etc, name, 0) < 0)
+      return -1;
+  } else if (errno != ENOENT) {
+    return -1;
+  }
+  return make_file(etc, name, NULL, 0644);
+}
+
+/* stage: the staging tmpfs that holds the generated files (still reachable
+ * through the binds after the old root is detached). */
+static int build_image_etc(int root, int stage)
+{
+  if (ensure_dir(root, "etc", 0755) < 0)
+    return -1;
+  int etc = openat(root, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (etc < 0)
+    return -1;
+  int r = 0;
+  for (size_t i = 0; i < sizeof image_etc / sizeof image_etc[0] && r == 0; i++) {
+    r = -1;
+    if (make_file(stage, image_etc[i].name, image_etc[i].content, 0644) < 0 ||
+        image_etc_target(etc, image_etc[i].name) < 0)
+      break;
+    int src = open_target(stage, image_etc[i].name);
+    if (src < 0)
+      break;
+    char sp[32];
+    fd_path(src, sp);
+    r = mount_at(etc, image_etc[i].name, sp, NULL, MS_BIND, NULL);
+    int e = errno;
+    close(src);
+    errno = e;
+    if (r == 0)
+      r = set_attr(etc, image_etc[i].name, RO_ATTRS, false);
+  }
+  int e = errno;
+  close(etc);
+  errno = e;
+  return r;
+}
+
+/* The mounts both kinds of root share: /proc, /dev, /tmp and /work. */
+static int build_common(int root, const struct sbx_iso_plan *p, enum sbx_iso_step *step)
+{
+  *step = SBX_STEP_MOUNT_PROC;
+  if (build_proc(root) < 0)
+    return -1;
+  *step = SBX_STEP_MOUNT_DEV;
+  if (build_dev(root) < 0)
+    return -1;
+  *step = SBX_STEP_MOUNT_TMP;
+  if (build_tmp(root, p) < 0)
+    return -1;
+  *step = SBX_STEP_PIVOT;
+  return fchdir(root);
+}
+
+/* The host pack: a fresh tmpfs root with the host's /usr and a synthetic
+ * /etc. */
+static int build_host_root(const struct sbx_iso_plan *p, int root, enum sbx_iso_step *step)
+{
+  *step = SBX_STEP_MOUNT_USR;
+  if (build_usr(root, p) < 0)
+    return -1;
+  *step = SBX_STEP_MOUNT_ETC;
+  if (build_etc(root, p) < 0)
+    return -1;
+  return build_common(root, p, step);
+}
+
+/* An image: the overlay (image_fd, detached) is moved onto stage/root, the
+ * new root; stage itself (the tmpfs over /tmp) keeps the generated /etc
+ * files.  move_mount takes both ends as fds: no path is resolved. */
+static int build_image_root(const struct sbx_iso_plan *p, int stage, int image_fd,
+                            enum sbx_iso_step *step)
+{
+  *step = SBX_STEP_MOUNT_IMAGE;
+  if (mkdirat(stage, "root", 0755) < 0)
+    return -1;
+  int t = open_target(stage, "root");
+  if (t < 0)
+    return -1;
+  long mv = syscall(SYS_move_mount, image_fd, "", t, "",
+                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+  int e = errno;
+  close(t);
+  if (mv < 0) {
+    errno = e;
+    return -1;
+  }
+  int root = openat(stage, "root", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (root < 0)
+    return -1;
+  *step = SBX_STEP_MOUNT_ETC;
+  int r = build_image_etc(root, stage) < 0 ? -1 : build_common(root, p, step);
+  e = errno;
+  close(root);
+  errno = e;
+  return r;
+}
+
 /* The new root is mounted over the host's /tmp of this (private) mount
  * namespace: a daemon-controlled directory that exists on every host.
  * Leaves the process cwd at the new root for sbx_mount_pivot(). */
-int sbx_mount_build_root(const struct sbx_iso_plan *p, enum sbx_iso_step *step)
+int sbx_mount_build_root(const struct sbx_iso_plan *p, int image_fd, enum sbx_iso_step *step)
 {
   *step = SBX_STEP_MOUNT_PRIVATE;
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -309,27 +449,11 @@ int sbx_mount_build_root(const struct sbx_iso_plan *p, enum sbx_iso_step *step)
   int root = open("/tmp", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (root < 0)
     return -1;
-  int r = -1;
-  *step = SBX_STEP_MOUNT_USR;
-  if (build_usr(root, p) < 0)
-    goto out;
-  *step = SBX_STEP_MOUNT_ETC;
-  if (build_etc(root, p) < 0)
-    goto out;
-  *step = SBX_STEP_MOUNT_PROC;
-  if (build_proc(root) < 0)
-    goto out;
-  *step = SBX_STEP_MOUNT_DEV;
-  if (build_dev(root) < 0)
-    goto out;
-  *step = SBX_STEP_MOUNT_TMP;
-  if (build_tmp(root, p) < 0)
-    goto out;
-  *step = SBX_STEP_PIVOT;
-  r = fchdir(root);
-out:;
+  int r = image_fd >= 0 ? build_image_root(p, root, image_fd, step) : build_host_root(p, root, step);
   int e = errno;
   close(root);
+  if (image_fd >= 0)
+    close(image_fd);
   errno = e;
   return r;
 }

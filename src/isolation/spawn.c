@@ -10,7 +10,8 @@
  * namespace for good.
  *
  * The spawner only does the short privileged part (clone, maps, cgroup,
- * "go"); the slow part (mounts in the child, waiting for exec) happens
+ * an image's overlay root — overlay.c, a few ms — and "go", which then
+ * carries the overlay's mount fd); the slow part (mounts in the child, waiting for exec) happens
  * while the requesting thread waits, so sandboxes build in parallel. */
 #include "isolation/iso.h"
 
@@ -77,6 +78,29 @@ static int do_clone(struct spawn_req *r)
   return 0;
 }
 
+/* "go": one byte, plus the image root's mount fd when there is one. */
+static int send_go(int sync_fd, int root_fd)
+{
+  char go = 'g';
+  struct iovec iov = {.iov_base = &go, .iov_len = 1};
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } u;
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (root_fd >= 0) {
+    memset(&u, 0, sizeof u);
+    mh.msg_control = u.buf;
+    mh.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &root_fd, sizeof(int));
+  }
+  return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
 static void do_spawn(struct spawn_req *r)
 {
   r->pidfd = -1;
@@ -84,9 +108,15 @@ static void do_spawn(struct spawn_req *r)
     r->rc = -1;
     return;
   }
+  int root_fd = -1;
+  /* The image root needs the child's user namespace with its maps (the
+   * layers are idmapped to it), so it is built between the maps and "go". */
   if (sbx_userns_write_maps(r->pid, r->uid_base, &r->err) < 0 ||
       (r->cg->v2_dirfd < 0 && sbx_cg_attach(r->cg, r->pid, &r->err) < 0) ||
-      send(r->parent_sync_fd, "g", 1, MSG_NOSIGNAL) != 1) {
+      (r->plan->nlayers && (root_fd = sbx_overlay_build(r->pid, r->plan, &r->err)) < 0) ||
+      send_go(r->parent_sync_fd, root_fd) < 0) {
+    if (root_fd >= 0)
+      close(root_fd);
     if (!r->err.msg[0])
       sbx_err_sys(&r->err, errno, "spawn: releasing the child");
     /* the child is still waiting for "go": nothing of it ran */
@@ -98,6 +128,8 @@ static void do_spawn(struct spawn_req *r)
     r->rc = -1;
     return;
   }
+  if (root_fd >= 0)
+    close(root_fd); /* the child has its own reference now */
   r->rc = 0;
 }
 

@@ -4,7 +4,7 @@
  * gave it with only `lo`: this module is never called for it, so the none
  * path costs nothing.  A sandbox with `{"egress":"allowlist", "allow":[…]}`
  * is attached: a veth pair links its netns to the host ("eth0" inside,
- * "sbx<hash><n>" outside) with addresses from a private pool, and every
+ * "sx<tag>-<n>" outside) with addresses from a private pool, and every
  * packet it sends is decided outside the sandbox:
  *
  *   nftables (one table per daemon, libnftables)   CIDR[:port] rules, IPs the
@@ -149,5 +149,14 @@ void sbx_net_detach(struct sbx_net_attachment *a);
 /* NULL-terminated "KEY=VALUE" strings to add to every exec's environment
  * (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and lower-case forms); owned by a. */
 const char *const *sbx_net_env(const struct sbx_net_attachment *a);
+
+/* ---- resolv.conf (net.c; added by the plumbing) ------------------------ */
+
+/* The resolv.conf text every sandbox gets: one fixed DNS address per
+ * family (the first address of each pool, reached via the sandbox's
+ * default route and redirected by nft to the DNS responder), the same for
+ * all sandboxes.  The core passes it to sbx_iso_set_resolv_conf() once,
+ * after sbx_net_start().  Static storage. */
+const char *sbx_net_resolv_conf(void);
 
 #endif

@@ -69,4 +69,45 @@ int sbx_net_nft_learn(const struct sbx_net_peer *peer, int family, const void *a
 /* Calls the hook set by sbx_net_set_decision_hook (no-op when unset). */
 void sbx_net_decide(const struct sbx_net_decision *d);
 
+/* ---- netpol: helpers shared by policy.c, addr.c, resolve.c, dns.c ----
+ * (added by the policy-services engineer; usable by nft.c/egress.c too) */
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* addr.c: "ADDR" or "ADDR/PREFIX" (v4 or v6, no brackets).  Fills family,
+ * addr (16 bytes, v4 in the first 4) and prefix (32/128 without "/");
+ * *hostbits tells whether bits below the prefix were set (the caller
+ * decides whether that is an error; addr is returned masked).  0 / -1. */
+int sbx_net_cidr_parse(const char *s, int *family, uint8_t addr[16], uint8_t *prefix,
+                       bool *hostbits);
+/* Whether the first `prefix` bits of a and b are equal. */
+bool sbx_net_prefix_match(const uint8_t *a, const uint8_t *b, unsigned prefix);
+/* The sandbox pools (net.c calls this at start with its config; the
+ * defaults are 10.231.0.0/16 and fd5b:d0c5:a11d::/48).  NULL keeps the
+ * current value.  Their addresses are closed like the host's own. */
+int sbx_net_addr_set_pools(const char *pool4, const char *pool6, struct sbx_error *err);
+/* sbx_net_addr_closed() and the length of the narrowest closed range that
+ * contains addr (32/128 for a host address): a CIDR rule opens a closed
+ * address only when its own prefix is at least that long, so "0.0.0.0/0"
+ * or "10.0.0.0/7" never open the host, the pools or 10/8 by accident. */
+const char *sbx_net_addr_closed_prefix(int family, const void *addr, unsigned *prefix);
+
+/* policy.c: whether one DOMAIN/WILDCARD rule admits name:port (name
+ * already normalized; port 0 = any). */
+bool sbx_net_rule_match_name(const struct sbx_net_rule *r, const char *name, uint16_t port);
+/* Index of a CIDR rule that names the closed address addr explicitly
+ * (contains it and is no wider than its closed range, see above) and
+ * admits port (0 = any), or -1.  For a public address: sbx_net_policy_match_addr. */
+int sbx_net_policy_match_closed(const struct sbx_net_policy *p, int family, const void *addr,
+                                uint16_t port);
+/* A host name (LDH labels of 1–63, ≤ 253, ≥ 2 labels, last label not
+ * numeric, one trailing dot allowed) → lower case without the dot in out
+ * (≥ 254 bytes).  0 / -1. */
+int sbx_net_name_normalize(const char *in, char *out, size_t outlen);
+
+/* resolve.c: sbx_net_resolve() that also gives the seconds the answer may
+ * still be cached (pins: 60). */
+int sbx_net_resolve_ttl(const char *name, struct sockaddr_storage *out, int max, unsigned *ttl);
+
 #endif

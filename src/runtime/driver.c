@@ -39,6 +39,7 @@ const char *sbx_cap_name(uint32_t bit)
   case SBX_CAP_ARCHIVE: return "archive";
   case SBX_CAP_CONTEXTS: return "contexts";
   case SBX_CAP_EGRESS: return "egress_allowlist";
+  case SBX_CAP_IMAGES: return "images";
   default: return NULL;
   }
 }

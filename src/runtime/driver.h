@@ -39,6 +39,8 @@ enum {
    * net module can link to the host under an egress allowlist (a process
    * inside it is sb->init_pid). */
   SBX_CAP_EGRESS = 1u << 7,
+  /* issue 7: it mounts an OCI image's layers (spec.layers) as the root */
+  SBX_CAP_IMAGES = 1u << 8,
 };
 
 /* Resource limits of one sandbox.  0 means "no limit from the request"
@@ -66,6 +68,18 @@ struct sbx_sandbox_spec {
   const char *profile;   /* profile name, for logs and pools */
   const char *image;     /* image reference; "host" for the host pack */
   struct sbx_limits limits;
+  /* issue 7: an OCI image's unpacked layers (absolute dirs, lowest first,
+   * nlayers > 0) to mount read-only under a copy-on-write upper sized by
+   * limits.disk; image_digest (its manifest digest) keys warm pools.  Both
+   * NULL/0 for the host pack.  The core holds the image while the sandbox
+   * lives, so the dirs stay. */
+  const char *const *layers;
+  size_t nlayers;
+  const char *image_digest;
+  /* issue 7: the image's User, inside the sandbox's own id range (1 to
+   * 65535); 0: the sandbox user (1000).  Never root: an image asking for
+   * root runs as the sandbox user (docs/images.md). */
+  uint32_t run_uid, run_gid;
 };
 
 /* Resource counters of a sandbox as a whole (cgroup), if the driver has them. */

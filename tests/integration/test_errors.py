@@ -140,7 +140,9 @@ EXECUTION_BAD = [
     ({"command": ["true"], "collect": [5]}, "collect[0]"),
     ({"command": ["true"], "limits": {"memory": "lots"}}, "limits.memory"),
     ({"command": ["true"], "limits": {"output_bytes": "x"}}, "limits.output_bytes"),
-    ({"command": ["true"], "network": {"egress": "allowlist"}}, "network.egress"),
+    ({"command": ["true"], "network": {"egress": "allowlist"}}, "network.allow"),
+    ({"command": ["true"], "network": {"egress": "allowlist", "allow": ["a..b"]}},
+     "network.allow[0]"),
     ({"command": ["true"], "metadata": []}, "metadata"),
     ({"command": ["true"], "wat": 1}, "wat"),
 ]

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "core/profile.h"
 #include "core/schema.h"
+#include "net/net.h"
 
 static json_t *J(const char *txt)
 {
@@ -134,18 +135,33 @@ static void test_limits(void)
 static void test_network_metadata(void)
 {
   struct sbx_error err = {0};
-  json_t *n = sbx_schema_network(NULL, "network", &err);
+  struct sbx_net_policy *pol = NULL;
+  CHECK(sbx_schema_network(NULL, "network", &pol, &err) == 0);
+  CHECK(pol && pol->egress == SBX_NET_EGRESS_NONE && pol->nrules == 0);
+  json_t *n = sbx_net_policy_json(pol);
   CHECK_STR(json_string_value(json_object_get(n, "egress")), "none");
   json_decref(n);
+  sbx_net_policy_free(pol);
+  pol = NULL;
   json_t *j = J("{\"egress\":\"open\"}");
-  CHECK(sbx_schema_network(j, "network", &err) == NULL);
+  CHECK(sbx_schema_network(j, "network", &pol, &err) < 0);
   CHECK_STR(err.field, "network.egress");
   json_decref(j);
-  j = J("{\"egress\":\"allowlist\",\"allow\":[\"pypi.org\"]}");
-  CHECK(sbx_schema_network(j, "network", &err) == NULL); /* not enforceable yet: refused */
+  j = J("{\"egress\":\"allowlist\",\"allow\":[\"pypi.org\",\"*.pythonhosted.org\","
+        "\"203.0.113.0/24:8080\"]}");
+  CHECK(sbx_schema_network(j, "network", &pol, &err) == 0);
+  CHECK(pol && pol->egress == SBX_NET_EGRESS_ALLOWLIST && pol->nrules == 3);
+  CHECK(sbx_net_policy_match_name(pol, "files.pythonhosted.org", 443) == 1);
+  CHECK(sbx_net_policy_match_name(pol, "evil.org", 443) < 0);
+  sbx_net_policy_free(pol);
+  pol = NULL;
   json_decref(j);
-  j = J("{\"egress\":\"none\",\"allow\":[\"x\"]}");
-  CHECK(sbx_schema_network(j, "network", &err) == NULL);
+  j = J("{\"egress\":\"allowlist\",\"allow\":[\"pypi.org\",\"bad name!\"]}");
+  CHECK(sbx_schema_network(j, "network", &pol, &err) < 0);
+  CHECK_STR(err.field, "network.allow[1]");
+  json_decref(j);
+  j = J("{\"egress\":\"none\",\"allow\":[\"x.org\"]}");
+  CHECK(sbx_schema_network(j, "network", &pol, &err) < 0);
   json_decref(j);
   j = J("{\"project\":\"p\",\"n\":3}");
   CHECK(sbx_schema_metadata(j, "metadata", &err) < 0);

@@ -8,7 +8,11 @@
  *
  * create() takes a pre-built sandbox from the warm pool when one matches
  * (profile, disk size) and applies the request's memory/pids/cpu limits to
- * its cgroup; otherwise it builds one cold.  destroy() freezes and kills
+ * its cgroup; otherwise it builds one cold.  An image sandbox (spec->layers,
+ * resolved by the core) has the image's layers as a copy-on-write root
+ * (isolation/overlay.c) and is always built cold: the pool holds host-pack
+ * sandboxes only, so one is never handed out for an image request and a
+ * pool never pins an image's layers against the store's GC.  destroy() freezes and kills
  * the whole cgroup, reaps sbx-init, removes the cgroup and closes the
  * channel: processes die with the pid namespace, mounts with the mount
  * namespace, the netns with its last process. */
@@ -46,11 +50,19 @@ struct ctr_priv {
   bool pooled;
 };
 
-static int build_box(const char *leaf, const struct sbx_limits *lim, struct sbx_iso_box **out,
+/* image: the request's (its layers and User; NULL for the host pack). */
+static int build_box(const char *leaf, const struct sbx_limits *lim,
+                     const struct sbx_sandbox_spec *image, struct sbx_iso_box **out,
                      struct sbx_error *err)
 {
   struct sbx_iso_spec spec = {.leaf = leaf, .limits = *lim, .exec_fd = init_memfd,
                               .stdio = {-1, -1, -1}};
+  if (image) {
+    spec.layers = image->layers;
+    spec.nlayers = image->nlayers;
+    spec.run_uid = image->run_uid;
+    spec.run_gid = image->run_gid;
+  }
   struct sbx_iso_box *box;
   if (sbx_iso_box_create(&spec, &box, err) < 0)
     return -1;
@@ -68,7 +80,7 @@ static int build_pooled(const char *leaf, uint64_t disk, struct sbx_iso_box **ou
 {
   struct sbx_limits lim = {.memory_bytes = POOL_IDLE_MEMORY, .pids = POOL_IDLE_PIDS,
                            .disk_bytes = disk};
-  return build_box(leaf, &lim, out, err);
+  return build_box(leaf, &lim, NULL, out, err);
 }
 
 static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
@@ -107,9 +119,27 @@ static void ctr_prewarm(const char *profile, const struct sbx_limits *limits)
   sbx_pool_want(profile, limits->disk_bytes ? limits->disk_bytes : SBX_ISO_DEFAULT_DISK);
 }
 
-static bool image_supported(const char *image)
+static bool is_host_image(const char *image)
 {
   return !image || !*image || !strcmp(image, "host");
+}
+
+/* The host pack, or an image the core has resolved to its unpacked layers
+ * (absolute dirs from the image store; this driver only mounts them). */
+static int check_image(const struct sbx_sandbox_spec *spec, struct sbx_error *err)
+{
+  if (spec->nlayers == 0)
+    return is_host_image(spec->image)
+               ? 0
+               : sbx_err_field(err, "image", "image '%.200s' was not resolved to layers",
+                               spec->image);
+  if (!spec->layers || spec->nlayers > SBX_ISO_MAX_LAYERS)
+    return sbx_err_field(err, "image", "an image has 1 to %d layers here, not %zu",
+                         SBX_ISO_MAX_LAYERS, spec->nlayers);
+  for (size_t i = 0; i < spec->nlayers; i++)
+    if (!spec->layers[i] || spec->layers[i][0] != '/')
+      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu is not an absolute path", i);
+  return 0;
 }
 
 static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint64_t disk)
@@ -144,18 +174,20 @@ static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **
 {
   if (init_memfd < 0)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "container driver not probed");
-  if (!image_supported(spec->image))
-    return sbx_err_field(err, "image", "the container driver only runs the 'host' image");
+  if (check_image(spec, err) < 0)
+    return -1;
   uint64_t disk = spec->limits.disk_bytes ? spec->limits.disk_bytes : SBX_ISO_DEFAULT_DISK;
   struct ctr_priv *priv = calloc(1, sizeof *priv);
   if (!priv)
     return sbx_err_sys(err, ENOMEM, "container");
-  priv->box = take_pooled(spec, disk);
+  /* Images (and their User) always start cold: a pooled sandbox is the
+   * host pack, as the sandbox user. */
+  priv->box = spec->nlayers || spec->run_uid ? NULL : take_pooled(spec, disk);
   priv->pooled = priv->box != NULL;
   if (!priv->box) {
     struct sbx_limits lim = spec->limits;
     lim.disk_bytes = disk;
-    if (build_box(spec->id, &lim, &priv->box, err) < 0) {
+    if (build_box(spec->id, &lim, spec, &priv->box, err) < 0) {
       free(priv);
       return -1;
     }
@@ -170,7 +202,8 @@ static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **
   priv->box->chan_fd = -1; /* the sandbox owns the channel now */
   sb->init_pid = priv->box->pid;
   sb->limits.disk_bytes = disk;
-  snprintf(sb->root_desc, sizeof sb->root_desc, "/ (container %.48s)", priv->box->leaf);
+  snprintf(sb->root_desc, sizeof sb->root_desc, "/ (container %.40s%s)", priv->box->leaf,
+           spec->nlayers ? ", image" : "");
   sb->priv = priv;
   *out = sb;
   return 0;
@@ -225,7 +258,9 @@ const struct sbx_driver sbx_drv_container = {
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS |
             SBX_CAP_WATCH |
             /* its own network namespace: the ports proxy reaches only the sandbox */
-            SBX_CAP_UPSTREAM | SBX_CAP_EGRESS,
+            SBX_CAP_UPSTREAM | SBX_CAP_EGRESS |
+            /* issue 7: spec.layers become a copy-on-write root (isolation/overlay.c) */
+            SBX_CAP_IMAGES,
     .probe = ctr_probe,
     .prewarm = ctr_prewarm,
     .create = ctr_create,

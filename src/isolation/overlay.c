@@ -1,0 +1,215 @@
+/* overlay.c — an image sandbox's copy-on-write root, built by the daemon
+ * (issue 7 item 4; docs/isolation.md §7).
+ *
+ * The image store unpacks each layer once, as plain directories owned by
+ * the image's own ids (0 for root) with whiteouts in overlayfs form (0:0
+ * char devices, trusted.overlay.opaque=y).  Per sandbox, nothing is copied
+ * or chowned:
+ *
+ *   each layer   open_tree(OPEN_TREE_CLONE) → a detached bind, then
+ *                mount_setattr(MOUNT_ATTR_IDMAP with the sandbox's user
+ *                namespace | RDONLY | NOSUID | NODEV): on-disk uid 0 reads
+ *                as the sandbox's host uid base, i.e. root *inside*
+ *   upper        a detached tmpfs (fsopen/fsmount) of `disk` bytes holding
+ *                upper/ and work/; never attached anywhere on the host
+ *   overlay      fsopen("overlay"), lowerdir+ per layer (topmost first),
+ *                upperdir, workdir, all passed as fds; fsmount nosuid,nodev
+ *
+ * This needs real root in the initial user namespace: idmapping a mount
+ * needs CAP_SYS_ADMIN over the layer's filesystem, and overlayfs reads the
+ * store's trusted.overlay.* xattrs only for a mounter with CAP_SYS_ADMIN
+ * there (a userns-mounted overlay would need userxattr).  So it runs on
+ * the spawner thread right after the child's maps are written and before
+ * "go"; the child receives the overlay's fd with "go" (SCM_RIGHTS) and
+ * move_mount()s it as its root.  The layers stay read-only (the overlay
+ * never writes a lower layer; the clones are RDONLY too), copy-ups and
+ * whiteouts land in the upper tmpfs, and it all goes away with the
+ * sandbox's mount namespace: the detached mounts here are referenced only
+ * by the overlay.
+ *
+ * Layer paths are daemon-controlled (the image store's). */
+#include "isolation/iso.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef FSCONFIG_SET_FD
+#define FSCONFIG_SET_FD 5
+#endif
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+  return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_fsopen(const char *fs)
+{
+  return (int)syscall(SYS_fsopen, fs, FSOPEN_CLOEXEC);
+}
+
+static int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
+{
+  return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
+}
+
+static int sys_fsmount(int fd, unsigned attrs)
+{
+  return (int)syscall(SYS_fsmount, fd, FSMOUNT_CLOEXEC, attrs);
+}
+
+static void close_all(int *fds, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
+/* Sets key to a directory given by fd.  FSCONFIG_SET_FD (overlayfs ≥ 6.13)
+ * wants a real open file; older kernels take the /proc/self/fd path of it
+ * (lowerdir+ needs ≥ 6.7). */
+static int set_dir(int ofd, const char *key, int dirfd)
+{
+  if (sys_fsconfig(ofd, FSCONFIG_SET_FD, key, NULL, dirfd) == 0)
+    return 0;
+  char p[40];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", dirfd);
+  return sys_fsconfig(ofd, FSCONFIG_SET_STRING, key, p, 0);
+}
+
+/* A detached, idmapped, read-only clone of one layer dir (*tree: its
+ * mount fd, which must stay open until the overlay is created — closing
+ * it dissolves the detached mount), reopened as a plain directory fd
+ * (*dir; fsconfig refuses O_PATH files). */
+static int layer_fds(const char *path, int userns_fd, int *tree, int *dir, struct sbx_error *err)
+{
+  int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (t < 0)
+    return sbx_err_sys(err, errno, "image layer %s: open_tree", path);
+  struct mount_attr a = {
+      .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+      .userns_fd = (uint64_t)userns_fd,
+  };
+  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+    int e = errno;
+    close(t);
+    return sbx_err_sys(err, e, "image layer %s: idmapped mount (does its filesystem support idmapping?)",
+                       path);
+  }
+  int fd = openat(t, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    close(t);
+    return sbx_err_sys(err, e, "image layer %s", path);
+  }
+  *tree = t;
+  *dir = fd;
+  return 0;
+}
+
+/* The upper tmpfs with upper/ (owned and moded like the top layer's root,
+ * as the sandbox sees it: it is the merged "/") and work/. */
+static int make_upper(const struct sbx_iso_plan *p, const struct stat *top, int *mnt, int *upper,
+                      int *work, struct sbx_error *err)
+{
+  char size[24], inodes[24];
+  snprintf(size, sizeof size, "%llu", (unsigned long long)p->upper_size);
+  snprintf(inodes, sizeof inodes, "%llu", (unsigned long long)p->upper_inodes);
+  int fs = sys_fsopen("tmpfs");
+  if (fs < 0)
+    return sbx_err_sys(err, errno, "image upper: fsopen tmpfs");
+  int m = -1, r = -1;
+  if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", "sbx-upper", 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", inodes, 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+      (m = sys_fsmount(fs, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+    sbx_err_sys(err, errno, "image upper: tmpfs of %s bytes", size);
+    goto out;
+  }
+  if (mkdirat(m, "upper", top->st_mode & 07777 & ~(mode_t)S_ISUID) < 0 ||
+      fchownat(m, "upper", top->st_uid, top->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+      fchmodat(m, "upper", top->st_mode & 07777 & ~(mode_t)S_ISUID, 0) < 0 ||
+      mkdirat(m, "work", 0700) < 0) {
+    sbx_err_sys(err, errno, "image upper: upper and work dirs");
+    goto out;
+  }
+  *upper = openat(m, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  *work = openat(m, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*upper < 0 || *work < 0) {
+    sbx_err_sys(err, errno, "image upper: opening upper and work");
+    goto out;
+  }
+  r = 0;
+out:
+  close(fs);
+  *mnt = m; /* must stay open until the overlay exists, as a layer's tree */
+  return r;
+}
+
+int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error *err)
+{
+  if (p->nlayers == 0 || p->nlayers > SBX_ISO_MAX_LAYERS)
+    return sbx_err_set(err, SBX_E_INVALID, EINVAL, "image: %zu layers (1..%d)", p->nlayers,
+                       SBX_ISO_MAX_LAYERS);
+  char ns[48];
+  snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
+  /* pid is our unreaped child, so it cannot have been reused. */
+  int userns = open(ns, O_RDONLY | O_CLOEXEC);
+  if (userns < 0)
+    return sbx_err_sys(err, errno, "image: %s", ns);
+  int trees[SBX_ISO_MAX_LAYERS], lowers[SBX_ISO_MAX_LAYERS];
+  int upper_mnt = -1, upper = -1, work = -1, ofd = -1, mnt = -1;
+  size_t n = 0;
+  for (; n < p->nlayers; n++)
+    if (layer_fds(p->layers[n], userns, &trees[n], &lowers[n], err) < 0)
+      goto out;
+  struct stat top;
+  if (fstat(lowers[n - 1], &top) < 0) {
+    sbx_err_sys(err, errno, "image: top layer");
+    goto out;
+  }
+  if (make_upper(p, &top, &upper_mnt, &upper, &work, err) < 0)
+    goto out;
+  if ((ofd = sys_fsopen("overlay")) < 0) {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: fsopen overlay: %s", strerror(errno));
+    goto out;
+  }
+  /* lowerdir+ appends below the ones already given: topmost first. */
+  /* redirect_dir=nofollow and metacopy=off: a layer's own
+   * trusted.overlay.redirect/metacopy xattrs are ignored (OCI layers have
+   * no such thing; only whiteouts and opaque dirs are honoured).  Renaming
+   * a directory that comes from the image gives EXDEV, as on Docker's
+   * overlay2; mv and pip fall back to copying. */
+  int e = 0;
+  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", "sbx-image", 0) < 0 ||
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0)
+    e = errno;
+  for (size_t i = n; i-- > 0 && !e;)
+    if (set_dir(ofd, "lowerdir+", lowers[i]) < 0)
+      e = errno;
+  if (!e && (set_dir(ofd, "upperdir", upper) < 0 || set_dir(ofd, "workdir", work) < 0))
+    e = errno;
+  if (e) {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: overlay layers: %s", strerror(e));
+    goto out;
+  }
+  if (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+      (mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+    e = errno;
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: mounting the overlay: %s", strerror(e));
+  }
+out:
+  close_all(lowers, n);
+  close_all(trees, n);
+  int rest[] = {userns, upper, work, upper_mnt, ofd};
+  close_all(rest, sizeof rest / sizeof rest[0]);
+  return mnt;
+}
