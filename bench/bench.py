@@ -22,11 +22,19 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, Failed, first_line, cpu_ticks, memory_snapshot, settle  # noqa: E402
 import report  # noqa: E402
+import gvbench  # noqa: E402
+import imgbench  # noqa: E402
+import netbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
 EXEC_NAME = "exec `true` in a ready session (API round trip)"
 EXEC_CMD = "apiloop exec (keep-alive; 5 rounds of 10 warm-up + 200)"
+RUNSC_EXEC_NAME = "`runsc exec` of `true` into a running runsc container (peer)"
+GV_CREATE_NAME = "gvisor session create from the warm pool"
+GV_COLD_NAME = "gvisor session create, pool disabled (`SANDBOXD_GVISOR_POOL_SIZE=0`: one `runsc run`)"
+GV_ONESHOT_NAME = "one-shot `true` (POST + GET ?wait_s=30), warm pool"
+GV_ONESHOT_COLD_NAME = "one-shot `true`, pool disabled (one `runsc run` per execution)"
 PAUSE_MS = 200          # lets the warm pool refill between creates
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -70,7 +78,8 @@ def stats(xs):
 
     def pct(q):
         return s[min(len(s) - 1, int(q * len(s)))]
-    return {"n": len(s), "p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "min": s[0]}
+    return {"n": len(s), "p50": pct(0.5), "p90": pct(0.9), "p95": pct(0.95), "p99": pct(0.99),
+            "min": s[0]}
 
 
 class Bench:
@@ -81,6 +90,7 @@ class Bench:
         self.rows = {}        # key -> row dict (see report.py)
         self.facts = {}       # free-form numbers for the report
         self.profiles = {}    # name -> profile object or failure reason
+        self.samples = samples_of
 
     def row(self, key, name, cmd, fn):
         """Runs fn() -> samples (µs); records stats or the failure."""
@@ -115,47 +125,91 @@ class Bench:
     def peers(self):
         self.peer("firejail", "`firejail --quiet --noprofile true`",
                   ["firejail", "--quiet", "--noprofile", "true"], 100)
-        self.peer("runsc", "`runsc do true` (platform ptrace)",
-                  ["runsc", "--rootless=false", "--network=none", "--platform=ptrace",
-                   "do", "true"], 15, warm=1)
+        # `runsc do true` is timed with the gvisor rows, in alternating batches
 
     # ---- gvisor (issue 6) ----------------------------------------------------
 
-    def gvisor_rows(self, d, n=50):
-        """exec `true` in a live gvisor session (a message to sbx-init inside
-        gVisor) and session create+delete, against the `runsc do true` peer."""
+    def gvisor_rows(self, d, rounds=3):
+        """Issue 6, in alternating batches so that load from other work on
+        the host weighs on all alike: exec `true` in a live gvisor session (a
+        message to sbx-init inside gVisor), `runsc exec` into a running
+        container, `runsc do true`; one-shot `true` and session create from
+        the warm pool (1.5 s apart: it refills) and on a second daemon with
+        the pools disabled (every request one `runsc run`)."""
         p = self.profiles.get("gvisor")
+        platform = p.get("platform") if isinstance(p, dict) else None
+        do = ["runsc", "--rootless=false", "--network=none",
+              "--platform=" + (platform or "ptrace"), "do", "true"]
+        do_name = "`runsc do true` (platform %s)" % (platform or "ptrace")
+        self.precheck("runsc", do_name, do)
+        gone = "failed" in self.rows.get("runsc", {})
+        rows = {"gvisor.exec": (EXEC_NAME, "apiloop exec (keep-alive; %d rounds of 3 warm-up + 25)"
+                                % rounds),
+                "gvisor.runsc_exec": (RUNSC_EXEC_NAME, ""),
+                "gvisor.oneshot": (GV_ONESHOT_NAME, "apiloop oneshot -p 1500 (%d rounds of 4)" % rounds),
+                "gvisor.oneshot_cold": (GV_ONESHOT_COLD_NAME,
+                                        "apiloop oneshot -p 300 (%d rounds of 4), daemon with "
+                                        "SANDBOXD_GVISOR_POOL_SIZE=0" % rounds),
+                "gvisor.create": (GV_CREATE_NAME, "apiloop create -p 1500 (%d rounds of 3)" % rounds),
+                "gvisor.create_cold": (GV_COLD_NAME, "apiloop create -p 300 (%d rounds of 3), "
+                                       "daemon with SANDBOXD_GVISOR_POOL_SIZE=0" % rounds)}
         if not isinstance(p, dict):
-            self.fail("gvisor.exec", EXEC_NAME, "apiloop exec", str(self.profiles.get("gvisor")))
+            for k, (name, cmd) in rows.items():
+                self.fail(k, name, cmd, str(p))
+            if not gone:  # the peer alone
+                self.row("runsc", do_name, " ".join(do), lambda: samples_of(
+                    [self.h["spawnloop"], "15", "1"] + do))
             return
+        cold = Daemon(self.build, self.tmp, "gvisor-nopool",
+                      {"SANDBOXD_POOL_SIZE": "0", "SANDBOXD_GVISOR_POOL_SIZE": "0"})
+        peer = gvbench.RunscContainer(self.tmp, platform or "ptrace")
+        sid = None
+        oneshot = '{"profile":"gvisor","command":["true"]}'
         try:
-            sid = d.must("POST", "/v1/sandbox/sessions", {"profile": "gvisor"})["id"]
-        except Failed as e:
-            self.fail("gvisor.exec", EXEC_NAME, "apiloop exec", "session create: " + str(e))
-            return
-        try:
-            self.row("gvisor.exec", EXEC_NAME, "apiloop exec (keep-alive; %d after 5 warm-up)" % n,
-                     lambda: samples_of(self.api(d, "-n", n, "-w", 5, "exec", sid)))
+            try:
+                sid = d.must("POST", "/v1/sandbox/sessions", {"profile": "gvisor"})["id"]
+            except Failed as e:
+                self.fail("gvisor.exec", *rows["gvisor.exec"], "session create: " + str(e))
+            try:
+                peer.start()
+                argv = peer.exec_argv()
+                rows["gvisor.runsc_exec"] = (RUNSC_EXEC_NAME, " ".join(argv[:1] + argv[4:]) +
+                                             " (%d rounds of 1 warm-up + 10)" % rounds)
+            except Failed as e:
+                self.fail("gvisor.runsc_exec", *rows["gvisor.runsc_exec"], str(e))
+            try:
+                cold.start()
+                cold.must("POST", "/v1/sandbox/executions", {"profile": "gvisor",
+                                                             "command": ["true"]})
+            except Failed as e:
+                for k in ("gvisor.oneshot_cold", "gvisor.create_cold"):
+                    self.fail(k, *rows[k], "daemon without pools: " + str(e))
+            time.sleep(1.5)
+            batches = [
+                ("gvisor.exec", d, lambda: self.api(d, "-n", 25, "-w", 3, "exec", sid)),
+                ("gvisor.runsc_exec", None, lambda: [self.h["spawnloop"], "10", "1"] + argv),
+                ("runsc", None, lambda: [self.h["spawnloop"], "5", "1"] + do),
+                ("gvisor.oneshot", d, lambda: self.api(d, "-n", 4, "-p", 1500, "oneshot", oneshot)),
+                ("gvisor.oneshot_cold", cold,
+                 lambda: self.api(cold, "-n", 4, "-p", 300, "oneshot", oneshot)),
+                ("gvisor.create", d, lambda: self.api(d, "-n", 3, "-p", 1500, "create",
+                                                      '{"profile":"gvisor"}')),
+                ("gvisor.create_cold", cold, lambda: self.api(cold, "-n", 3, "-p", 300, "create",
+                                                              '{"profile":"gvisor"}')),
+            ]
+            names = dict(rows, runsc=(do_name, " ".join(do) + " (%d rounds of 1 warm-up + 5)" % rounds))
+            for rnd in range(rounds):
+                for key, _, argv_fn in batches:
+                    if key == "runsc" and gone:
+                        continue
+                    self.add_samples(key, *names[key], lambda: samples_of(argv_fn()))
+                log("gvisor round %d/%d done" % (rnd + 1, rounds))
+            self.finish_rows()
         finally:
-            d.call("DELETE", "/v1/sandbox/sessions/" + sid)
-
-        def creates(gap, disk):
-            xs = []
-            for _ in range(10):
-                time.sleep(gap)  # > one runsc start: the pool has refilled
-                t0 = time.perf_counter()
-                s = d.must("POST", "/v1/sandbox/sessions",
-                           {"profile": "gvisor", "limits": {"disk": disk}})
-                xs.append((time.perf_counter() - t0) * 1e6)
-                d.must("DELETE", "/v1/sandbox/sessions/" + s["id"])
-            return xs
-        # a disk size no profile prewarms: every create is one `runsc run`
-        self.row("gvisor.create_cold", "gvisor session create, cold (one `runsc run`)",
-                 "POST /v1/sandbox/sessions ×10 (disk 200Mi: not pooled)",
-                 lambda: creates(0, "200Mi"))
-        self.row("gvisor.create", "gvisor session create from the warm pool",
-                 "POST /v1/sandbox/sessions ×10, 1.5 s apart (pool refills)",
-                 lambda: creates(1.5, p["limits"]["disk"]))
+            if sid:
+                d.call("DELETE", "/v1/sandbox/sessions/" + sid)
+            peer.stop()
+            cold.stop()
 
     # ---- the daemon --------------------------------------------------------
 
@@ -468,6 +522,22 @@ class Bench:
         finally:
             d.stop()
 
+    def only(self, parts):
+        """--only: the named parts, with the profiles from a short-lived daemon."""
+        d = Daemon(self.build, self.tmp, "only")
+        try:
+            d.start()
+            self.discover_profiles(d)
+            if "gvisor" in parts:
+                self.gvisor_rows(d)
+        finally:
+            d.stop()
+        for name, fn in (("nopool", self.nopool_part), ("net", lambda: netbench.net_part(self)),
+                         ("images", lambda: imgbench.image_part(self)),
+                         ("store", self.store_part), ("trace", self.trace_part)):
+            if name in parts:
+                fn()
+
     def caps_part(self, d, prof="container"):
         """Issue 4: streams and contexts, on one fresh session of prof."""
         import caps
@@ -631,6 +701,9 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
+    ap.add_argument("--only", default="", metavar="PARTS",
+                    help="comma list of parts to run (gvisor,nopool,net,images,store,trace), "
+                         "for working on one part; the report then has only those rows")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     if not os.access(os.path.join(build, "sandboxd"), os.X_OK):
@@ -640,11 +713,18 @@ def main():
     try:
         b = Bench(build, tmp, compile_helpers(tmp))
         b.facts["host"] = report.host_info()
-        b.peers()
-        b.daemon_part()
-        b.nopool_part()
-        b.store_part()
-        b.trace_part()
+        b.facts["build"] = a.build
+        b.facts["buildtype"] = report.buildtype(build)
+        if a.only:
+            b.only(a.only.split(","))
+        else:
+            b.peers()
+            b.daemon_part()
+            b.nopool_part()
+            netbench.net_part(b)
+            imgbench.image_part(b)
+            b.store_part()
+            b.trace_part()
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)

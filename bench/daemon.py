@@ -31,13 +31,14 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, build, workdir, name, extra_env=None):
+    def __init__(self, build, workdir, name, extra_env=None, extra_args=None):
         self.bin = os.path.join(build, "sandboxd")
         self.state = os.path.join(workdir, "state-" + name)
         self.log_path = os.path.join(workdir, "daemon-" + name + ".log")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.env = dict(os.environ, **(extra_env or {}))
+        self.args = list(extra_args or [])
         self.proc = None
         self.key = None
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -56,7 +57,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [self.bin, "serve", "--listen", "127.0.0.1:%d" % self.port,
              "--state-dir", self.state, "--log-level", "warn",
-             "--enable-unsafe-process-driver"],
+             "--enable-unsafe-process-driver"] + self.args,
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env)
         log.close()
         deadline = time.time() + 30

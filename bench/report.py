@@ -40,6 +40,19 @@ def cgroup_desc():
     return "v2 at " + ", ".join(v2) if v2 else "none mounted"
 
 
+def buildtype(build):
+    """The Meson buildtype of a build dir (from meson-info), or "unknown"."""
+    import json
+    try:
+        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
+            for o in json.load(f):
+                if o.get("name") == "buildtype":
+                    return o.get("value")
+    except (OSError, ValueError):
+        pass
+    return "unknown"
+
+
 def host_info():
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
@@ -233,17 +246,148 @@ def _targets(rows, facts, profiles):
                 "failed: %s" % rp.get("failed", "not measured"),
                 verdict(rp["rps"] >= 10000 if rp.get("rps") else None)))
     g = profiles.get("gvisor")
-    gx, rd = p50(rows, "gvisor.exec"), p50(rows, "runsc")
-    if isinstance(g, str):
-        gm, gv = "not measurable: %s" % g, "—"
-    elif gx and rd:
-        gm = "exec in a live session %s vs `runsc do true` %s (%s)" % (
-            fmt_us(gx), fmt_us(rd), fmt_ratio(ratio(gx, rd)))
-        gv = verdict(gx <= 1.1 * rd)
-    else:
-        gm, gv = "failed: %s" % (rows.get("gvisor.exec") or {}).get("failed", "not measured"), "—"
-    out.append(("gvisor driver within 10 % of a bare `runsc do`", gm, gv))
+    rd = p50(rows, "runsc")
+    for key, what in (("gvisor.oneshot", "warm pool (the default)"),
+                      ("gvisor.oneshot_cold", "pool disabled")):
+        gx = p50(rows, key)
+        if isinstance(g, str):
+            gm, gv = "not measurable: %s" % g, "—"
+        elif gx and rd:
+            gm = "one-shot `true` %s vs `runsc do true` %s = %s" % (
+                fmt_us(gx), fmt_us(rd), fmt_ratio(ratio(gx, rd)))
+            gv = verdict(gx <= 1.1 * rd)
+        else:
+            gm, gv = "failed: %s" % (rows.get(key) or {}).get("failed", "not measured"), "—"
+        out.append(("gvisor one-shot execution within 1.1× of a bare `runsc do` (issue 6), "
+                    + what, gm, gv))
     return out
+
+
+# ---- issues 5, 6, 7: side by side ------------------------------------------
+
+def _side_table(rows, spec, base_title):
+    """spec: (key, base key or None, note).  One line per row: n, p50, p95,
+    p99, and the ratio of its p50 to its base's p50."""
+    L = ["| Measurement | n | p50 | p95 | p99 | %s |" % base_title, "|---|---|---|---|---|---|"]
+    for key, base, note in spec:
+        r = rows.get(key)
+        if not r:
+            continue
+        name = r["name"] + (" " + note if note else "")
+        if "failed" in r:
+            L.append("| %s | failed: %s | | | | |" % (name, r["failed"].replace("|", "/")))
+            continue
+        s = r["stats"]
+        rt = ratio(s["p50"], p50(rows, base)) if base else None
+        L.append("| %s | %d | %s | %s | %s | %s |" % (
+            name, s["n"], fmt_us(s["p50"]), fmt_us(s.get("p95")), fmt_us(s["p99"]),
+            fmt_ratio(rt) if base else "(base)"))
+    return L + [""]
+
+
+def _network_section(rows, facts):
+    if not any(k.startswith("net.") for k in rows):
+        return []
+    L = ["## Network policy (issue 5)", "",
+         "One daemon started with the test internet's `--resolve` pins and `--dns-upstream` "
+         "(tests/integration/networld.py: a netns on 198.51.100.0/24 and 203.0.113.0/24 "
+         "serving HTTP); every batch alternates with its base, so host load weighs on both.", ""]
+    L += _side_table(rows, [("net.create_plain", None, ""),
+                            ("net.create_none", "net.create_plain", ""),
+                            ("net.create_allow", "net.create_plain", "")], "× plain none")
+    fp = facts.get("net.footprint") or {}
+    L += ["Rows: a `none` create on a daemon that has no `--resolve`/`--dns-upstream` (the base); "
+          "the same on the daemon with the test internet's settings (the `none` path must not "
+          "pay for the feature: no veth, no rules, no DNS); a create with a one-domain allowlist "
+          "(a veth pair from the address pool, the per-sandbox nft rules, the DNS responder and "
+          "proxy entries).", ""]
+    if "none" in fp:
+        L += ["Footprint on the host, %d sessions of each kind held open at once, per session: "
+              "`none` adds %.1f host links and %.1f lines of nft rules; an allowlist adds "
+              "%.1f host links (its veth end) and %.1f lines of nft rules." % (
+                  fp["count"], fp["none"]["links"], fp["none"]["nft_lines"],
+                  fp["allowlist"]["links"], fp["allowlist"]["nft_lines"]), ""]
+    elif fp.get("failed"):
+        L += ["Footprint: failed: %s" % fp["failed"], ""]
+    L += ["HTTP GET of `http://allowed.test.example/` (a new TCP connection per request, "
+          "Python urllib, timed inside the loop so interpreter start is excluded):", ""]
+    L += _side_table(rows, [("net.http_direct", None, ""),
+                            ("net.http_proxy", "net.http_direct", ""),
+                            ("net.http_transparent", "net.http_direct", ""),
+                            ("net.http_name", "net.http_direct", "")], "× direct")
+    L += ["Rows: *direct* runs the loop with `ip netns exec` in a namespace linked to the host by "
+          "a veth pair (as a sandbox's is), to the world's address with `Host: "
+          "allowed.test.example`, no proxy and no rules: the floor. The other three run inside "
+          "one `container` sandbox whose policy allows `allowed.test.example`: *explicit* sends "
+          "an absolute-form GET to the egress proxy named by `HTTP_PROXY` (the proxy checks the "
+          "name, resolves it from the pins, connects, relays); *transparent* ignores the proxy "
+          "variables and connects to the world's address, where nft redirects port 80 to the "
+          "proxy, which checks `Host` against the original destination; *by name* is the same "
+          "plus a `getaddrinfo` per request, answered by the daemon's DNS responder.", ""]
+    return L
+
+
+def _gvisor_section(rows, facts, profiles):
+    keys = [k for k in rows if k.startswith("gvisor.")]
+    if not keys:
+        g = profiles.get("gvisor")
+        return ["## gVisor (issue 6)", "", "not measured: %s" % g, ""] if isinstance(g, str) else []
+    L = ["## gVisor (issue 6)", "",
+         "The `gvisor` profile against bare runsc on the same platform. `runsc do true` is a "
+         "whole sandbox per command; `runsc exec` enters a running container (what a driver "
+         "doing one `runsc exec` per command would pay); our exec is a message to sbx-init "
+         "already running inside gVisor.", ""]
+    L += _side_table(rows, [("runsc", None, ""),
+                            ("gvisor.runsc_exec", "runsc", ""),
+                            ("gvisor.exec", "runsc", "— gvisor"),
+                            ("gvisor.oneshot", "runsc", "— gvisor"),
+                            ("gvisor.oneshot_cold", "runsc", "— gvisor"),
+                            ("gvisor.create", "runsc", ""),
+                            ("gvisor.create_cold", "runsc", "")], "× `runsc do`")
+    gx, rx = p50(rows, "gvisor.exec"), p50(rows, "gvisor.runsc_exec")
+    if gx and rx:
+        L += ["Exec in a live session against `runsc exec` into a running container: %s vs %s "
+              "= %s." % (fmt_us(gx), fmt_us(rx), fmt_ratio(ratio(gx, rx))), ""]
+    L += ["Rows: exec `true` in a live session is one API round trip (`apiloop exec`); "
+          "one-shot is `POST /v1/sandbox/executions` then `GET ?wait_s=30` until final — with "
+          "the warm pool (requests 1.5 s apart so it refills) it takes a started sandbox, with "
+          "the pools disabled (a second daemon, `SANDBOXD_GVISOR_POOL_SIZE=0`) every execution "
+          "is one `runsc run` plus the exec and the teardown, the like-for-like comparison with "
+          "`runsc do`; session create is the `POST` alone (its `DELETE` untimed), from the pool "
+          "and without it. All seven are measured in 3 alternating rounds.", ""]
+    return L
+
+
+def _image_section(rows, facts):
+    if not any(k.startswith("image.") for k in rows):
+        return []
+    size = facts.get("image.size_bytes")
+    L = ["## Images (issue 7)", "",
+         "A registry on loopback (Debian's `docker-registry`, started by "
+         "tests/integration/imgworld.py) holding `bench/big:v1`: busybox-static plus a layer of "
+         "50 files of random bytes%s, pushed with skopeo." % (
+             " (%.1f MB compressed, incompressible)" % (size / 1e6) if size else ""), ""]
+    L += _side_table(rows, [("image.pull_first", None, ""),
+                            ("image.pull_again", "image.pull_first", "")], "× first pull")
+    fp = p50(rows, "image.pull_first")
+    if fp and size:
+        L += ["First pull: %.0f MB/s end to end (download, digest check, unpack into the layer "
+              "store)." % (size / 1e6 / (fp / 1e6)), ""]
+    L += _side_table(rows, [("image.create_host", None, ""),
+                            ("image.create", "image.create_host", "")], "× `host` pack")
+    L += ["Rows: the first pull runs `sandboxd image pull` (a process of its own, so its start "
+          "is included) into an empty state dir: manifest, config and two layer blobs over "
+          "plain HTTP from 127.0.0.1, each hashed and checked, the layers unpacked into the "
+          "content-addressed store; the pull again costs a manifest request. Session create "
+          "on the image (store already warm, so no pull) builds a sandbox with an overlay root "
+          "over the image's layers — image sandboxes are not taken from the warm pool (the "
+          "`container` driver pools only `host`-pack sandboxes) — while the `host` pack create "
+          "takes a pooled one. Both on one daemon, alternating batches, 200 ms apart.", ""]
+    ic, cn = p50(rows, "image.create"), p50(rows, "container.create_nopool")
+    if ic and cn:
+        L += ["Against a cold `host`-pack create (pool disabled, measured earlier in the run): "
+              "%s vs %s = %s." % (fmt_us(ic), fmt_us(cn), fmt_ratio(ratio(ic, cn))), ""]
+    return L
 
 
 def _memory_section(facts, profiles):
@@ -401,7 +545,7 @@ def render(rows, facts, profiles):
         line = _row_line(rows, key, "peer")
         if line:
             L.append(line)
-    for prof in ("container", "process", "gvisor"):
+    for prof in ("container", "process"):
         keys = [k for k in rows if k.startswith(prof + ".")]
         if not keys and isinstance(profiles.get(prof), str):
             L.append("| all `%s` rows | %s | failed: %s | | | | | |" % (prof, prof, profiles[prof]))
@@ -412,18 +556,23 @@ def render(rows, facts, profiles):
         if line:
             L.append(line)
     L.append("")
+    L += _network_section(rows, facts)
+    L += _gvisor_section(rows, facts, profiles)
+    L += _image_section(rows, facts)
     L += _memory_section(facts, profiles)
     L += _throughput_section(facts)
     L += _time_section(rows, facts)
     L += ["## Commands", "",
-          "- `make bench` = `/usr/bin/python3 bench/bench.py --build build --out docs/benchmarks.md` "
+          "- `make bench` = `/usr/bin/python3 bench/bench.py --build $(BUILD) --out docs/benchmarks.md` "
+          "(`BUILD` defaults to `build`; this run: `%s`) " % facts.get("build", "build") +
           "(add `--keep` to keep the temp dir with the daemon logs and the strace timeline).",
           "- Helpers compiled by bench.py with `cc -O2` into a temp dir: `bench/forkexec.c` "
           "(fork+execve+waitpid loop), `bench/spawnloop.c` (posix_spawnp+waitpid loop, stdio on "
           "/dev/null), `bench/apiloop.c` (libcurl, one keep-alive handle per thread).",
           "- Daemon: `sandboxd serve --listen 127.0.0.1:<free port> --state-dir <tmp> --log-level warn "
           "--enable-unsafe-process-driver`, key from `sandboxd key create --tenant bench --state-dir <tmp>`; "
-          "release build (`meson setup --buildtype=release` recommended; `make bench` uses `build/`).",
+          "release build recommended (`meson setup --buildtype=release`); this run's build "
+          "dir is `%s`, buildtype `%s`." % (facts.get("build", "build"), facts.get("buildtype", "?")),
           "- Peers, each run once first to catch errors, then timed: " + "; ".join(
               "`%s`" % rows[k]["cmd"] for k in ("bwrap", "firejail", "runsc") if k in rows) + ".",
           "- API: `apiloop exec SESSION` = `POST /v1/sandbox/sessions/{id}/exec {\"command\":[\"true\"]}`; "
@@ -438,5 +587,27 @@ def render(rows, facts, profiles):
           "`GET /v1/sandbox/sessions/{id}`).",
           "- Profiling: `perf stat -x, -e task-clock,context-switches,cpu-migrations,page-faults -p <tree>`, "
           "`strace -c -f -p <tree>`, `strace -f -ttt -e trace=%process,recvfrom,sendmsg,sendto,recvmsg,pwrite64,fdatasync,fsync -p <tree>`.",
+          "- Issue 5 (`bench/netbench.py`): networld's namespace and servers, a daemon with "
+          "`world.daemon_args()` (`--resolve NAME=ADDR` pins, `--dns-upstream`); creates "
+          "alternate `{\"profile\":\"container\"}` with the same plus `\"network\":{\"egress\":"
+          "\"allowlist\",\"allow\":[\"allowed.test.example\"]}` (3 rounds of 20); the HTTP loop "
+          "(`netbench.LOOP`) runs by exec in one allowlist session (modes proxy, transparent, name) "
+          "and by `ip netns exec` in the direct netns (3 rounds of 5 warm-up + 100 each); the "
+          "footprint counts `ip -o link` lines and `nft list table inet sandboxd_<tag>` lines "
+          "around 5 held sessions of each kind.",
+          "- Issue 6 (`bench/gvbench.py` and `Bench.gvisor_rows`): 3 rounds alternating exec in a "
+          "live gvisor session, `runsc exec` into a container started by `runsc run -detach` "
+          "(bundle from `runsc spec`, root `/` read-only), `runsc do true`, one-shot and create on "
+          "the main daemon (1.5 s apart so the pool refills) and on a second daemon with "
+          "`SANDBOXD_POOL_SIZE=0 SANDBOXD_GVISOR_POOL_SIZE=0`.",
+          "- Issue 7 (`bench/imgbench.py`): the image is built in memory (imgworld.Image), "
+          "pushed with `skopeo copy oci:… docker://127.0.0.1:PORT/bench/big:v1`; first pull = "
+          "`sandboxd image pull REF --state-dir <empty dir>` (3 times, each a new dir), then the "
+          "same command again on the same dir; creates alternate `{\"profile\":\"container\","
+          "\"image\":REF}` and `{\"profile\":\"container\"}` (3 rounds of 2 warm-up + 15) on a "
+          "daemon whose store already holds the image. If the daemon refuses an image session, "
+          "the row says `image create: pending` with its answer.",
+          "- `bench.py --only gvisor,nopool,net,images,store,trace --out /tmp/x.md` runs just "
+          "those parts (for working on one; the report then lacks the rest).",
           "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]
     return "\n".join(L)

@@ -91,3 +91,17 @@ int sbx_err_fr(struct sbx_error *err, const char *fmt, ...)
   va_end(ap);
   return -1;
 }
+
+int sbx_err_bad_type(struct sbx_error *err, const char *field, const char *want_en,
+                     const char *want_fr)
+{
+  sbx_err_field(err, field, "%s must be %s", field, want_en);
+  return sbx_err_fr(err, "Requête invalide : %s doit être %s", field, want_fr);
+}
+
+int sbx_err_bad_value(struct sbx_error *err, const char *field, const char *why_en,
+                      const char *why_fr)
+{
+  sbx_err_field(err, field, "%s: %s", field, why_en);
+  return sbx_err_fr(err, "Requête invalide : %s : %s", field, why_fr);
+}

@@ -53,5 +53,12 @@ int sbx_err_prefix(struct sbx_error *err, const char *fmt, ...)
 void sbx_err_clear(struct sbx_error *err);
 /* Sets the French message of an error already filled.  Returns -1. */
 int sbx_err_fr(struct sbx_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A request field of the wrong JSON type / with a bad value: 400
+ * invalid_request naming field, one English and one French sentence
+ * ("field must be <want>", "field: <why>").  Return -1. */
+int sbx_err_bad_type(struct sbx_error *err, const char *field, const char *want_en,
+                     const char *want_fr);
+int sbx_err_bad_value(struct sbx_error *err, const char *field, const char *why_en,
+                      const char *why_fr);
 
 #endif

@@ -420,7 +420,11 @@ static int extract_all(struct extract *x, const void *data, size_t len, struct s
       sbx_err_prefix(err, "extracting \"%.200s\"", archive_entry_pathname(e));
   archive_read_free(x->a);
   x->a = NULL;
-  return r < 0 ? -1 : fix_dir_modes(x, data, len, err);
+  if (r < 0 || fix_dir_modes(x, data, len, err) < 0)
+    return -1;
+  /* gVisor (fd-in): the last file reaches the sandbox now, and so does
+   * its error (a full disk is 413, not a log line). */
+  return sbx_sandbox_file_flush(x->sb, err);
 }
 
 int sbx_archive_extract(struct sbx_core *core, const struct sbx_principal *who, const char *id,

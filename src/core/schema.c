@@ -10,20 +10,10 @@
 #include "common/quantity.h"
 #include "net/net.h"
 
-/* Error helpers: one English and one French sentence per kind of fault. */
-static int bad_type(struct sbx_error *err, const char *field, const char *want_en,
-                    const char *want_fr)
-{
-  sbx_err_field(err, field, "%s must be %s", field, want_en);
-  return sbx_err_fr(err, "Requête invalide : %s doit être %s", field, want_fr);
-}
-
-static int bad_value(struct sbx_error *err, const char *field, const char *why_en,
-                     const char *why_fr)
-{
-  sbx_err_field(err, field, "%s: %s", field, why_en);
-  return sbx_err_fr(err, "Requête invalide : %s : %s", field, why_fr);
-}
+/* Error helpers: one English and one French sentence per kind of fault
+ * (common/err.h). */
+#define bad_type sbx_err_bad_type
+#define bad_value sbx_err_bad_value
 
 void sbx_strv_free(char **v)
 {

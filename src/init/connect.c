@@ -6,12 +6,17 @@
  * The destination is fixed here: 127.0.0.1 or ::1, the port from the
  * request.  sbx-init is single-threaded, so the connect is non-blocking and
  * the socket goes back at once (a full listen backlog would otherwise stall
- * every other request for the SYN retry time); the daemon finishes it. */
+ * every other request for the SYN retry time); the daemon finishes it.
+ *
+ * fd-in (issue 6, gVisor: the socket cannot leave the sandbox): the daemon
+ * sends a stream socket along; the TCP socket stays here and xfer.c
+ * finishes the connect, reports it on the daemon's socket and relays. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "init/init.h"
@@ -51,19 +56,29 @@ static int loopback_connect(uint32_t port, uint32_t family, uint64_t *state)
   return -e;
 }
 
-void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r)
+void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
+                  int *fds, size_t nfds)
 {
   uint32_t port = sbx_rbuf_u32(r);
   uint32_t family = sbx_rbuf_u32(r);
+  int sock = nfds ? sbxi_take_fd(fds, nfds, S_IFSOCK) : -1;
   if (r->bad || r->off != r->len || port == 0 || port > 65535 ||
-      (family != 4 && family != 6)) {
+      (family != 4 && family != 6) || (nfds && sock < 0)) {
+    if (sock >= 0)
+      close(sock);
     sbxi_reply_err(in->chan, h->id, EINVAL);
     return;
   }
   uint64_t state = 0;
-  int fd = loopback_connect(port, family, &state);
-  if (fd < 0)
+  int fd = !nfds || sbxi_xfer_room() ? loopback_connect(port, family, &state) : -EBUSY;
+  if (fd < 0) {
+    if (sock >= 0)
+      close(sock);
     sbxi_reply_err(in->chan, h->id, -fd);
-  else
+  } else if (sock < 0) {
     sbxi_reply_ok(in->chan, h->id, state, fd); /* closes our copy */
+  } else {
+    sbxi_reply_ok(in->chan, h->id, state, -1);
+    sbxi_xfer_connect(sock, fd, state == SBX_PROTO_CONN_DONE);
+  }
 }

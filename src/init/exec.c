@@ -40,6 +40,7 @@ static _Noreturn void spare_wait(const struct sbxi *in, int sock)
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != in->self)
     _exit(0);
+  sbxi_xfer_drop_all(); /* their ends must close when sbx-init's do */
   /* The spare never speaks on the main channel: drop it now, so a dead
    * sbx-init is seen by the daemon whatever spares exist. */
   close(in->chan);
@@ -108,7 +109,9 @@ static void start_shepherd(const struct sbxi *in, const char *payload, size_t le
     if (!pty.cols || !pty.rows || pty.cols > SBX_PROTO_PTY_MAX || pty.rows > SBX_PROTO_PTY_MAX)
       r.bad = true;
   }
-  if ((flags & ~SBX_PROTO_EXEC_PTY) || r.off != r.len)
+  pty.relay = (flags & SBX_PROTO_EXEC_PTY_RELAY) != 0;
+  if ((flags & ~(SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY)) ||
+      (pty.relay && !(flags & SBX_PROTO_EXEC_PTY)) || r.off != r.len)
     r.bad = true;
   if (!payload || r.bad || !cwd || !argv || !env || !argv[0] || !sbx_proto_path_ok(cwd)) {
     report_err(fds[3], EINVAL);

@@ -1,4 +1,5 @@
-/* fileops.c — OPEN_READ, OPEN_WRITE, LIST, REMOVE (and GLOB's dispatch).
+/* fileops.c — OPEN_READ, OPEN_WRITE, LIST, REMOVE (and GLOB's dispatch);
+ * READ_TO and WRITE_FROM (issue 6, fd-in: the bytes then move in xfer.c).
  *
  * Every path is resolved from the sandbox root with openat2
  * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, so ".." and absolute symlinks the
@@ -54,6 +55,32 @@ void sbxi_reply_ok(int chan, uint32_t id, uint64_t v, int fd)
     sbxi_reply_err(chan, id, e);
 }
 
+void sbxi_reply_ok2(int chan, uint32_t id, uint64_t v, uint64_t aux)
+{
+  uint64_t p[2] = {v, aux};
+  sbx_proto_send(chan, SBX_MSG_OK, id, 0, p, sizeof p, NULL, 0);
+}
+
+void sbxi_close_fds(int *fds, size_t nfds)
+{
+  for (size_t i = 0; i < nfds; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
+int sbxi_take_fd(int *fds, size_t nfds, unsigned kind)
+{
+  struct stat st;
+  int fd = nfds == 1 ? fds[0] : -1;
+  if (fd >= 0 && (fstat(fd, &st) < 0 || (kind && (st.st_mode & S_IFMT) != kind))) {
+    close(fd);
+    fd = -1;
+  }
+  if (nfds != 1)
+    sbxi_close_fds(fds, nfds);
+  return fd;
+}
+
 void sbxi_reply_err(int chan, uint32_t id, int e)
 {
   int32_t v = e ? e : EIO;
@@ -105,7 +132,7 @@ static int check_regular(int fd)
   return 0;
 }
 
-static int open_read(int rootfd, const char *path, uint64_t *size)
+int sbxi_open_read(int rootfd, const char *path, uint64_t *size, uint32_t *mode)
 {
   int fd = sbxi_open_in_root(rootfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
   if (fd < 0)
@@ -119,6 +146,8 @@ static int open_read(int rootfd, const char *path, uint64_t *size)
     return r;
   }
   *size = (uint64_t)st.st_size;
+  if (mode)
+    *mode = st.st_mode & 07777;
   return fd;
 }
 
@@ -162,7 +191,7 @@ static int mkdir_parents(int rootfd, const char *dir)
   return 0;
 }
 
-static int open_write(int rootfd, const char *path, unsigned mode, uint32_t flags)
+int sbxi_open_write(int rootfd, const char *path, unsigned mode, uint32_t flags)
 {
   char parent[SBX_PROTO_MAX_PATH];
   const char *name;
@@ -313,34 +342,89 @@ static int remove_path(int rootfd, const char *path)
   return r;
 }
 
+/* LIST / GLOB: the records go into the daemon's memfd (fd-in, always). */
 static void reply_list(const struct sbxi *in, uint32_t id, const char *p, uint32_t max,
-                       bool glob)
+                       bool glob, int mfd)
 {
-  int mfd = memfd_create(glob ? "sbx-glob" : "sbx-list", MFD_CLOEXEC);
-  if (mfd < 0) {
-    sbxi_reply_err(in->chan, id, errno);
-    return;
-  }
   uint64_t count = 0;
   int r = glob ? sbxi_glob(in->rootfd, p, max, mfd, &count)
                : list_dir(in->rootfd, p, max, mfd, &count);
-  if (r < 0) {
-    close(mfd);
+  close(mfd);
+  if (r < 0)
     sbxi_reply_err(in->chan, id, -r);
-    return;
-  }
-  sbxi_reply_ok(in->chan, id, count, mfd);
+  else
+    sbxi_reply_ok(in->chan, id, count, -1);
 }
 
-void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r)
+/* READ_TO: OK{size, mode} now, the bytes through xfer.c. */
+static void read_to(const struct sbxi *in, uint32_t id, const char *path, int pipe_w)
+{
+  uint64_t size = 0;
+  uint32_t mode = 0;
+  int fd = sbxi_xfer_room() ? sbxi_open_read(in->rootfd, path, &size, &mode) : -EBUSY;
+  if (fd < 0) {
+    close(pipe_w);
+    sbxi_reply_err(in->chan, id, -fd);
+    return;
+  }
+  sbxi_reply_ok2(in->chan, id, size, mode);
+  sbxi_xfer_read_to(fd, size, pipe_w); /* room was checked: cannot fail but ENOMEM */
+}
+
+/* WRITE_FROM: the open (and truncation) answers now; the bytes, mode and
+ * mtime follow through xfer.c, which reports on the socket. */
+static void write_from(const struct sbxi *in, uint32_t id, const char *path, uint32_t mode,
+                       uint32_t flags, uint64_t mtime, int sock)
+{
+  int fd = sbxi_xfer_room() ? sbxi_open_write(in->rootfd, path, mode, flags) : -EBUSY;
+  if (fd < 0) {
+    close(sock);
+    sbxi_reply_err(in->chan, id, -fd);
+    return;
+  }
+  sbxi_reply_ok(in->chan, id, 0, -1);
+  sbxi_xfer_write_from(sock, fd, flags, mode, mtime);
+}
+
+/* The fd each request type carries (fd-in), as a file type; -1: none. */
+static int wanted_fd(uint32_t type)
+{
+  switch (type) {
+  case SBX_MSG_LIST:
+  case SBX_MSG_GLOB:
+    return S_IFREG;
+  case SBX_MSG_READ_TO:
+    return S_IFIFO;
+  case SBX_MSG_WRITE_FROM:
+    return S_IFSOCK;
+  default:
+    return -1;
+  }
+}
+
+void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
+                 int *fds, size_t nfds)
 {
   const char *path = sbx_rbuf_str(r, SBX_PROTO_MAX_PATH);
   uint32_t a = 0, b = 0;
-  if (h->type == SBX_MSG_OPEN_WRITE || h->type == SBX_MSG_LIST || h->type == SBX_MSG_GLOB)
+  uint64_t c = 0;
+  if (h->type == SBX_MSG_OPEN_WRITE || h->type == SBX_MSG_LIST || h->type == SBX_MSG_GLOB ||
+      h->type == SBX_MSG_WRITE_FROM)
     a = sbx_rbuf_u32(r);
-  if (h->type == SBX_MSG_OPEN_WRITE)
+  if (h->type == SBX_MSG_OPEN_WRITE || h->type == SBX_MSG_WRITE_FROM)
     b = sbx_rbuf_u32(r);
-  if (r->bad || !path || !sbx_proto_path_ok(path)) {
+  if (h->type == SBX_MSG_WRITE_FROM)
+    c = sbx_rbuf_u64(r);
+  int kind = wanted_fd(h->type);
+  int fd_in = kind >= 0 ? sbxi_take_fd(fds, nfds, (unsigned)kind) : -1;
+  if (kind < 0)
+    sbxi_close_fds(fds, nfds);
+  if (r->bad || r->off != r->len || !path || !sbx_proto_path_ok(path) ||
+      (kind >= 0 && fd_in < 0) ||
+      (h->type == SBX_MSG_WRITE_FROM &&
+       (b & ~(SBX_PROTO_W_MKDIR | SBX_PROTO_W_MODE | SBX_PROTO_W_MTIME)))) {
+    if (fd_in >= 0)
+      close(fd_in);
     sbxi_reply_err(in->chan, h->id, EINVAL);
     return;
   }
@@ -348,11 +432,17 @@ void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sb
   uint64_t size = 0;
   switch (h->type) {
   case SBX_MSG_OPEN_READ:
-    fd = open_read(in->rootfd, path, &size);
+    fd = sbxi_open_read(in->rootfd, path, &size, NULL);
     break;
   case SBX_MSG_OPEN_WRITE:
-    fd = open_write(in->rootfd, path, a, b);
+    fd = sbxi_open_write(in->rootfd, path, a, b);
     break;
+  case SBX_MSG_READ_TO:
+    read_to(in, h->id, path, fd_in);
+    return;
+  case SBX_MSG_WRITE_FROM:
+    write_from(in, h->id, path, a, b, c, fd_in);
+    return;
   case SBX_MSG_REMOVE:
     fd = remove_path(in->rootfd, path);
     if (fd == 0) {
@@ -362,7 +452,7 @@ void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sb
     break;
   case SBX_MSG_LIST:
   case SBX_MSG_GLOB:
-    reply_list(in, h->id, path, a, h->type == SBX_MSG_GLOB);
+    reply_list(in, h->id, path, a, h->type == SBX_MSG_GLOB, fd_in);
     return;
   default:
     sbxi_reply_err(in->chan, h->id, ENOSYS);

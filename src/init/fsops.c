@@ -216,41 +216,36 @@ static int symlink_path(int rootfd, const char *path, const char *target)
   return r;
 }
 
-/* WATCH: the read end of the watcher's pipe goes back with OK. */
+/* WATCH: the watcher writes to the daemon's pipe (out, consumed). */
 static void watch_path(const struct sbxi *in, uint32_t id, const char *dir, uint32_t flags,
-                       uint32_t max)
+                       uint32_t max, int out)
 {
-  int r = 0, rd = -1;
+  int r = 0;
   int dfd = max == 0 || max > SBX_PROTO_WATCH_MAX
                 ? (errno = EINVAL, -1)
                 : sbxi_open_in_root(in->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
-  if (dfd < 0)
+  if (dfd < 0) {
     r = -errno;
-  else
-    r = sbxi_watch(in, dfd, dir, flags, max, &rd); /* consumes dfd */
+    close(out);
+  } else
+    r = sbxi_watch(in, dfd, dir, flags, max, out); /* consumes dfd and out */
   if (r < 0)
     sbxi_reply_err(in->chan, id, -r);
   else
-    sbxi_reply_ok(in->chan, id, 0, rd);
+    sbxi_reply_ok(in->chan, id, 0, -1);
 }
 
-/* Replies with a memfd filled by fill (STAT, READLINK). */
-static void reply_memfd(const struct sbxi *in, uint32_t id, int type, const char *path)
+/* STAT, READLINK: the record goes into the daemon's memfd (consumed). */
+static void reply_memfd(const struct sbxi *in, uint32_t id, int type, const char *path, int mfd)
 {
-  int mfd = memfd_create("sbx-stat", MFD_CLOEXEC);
-  if (mfd < 0) {
-    sbxi_reply_err(in->chan, id, errno);
-    return;
-  }
   uint64_t v = 1;
   int r = type == SBX_MSG_STAT ? stat_path(in->rootfd, path, mfd)
                                : readlink_path(in->rootfd, path, mfd, &v);
-  if (r < 0) {
-    close(mfd);
+  close(mfd);
+  if (r < 0)
     sbxi_reply_err(in->chan, id, -r);
-    return;
-  }
-  sbxi_reply_ok(in->chan, id, v, mfd);
+  else
+    sbxi_reply_ok(in->chan, id, v, -1);
 }
 
 static bool target_ok(const char *t)
@@ -270,12 +265,20 @@ void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_
     a = sbx_rbuf_u32(r);
   if (h->type == SBX_MSG_MKDIR || h->type == SBX_MSG_MOVE || h->type == SBX_MSG_WATCH)
     b = sbx_rbuf_u32(r);
-  bool bad = r->bad || !path || !sbx_proto_path_ok(path) ||
+  /* fd-in (issue 6): STAT/READLINK carry the memfd for the record, WATCH
+   * the write end of the event pipe; nothing else carries an fd. */
+  int kind = h->type == SBX_MSG_STAT || h->type == SBX_MSG_READLINK ? S_IFREG
+             : h->type == SBX_MSG_WATCH                              ? S_IFIFO
+                                                                     : -1;
+  int fd = kind >= 0 ? sbxi_take_fd(fds, nfds, (unsigned)kind) : -1;
+  if (kind < 0)
+    sbxi_close_fds(fds, nfds);
+  bool bad = r->bad || r->off != r->len || !path || !sbx_proto_path_ok(path) ||
              (h->type == SBX_MSG_MOVE && (!second || !sbx_proto_path_ok(second))) ||
-             (h->type == SBX_MSG_SYMLINK && !target_ok(second));
-  for (size_t i = 0; i < nfds; i++) /* no request of ours carries fds */
-    close(fds[i]);
+             (h->type == SBX_MSG_SYMLINK && !target_ok(second)) || (kind >= 0 && fd < 0);
   if (bad) {
+    if (fd >= 0)
+      close(fd);
     sbxi_reply_err(in->chan, h->id, EINVAL);
     return;
   }
@@ -283,7 +286,7 @@ void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_
   switch (h->type) {
   case SBX_MSG_STAT:
   case SBX_MSG_READLINK:
-    reply_memfd(in, h->id, (int)h->type, path);
+    reply_memfd(in, h->id, (int)h->type, path, fd);
     return;
   case SBX_MSG_MKDIR:
     rc = mkdir_path(in->rootfd, path, a, b);
@@ -295,7 +298,7 @@ void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_
     rc = symlink_path(in->rootfd, path, second);
     break;
   case SBX_MSG_WATCH:
-    watch_path(in, h->id, path, a, b);
+    watch_path(in, h->id, path, a, b, fd);
     return;
   default:
     rc = -ENOSYS;

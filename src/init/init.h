@@ -9,13 +9,16 @@
  *   glob.c      GLOB
  *   fsops.c     STAT / MKDIR / MOVE / READLINK / SYMLINK (issue 4)
  *   watch.c     WATCH: the inotify watcher child (issue 4)
- *   pty.c       terminals (EXEC with SBX_PROTO_EXEC_PTY)
+ *   pty.c       terminals (EXEC with SBX_PROTO_EXEC_PTY), the PTY_RELAY copy loop
+ *   connect.c   CONNECT (ports)
+ *   xfer.c      fd-in transfers: READ_TO, WRITE_FROM, the CONNECT relay (issue 6)
  *
  * sbx-init is single-threaded; everything here runs in its one thread (or in
  * a forked shepherd). */
 #ifndef SBX_INIT_INIT_H
 #define SBX_INIT_INIT_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,7 +39,14 @@ int sbxi_open_in_root(int rootfd, const char *path, int flags, unsigned mode);
 
 /* Sends OK{v} (+ fd if >= 0) / ERR{e} on the main channel. */
 void sbxi_reply_ok(int chan, uint32_t id, uint64_t v, int fd);
+void sbxi_reply_ok2(int chan, uint32_t id, uint64_t v, uint64_t aux);
 void sbxi_reply_err(int chan, uint32_t id, int e);
+
+/* The one fd a request carries (issue 6, fd-in): exactly one, of file type
+ * kind (S_IFREG, S_IFIFO, S_IFSOCK; 0: any), else -1.  Every fd in fds is
+ * consumed either way (the one returned now belongs to the caller). */
+int sbxi_take_fd(int *fds, size_t nfds, unsigned kind);
+void sbxi_close_fds(int *fds, size_t nfds);
 
 struct sbxi_pty;
 
@@ -55,6 +65,7 @@ void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped);
 struct sbxi_pty {
   uint32_t cols, rows;  /* requested size */
   int master, slave;    /* O_CLOEXEC; -1 when unused */
+  bool relay;           /* SBX_PROTO_EXEC_PTY_RELAY: the master stays here */
 };
 /* Opens the sandbox's /dev/ptmx under rootfd, unlocks it, sets the size and
  * opens the slave through the master (TIOCGPTPEER); -1 with errno. */
@@ -62,26 +73,60 @@ int sbxi_pty_open(int rootfd, struct sbxi_pty *p);
 /* In the workload, after setsid(): slave → stdio and controlling tty. */
 void sbxi_pty_attach(const struct sbxi_pty *p);
 
-void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r);
+/* Terminal relay state of a shepherd (PTY_RELAY): stdin pipe → master,
+ * master → stdout pipe, each through a bounded buffer. */
+struct sbxi_relay;
+struct sbxi_relay *sbxi_relay_new(int master, int in, int out);
+/* Adds its fds to p (at most 4); returns how many. */
+size_t sbxi_relay_poll(struct sbxi_relay *r, struct pollfd *p);
+void sbxi_relay_service(struct sbxi_relay *r, const struct pollfd *p, size_t n);
+/* At the end: what the master still holds goes out (bounded wait), then
+ * the stdout pipe closes. */
+void sbxi_relay_drain(struct sbxi_relay *r);
+/* RESIZE{u32 cols, u32 rows} on ctl. */
+void sbxi_relay_resize(struct sbxi_relay *r, uint32_t cols, uint32_t rows);
+
+/* fileops.c: OPEN_READ, OPEN_WRITE, LIST, REMOVE, GLOB, READ_TO, WRITE_FROM;
+ * consumes fds. */
+void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
+                 int *fds, size_t nfds);
 /* Writes GLOB records for pattern to memfd; at most max+1; -errno on error. */
 int sbxi_glob(int rootfd, const char *pattern, uint32_t max, int memfd, uint64_t *count);
 
 /* fsops.c (issue 4): STAT, MKDIR, MOVE, READLINK, SYMLINK, WATCH (types
- * 60–79).  Closes any fds sent with them (none is expected). */
+ * 60–79).  Consumes fds (STAT/READLINK: the memfd, WATCH: the pipe). */
 void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
                int *fds, size_t nfds);
 /* Splits path into parent (into buf) and last component (-EINVAL for "/",
  * "." or ".." as the last component). */
 int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
 /* watch.c: WATCH of dir; dirfd (dir opened O_RDONLY|O_DIRECTORY in the
- * root) is consumed.  0 once the watcher runs, with *read_end the read end
- * of its event pipe (ours alone: the watcher holds only the write end);
- * -errno otherwise. */
+ * root) and out (the write end of the daemon's event pipe) are consumed.
+ * 0 once the watcher runs (it alone holds out); -errno otherwise. */
 int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags, uint32_t max,
-               int *read_end);
+               int out);
 
 /* connect.c (issue 4, ports): CONNECT → a TCP socket to the sandbox's own
- * loopback (connected or connecting) back to the daemon. */
-void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r);
+ * loopback (connected or connecting) back to the daemon; with a socket
+ * from the daemon (issue 6) the connection is relayed to it instead. */
+void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
+                  int *fds, size_t nfds);
+
+/* Regular-file opens shared by OPEN_* and READ_TO/WRITE_FROM: the fd or
+ * -errno. */
+int sbxi_open_read(int rootfd, const char *path, uint64_t *size, uint32_t *mode);
+int sbxi_open_write(int rootfd, const char *path, unsigned mode, uint32_t flags);
+
+/* xfer.c (issue 6): transfers serviced by the main loop.  Each consumes
+ * its fds (also on failure); -errno (EBUSY: too many at once). */
+int sbxi_xfer_read_to(int file, uint64_t size, int pipe_w);
+int sbxi_xfer_write_from(int sock, int file, uint32_t flags, uint32_t mode, uint64_t mtime);
+int sbxi_xfer_connect(int sock, int tcp, bool connected);
+bool sbxi_xfer_room(void);
+/* Fills p (cap entries) with what the transfers wait for; returns how many. */
+size_t sbxi_xfer_poll(struct pollfd *p, size_t cap);
+/* After poll() on what sbxi_xfer_poll gave. */
+void sbxi_xfer_service(const struct pollfd *p);
+void sbxi_xfer_drop_all(void);
 
 #endif

@@ -18,6 +18,14 @@
 
 int sbx_init_handshake(int chan_fd, uint64_t timeout_ms, struct sbx_error *err)
 {
+  return sbx_init_handshake_ex(chan_fd, timeout_ms, NULL, err);
+}
+
+int sbx_init_handshake_ex(int chan_fd, uint64_t timeout_ms, uint32_t *flags,
+                          struct sbx_error *err)
+{
+  if (flags)
+    *flags = 0;
   uint64_t deadline = sbx_now_ms() + timeout_ms;
   for (;;) {
     uint64_t now = sbx_now_ms();
@@ -49,10 +57,13 @@ int sbx_init_handshake(int chan_fd, uint64_t timeout_ms, struct sbx_error *err)
     sbx_rbuf_init(&rb, buf + sizeof h, h.len);
     uint32_t version = sbx_rbuf_u32(&rb);
     uint32_t pid = sbx_rbuf_u32(&rb);
-    if (h.type != SBX_MSG_READY || rb.bad || version != SBX_PROTO_VERSION || pid == 0 ||
-        pid > 0x7fffffff)
+    uint32_t fl = sbx_rbuf_u32(&rb); /* issue 6: READY flags */
+    if (h.type != SBX_MSG_READY || rb.bad || rb.off != rb.len || version != SBX_PROTO_VERSION ||
+        pid == 0 || pid > 0x7fffffff || (fl & ~SBX_PROTO_READY_FDIN))
       return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
                          "sbx-init sent a bad READY (type %u, version %u)", h.type, version);
+    if (flags)
+      *flags = fl;
     return (int)pid;
   }
 }

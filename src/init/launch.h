@@ -20,6 +20,10 @@
  * namespace) or -1 with err (SBX_E_RUNTIME_UNAVAILABLE: it died, said
  * something else, or was too slow). */
 int sbx_init_handshake(int chan_fd, uint64_t timeout_ms, struct sbx_error *err);
+/* The same, also giving READY's flags (SBX_PROTO_READY_FDIN: this sandbox
+ * needs the fd-in forms, init/proto.h; the caller sets sb->fd_in). */
+int sbx_init_handshake_ex(int chan_fd, uint64_t timeout_ms, uint32_t *flags,
+                          struct sbx_error *err);
 
 /* Returns a new fd (caller owns and closes it, O_CLOEXEC) of a memfd holding
  * a copy of init_path, sealed F_SEAL_SEAL|F_SEAL_SHRINK|F_SEAL_GROW|

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ struct args {
   const char *root;
   long uid, gid;
   long chan_fd; /* --chan-fd: where the driver put the channel (gvisor: 0) */
+  bool fd_in;   /* --fd-in: say FDIN in READY whatever the probe finds */
 };
 
 static _Noreturn void die(const char *what)
@@ -48,7 +50,12 @@ static void parse_args(int argc, char **argv, struct args *a)
   a->root = "/";
   a->uid = a->gid = -1;
   a->chan_fd = SBX_PROTO_CHAN_FD;
+  a->fd_in = false;
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--fd-in")) {
+      a->fd_in = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       errno = EINVAL;
       die(argv[i]);
@@ -146,6 +153,7 @@ static void setup_signals(void)
 static _Noreturn void shutdown_all(const struct sbxi *in)
 {
   signal(SIGCHLD, SIG_DFL);
+  sbxi_xfer_drop_all();
   if (in->pid1)
     kill(-1, SIGKILL);
   sbxi_kill_tree(0, NULL, NULL);
@@ -181,43 +189,94 @@ static void handle_exec(const struct sbxi *in, const struct sbx_proto_hdr *h, ch
   free(big);
 }
 
-static void serve(const struct sbxi *in)
+/* One request from the channel. */
+static void serve_one(const struct sbxi *in)
 {
   static char buf[sizeof(struct sbx_proto_hdr) + SBX_PROTO_MAX_INLINE];
+  int fds[SBX_PROTO_MAX_FDS];
+  size_t nfds = SBX_PROTO_MAX_FDS;
+  ssize_t n = sbx_proto_recv(in->chan, buf, sizeof buf, fds, &nfds);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (n == 0 || (n < 0 && errno != EMSGSIZE && errno != EBADMSG))
+    shutdown_all(in);
+  if (n < 0)
+    return; /* malformed: dropped, its fds closed */
+  struct sbx_proto_hdr h;
+  memcpy(&h, buf, sizeof h);
+  char *payload = buf + sizeof h;
+  if (h.type == SBX_MSG_EXEC) {
+    handle_exec(in, &h, payload, fds, nfds);
+    return;
+  }
+  struct sbx_rbuf r;
+  sbx_rbuf_init(&r, payload, h.len);
+  if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20) { /* issue 4: 60–79 */
+    sbxi_fsop(in, &h, &r, fds, nfds);
+    return;
+  }
+  if (h.type == SBX_MSG_CONNECT) { /* issue 4, ports: connect.c */
+    sbxi_connect(in, &h, &r, fds, nfds);
+    return;
+  }
+  if (h.type == SBX_MSG_PING) {
+    sbxi_close_fds(fds, nfds);
+    sbx_proto_send(in->chan, SBX_MSG_PONG, h.id, 0, NULL, 0, NULL, 0);
+    return;
+  }
+  sbxi_fileop(in, &h, &r, fds, nfds);
+}
+
+/* The channel and every fd-in transfer in flight (xfer.c) in one poll:
+ * a transfer never blocks the channel, nor the channel a transfer. */
+static void serve(const struct sbxi *in)
+{
+  static struct pollfd p[1 + 256];
   for (;;) {
-    int fds[SBX_PROTO_MAX_FDS];
-    size_t nfds = SBX_PROTO_MAX_FDS;
-    ssize_t n = sbx_proto_recv(in->chan, buf, sizeof buf, fds, &nfds);
-    if (n == 0 || (n < 0 && errno != EMSGSIZE && errno != EBADMSG))
+    p[0] = (struct pollfd){.fd = in->chan, .events = POLLIN};
+    size_t n = 1 + sbxi_xfer_poll(p + 1, sizeof p / sizeof p[0] - 1);
+    if (poll(p, n, -1) < 0) {
+      if (errno == EINTR)
+        continue;
       shutdown_all(in);
-    if (n < 0)
-      continue; /* malformed: dropped, its fds closed */
-    struct sbx_proto_hdr h;
-    memcpy(&h, buf, sizeof h);
-    char *payload = buf + sizeof h;
-    if (h.type == SBX_MSG_EXEC) {
-      handle_exec(in, &h, payload, fds, nfds);
-      continue;
     }
-    if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20) { /* issue 4: 60–79 */
-      struct sbx_rbuf fr;
-      sbx_rbuf_init(&fr, payload, h.len);
-      sbxi_fsop(in, &h, &fr, fds, nfds);
-      continue;
-    }
-    for (size_t i = 0; i < nfds; i++)
-      close(fds[i]);
-    if (h.type == SBX_MSG_PING) {
-      sbx_proto_send(in->chan, SBX_MSG_PONG, h.id, 0, NULL, 0, NULL, 0);
-      continue;
-    }
-    struct sbx_rbuf r;
-    sbx_rbuf_init(&r, payload, h.len);
-    if (h.type == SBX_MSG_CONNECT) { /* issue 4, ports: connect.c */
-      sbxi_connect(in, &h, &r);
-      continue;
-    }
-    sbxi_fileop(in, &h, &r);
+    if (n > 1)
+      sbxi_xfer_service(p + 1);
+    if (p[0].revents)
+      serve_one(in);
+  }
+}
+
+/* READY{version, pid, flags}, sent with a throw-away fd: where the kernel
+ * refuses to pass it (gVisor: EINVAL) no fd can leave this sandbox, and
+ * READY goes again without it, saying FDIN (init/proto.h "fd-in"). */
+static void send_ready(const struct sbxi *in, bool fd_in)
+{
+  int pp[2] = {-1, -1};
+  uint32_t flags = fd_in ? SBX_PROTO_READY_FDIN : 0;
+  bool probe = pipe2(pp, O_CLOEXEC) == 0;
+  if (!probe)
+    flags |= SBX_PROTO_READY_FDIN; /* cannot tell: the form that always works */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    struct sbx_wbuf w;
+    sbx_wbuf_init(&w, 64);
+    sbx_wbuf_u32(&w, SBX_PROTO_VERSION);
+    sbx_wbuf_u32(&w, (uint32_t)in->self);
+    sbx_wbuf_u32(&w, flags);
+    int rc = w.bad ? (errno = ENOMEM, -1)
+                   : sbx_proto_send(in->chan, SBX_MSG_READY, 0, 0, w.buf, w.len,
+                                    probe ? &pp[0] : NULL, probe ? 1 : 0);
+    sbx_wbuf_free(&w);
+    if (rc == 0)
+      break;
+    if (!probe || errno != EINVAL || attempt)
+      die("READY");
+    probe = false;
+    flags |= SBX_PROTO_READY_FDIN;
+  }
+  if (pp[0] >= 0) {
+    close(pp[0]);
+    close(pp[1]);
   }
 }
 
@@ -266,13 +325,7 @@ int main(int argc, char **argv)
   umask(022);
   setup_signals();
 
-  struct sbx_wbuf w;
-  sbx_wbuf_init(&w, 64);
-  sbx_wbuf_u32(&w, SBX_PROTO_VERSION);
-  sbx_wbuf_u32(&w, (uint32_t)in.self);
-  if (w.bad || sbx_proto_send(in.chan, SBX_MSG_READY, 0, 0, w.buf, w.len, NULL, 0) < 0)
-    die("READY");
-  sbx_wbuf_free(&w);
+  send_ready(&in, a.fd_in);
   serve(&in);
   return 0;
 }

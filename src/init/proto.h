@@ -22,8 +22,8 @@
  *   --chan-fd N the channel arrives as fd N instead of 3 (the gvisor driver
  *               passes it as the container's stdin, the one fd runsc lets
  *               through); sbx-init moves it to 3 and puts /dev/null on N.
- *               NB gVisor cannot send fds *out* to the host (EINVAL), so
- *               replies carrying fds fail there; see docs/gvisor.md.
+ *   --fd-in     say FDIN in READY even where fds could go out (tests; see
+ *               "fd-in" below).  Takes no value.
  *   --uid/--gid drop to these (setgroups([]), setresgid, setresuid) after
  *               opening DIR and before serving.
  *
@@ -31,8 +31,13 @@
  * PR_SET_DUMPABLE 0, ignores SIGPIPE; when it is not PID 1 it also sets
  * PR_SET_PDEATHSIG SIGKILL (NB: tied to the *thread* that forked it) and
  * PR_SET_CHILD_SUBREAPER.  It reaps every zombie (as PID 1 orphans too).
- * Then it sends READY{version, pid} — the driver waits for it with
+ * Then it sends READY{version, pid, flags} — the driver waits for it with
  * sbx_init_handshake() to measure start latency and detect failures.
+ * READY goes with a throw-away fd attached (a pipe end): if the kernel
+ * refuses to pass it (gVisor's host socket: EINVAL) READY is sent again
+ * without it and with flags SBX_PROTO_READY_FDIN, and the daemon must use
+ * the fd-in forms below for this sandbox (issue 6).  The daemon reads the
+ * flags with sbx_init_handshake_ex() (init/launch.h).
  * EOF on fd 3 → SIGKILL everything it started (kill(-1) as PID 1, else a
  * subreaper walk), reap, exit 0.
  *
@@ -45,6 +50,24 @@
  * hostile input (the sandbox may own sbx-init): bounded sizes, validated
  * types, unexpected fds closed.
  *
+ * == fd-in (issue 6) ==
+ * gVisor cannot pass an fd from the sandbox out to the host, so no reply
+ * carries an fd where the daemon can pass one in instead: the daemon makes
+ * the object (memfd, pipe, socketpair), sends its sandbox end with the
+ * request and sbx-init fills or uses it.  LIST, GLOB, STAT, READLINK and
+ * WATCH always work so (same cost as before).  For OPEN_READ, OPEN_WRITE,
+ * CONNECT and terminals the fd-out form hands the daemon the sandbox's own
+ * object (zero copy, no relay) and stays the default; a sandbox whose
+ * READY says FDIN gets READ_TO, WRITE_FROM, CONNECT + socket and
+ * EXEC_PTY_RELAY instead, in which sbx-init moves the bytes: its main loop
+ * polls the channel and every transfer in flight (init/xfer.c) and never
+ * blocks on one (64 KiB buffered a direction; at most 64 transfers at
+ * once, a new one beyond that is ERR EBUSY; processes sbx-init forks drop
+ * their copies of the transfers' fds, so EOFs arrive).  sbx-init serves
+ * both forms whatever READY said.  The memfds the daemon passes for
+ * records are sized and sealed (F_SEAL_GROW) by it: records start at
+ * offset 0, the rest is zeros, nothing can grow them.
+ *
  * Main channel (fd 3), request → one reply with the same id, except EXEC:
  *   PING                                     → PONG
  *   EXEC  u32 flags, str cwd, strv argv, strv env
@@ -55,29 +78,47 @@
  *   OPEN_READ  str path                      → OK{u64 size} + fd | ERR
  *   OPEN_WRITE str path, u32 mode, u32 flags(SBX_PROTO_W_MKDIR)
  *                                            → OK{0} + fd | ERR
- *   LIST  str dir, u32 max                   → OK{u64 count} + memfd | ERR
- *         memfd records: u8 type(SBX_PROTO_DT_*), u32 mode, u64 size,
- *         i64 mtime, u16 namelen, name bytes (no NUL).  At most max+1.
+ *   LIST  str dir, u32 max + fd [memfd]      → OK{u64 count} | ERR
+ *         records written to the memfd: u8 type(SBX_PROTO_DT_*), u32 mode,
+ *         u64 size, i64 mtime, u16 namelen, name bytes (no NUL).  At most
+ *         max+1.
  *   REMOVE str path                          → OK{0} | ERR
- *   GLOB  str pattern, u32 max               → OK{u64 count} + memfd | ERR
+ *   GLOB  str pattern, u32 max + fd [memfd]  → OK{u64 count} | ERR
  *         memfd records: u16 len, absolute path bytes.  At most max+1.
  *   Issue 4 (files, archives, watch; paths never follow a final symlink):
- *   STAT  str path                           → OK{1} + memfd: u8 type,
- *         u32 mode, u64 size, i64 mtime, u16 linklen, link target bytes
- *         (lstat semantics; linklen 0 unless a symlink)
+ *   STAT  str path + fd [memfd]              → OK{1}; the memfd gets u8
+ *         type, u32 mode, u64 size, i64 mtime, u16 linklen, link target
+ *         bytes (lstat semantics; linklen 0 unless a symlink)
  *   MKDIR str path, u32 mode, u32 flags       → OK{0} | ERR (EEXIST)
  *   MOVE  str from, str to, u32 flags         → OK{0} | ERR: renameat2 on
  *         the two parents resolved in the root (RENAME_NOREPLACE unless
  *         SBX_PROTO_MV_OVERWRITE); "/" and mount points cannot move.
- *   READLINK str path                        → OK{len} + memfd: target
+ *   READLINK str path + fd [memfd]           → OK{len}; memfd: the target
  *   SYMLINK  str path, str target            → OK{0} | ERR (target verbatim)
- *   WATCH str dir, u32 flags, u32 max        → OK{0} + fd [pipe read end]
- *         | ERR: sbx-init forks a watcher holding an inotify fd on dir (and its
+ *   WATCH str dir, u32 flags, u32 max + fd [pipe write end] → OK{0} | ERR:
+ *         sbx-init forks a watcher holding an inotify fd on dir (and its
  *         subdirectories if RECURSIVE, added as they appear, at most max
  *         watches) that writes SBX_PROTO_WEV_* records to the pipe; when
- *         the daemon closes its end the watcher exits.  Events it cannot
- *         write at once are buffered (64 KiB), then dropped and counted.
- *   ERR is {i32 errno}.
+ *         the daemon closes its read end the watcher exits.  Events it
+ *         cannot write at once are buffered (64 KiB), then dropped and
+ *         counted.
+ *   Issue 6, fd-in forms (for FDIN sandboxes):
+ *   READ_TO str path + fd [pipe write end]   → OK{u64 size, u64 mode} | ERR;
+ *         then exactly size bytes of the regular file go into the pipe
+ *         and sbx-init closes it (fewer if the file shrank meanwhile).
+ *   WRITE_FROM str path, u32 mode, u32 flags(SBX_PROTO_W_*), u64 mtime
+ *         + fd [SOCK_STREAM socket]           → OK{0} | ERR (the open);
+ *         then what the daemon writes to its end, up to its shutdown
+ *         (SHUT_WR), goes into the file; sbx-init applies W_MODE / W_MTIME
+ *         and answers on the socket with one u32 errno (0: every byte is
+ *         in the file).  After a write error it reads on and discards, so
+ *         the daemon learns the errno at the end, never as EPIPE midway.
+ *   CONNECT u32 port, u32 family + fd [SOCK_STREAM socket]
+ *         → OK{SBX_PROTO_CONN_*} | ERR: sbx-init connects (non-blocking) to
+ *         loopback:port, writes a u32 errno to the socket once the connect
+ *         is done (0: connected) and then relays bytes both ways,
+ *         half-closes included; a full close of the daemon's end ends it.
+ *   ERR is {i32 errno}.  OK is {u64 value} or {u64 value, u64 aux}.
  *
  * Per-exec ctl socket (SOCK_SEQPACKET socketpair end given with EXEC):
  *   shepherd → daemon: STARTED{u32 pid} then EXITED{u32 wait status,
@@ -94,6 +135,14 @@
  *     PTY{} + the master fd before STARTED (the daemon checks the fd is a
  *     pty master).  Resizing is ioctl(TIOCSWINSZ) on the master by the
  *     daemon: no message.
+ *   Issue 6: with SBX_PROTO_EXEC_PTY_RELAY as well the master never
+ *     leaves the sandbox: the shepherd copies the exec's stdin pipe to the
+ *     master and the master to its stdout pipe (no PTY message; stderr's
+ *     pipe is closed at once), and the daemon resizes with RESIZE{u32 cols,
+ *     u32 rows} on ctl (ignored without a relay).  At the end the shepherd
+ *     drains the master into stdout (≤ 2 s) before EXITED.  Where the
+ *     kernel lacks TIOCGPTPEER (gVisor 2022) the slave is opened as
+ *     /dev/pts/N in the root.
  *   When the workload exits the shepherd SIGKILLs what is left of its
  *   tree (it is a child subreaper), so the pipes reach EOF.
  *
@@ -140,6 +189,7 @@ enum sbx_proto_type {
   /* ctl, issue 4 (streaming, processes, terminals): 40–59 */
   SBX_MSG_PTY = 40,    /* shepherd → daemon: the pty master fd (EXEC with SBX_PROTO_EXEC_PTY) */
   SBX_MSG_SIGNAL = 41, /* daemon → shepherd: u32 signo for the workload's process group */
+  SBX_MSG_RESIZE = 42, /* daemon → shepherd (PTY_RELAY): u32 cols, u32 rows */
   /* main channel, issue 4 (files, archives, watch): 60–79 */
   SBX_MSG_STAT = 60,     /* str path → OK{1} + memfd: STAT record */
   SBX_MSG_MKDIR = 61,    /* str path, u32 mode, u32 flags(SBX_PROTO_MK_*) → OK{0} */
@@ -149,14 +199,23 @@ enum sbx_proto_type {
   SBX_MSG_WATCH = 65,    /* str dir, u32 flags, u32 max_watches → OK{0} + pipe read end */
   /* main channel, issue 4 (ports, contexts): 80–99 */
   SBX_MSG_CONNECT = 80,  /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
+  /* main channel, issue 6 (fd-in forms): 100–119 */
+  SBX_MSG_READ_TO = 100,    /* str path + pipe → OK{size, mode}, then the bytes */
+  SBX_MSG_WRITE_FROM = 101, /* str path, u32 mode, u32 flags, u64 mtime + socket → OK{0} */
 };
 
+/* READY flags (issue 6). */
+#define SBX_PROTO_READY_FDIN 1u /* no fd can leave this sandbox: use the fd-in forms */
+
 #define SBX_PROTO_F_MEMFD 1u  /* hdr.flags: payload is in the last fd */
-#define SBX_PROTO_W_MKDIR 1u  /* OPEN_WRITE flags: create missing parents */
+#define SBX_PROTO_W_MKDIR 1u  /* OPEN_WRITE/WRITE_FROM flags: create missing parents */
+#define SBX_PROTO_W_MODE 2u   /* WRITE_FROM: at the end, chmod to mode & 0777 exactly */
+#define SBX_PROTO_W_MTIME 4u  /* WRITE_FROM: at the end, set the mtime (seconds) */
 /* EXEC payload flags (issue 4).  PTY: u32 cols, u32 rows follow env; the
  * workload's stdio is a pty from the sandbox's devpts (the pipes given with
  * EXEC are unused) and its master comes back on ctl as PTY before STARTED. */
 #define SBX_PROTO_EXEC_PTY 1u
+#define SBX_PROTO_EXEC_PTY_RELAY 2u /* with PTY: the shepherd relays, see above */
 #define SBX_PROTO_PTY_MAX 4096u /* cols/rows ceiling */
 /* Issue 4, files/archives/watch (60–79). */
 #define SBX_PROTO_MK_PARENTS 1u   /* MKDIR: create missing parents (mkdir -p) */

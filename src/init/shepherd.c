@@ -26,6 +26,9 @@
 
 extern char **environ;
 
+/* PTY_RELAY (issue 6): this shepherd relays the terminal; NULL otherwise. */
+static struct sbxi_relay *relay;
+
 /* No close_range (gVisor's 2022 kernel): mark only the fds that are open,
  * listed in /proc/self/fd — a loop over the whole fd range costs one
  * syscall per slot, i.e. a second under gVisor's ptrace platform.  Runs in
@@ -154,6 +157,8 @@ static _Noreturn void finish(int ctl, pid_t main)
     if (r == main || (r < 0 && errno != EINTR))
       reaped = true;
   }
+  if (relay) /* the output before EXITED, and the pipe's EOF after it */
+    sbxi_relay_drain(relay);
   struct rusage ru;
   getrusage(RUSAGE_CHILDREN, &ru);
   uint64_t cpu_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
@@ -183,13 +188,23 @@ static bool reap_orphans(pid_t main)
 }
 
 /* SIGNAL{signo} from the daemon: for the workload's process group (its
- * session leader's, as it called setsid), else the main process alone. */
+ * session leader's, as it called setsid), else the main process alone.
+ * RESIZE{cols, rows} (issue 6): the relayed terminal's size. */
 static bool on_signal_msg(const char *buf, ssize_t n, pid_t main)
 {
   struct sbx_proto_hdr h;
   if (n < (ssize_t)sizeof h)
     return false;
   memcpy(&h, buf, sizeof h);
+  if (h.type == SBX_MSG_RESIZE) {
+    uint32_t cr[2];
+    if (h.len != sizeof cr || (size_t)n != sizeof h + sizeof cr)
+      return false;
+    memcpy(cr, buf + sizeof h, sizeof cr);
+    if (relay)
+      sbxi_relay_resize(relay, cr[0], cr[1]);
+    return true;
+  }
   uint32_t sig;
   if (h.type != SBX_MSG_SIGNAL || h.len != sizeof sig || (size_t)n != sizeof h + sizeof sig)
     return false;
@@ -204,12 +219,15 @@ static bool on_signal_msg(const char *buf, ssize_t n, pid_t main)
 static _Noreturn void supervise(int ctl, int sfd, pid_t main)
 {
   for (;;) {
-    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
-    if (poll(p, 2, -1) < 0) {
+    struct pollfd p[6] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
+    size_t nr = relay ? sbxi_relay_poll(relay, p + 2) : 0;
+    if (poll(p, 2 + nr, -1) < 0) {
       if (errno == EINTR)
         continue;
       finish(ctl, main);
     }
+    if (nr)
+      sbxi_relay_service(relay, p + 2, nr);
     if (p[0].revents) {
       struct signalfd_siginfo si[8];
       (void)!read(sfd, si, sizeof si);
@@ -232,6 +250,7 @@ static _Noreturn void supervise(int ctl, int sfd, pid_t main)
 static int setup_self(const struct sbxi *in, int *sfd)
 {
   close(in->chan);
+  sbxi_xfer_drop_all(); /* sbx-init's transfers: their ends are not ours */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != in->self)
     _exit(1);
@@ -276,14 +295,21 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   if (pid == 0)
     workload(argv, run_env, fds, cwdfd, ep[1], pty);
   int e = errno;
-  if (pty) { /* only the workload holds the slave: its exit hangs the master up */
+  if (pty) /* only the workload holds the slave: its exit hangs the master up */
     close(pty->slave);
-    if (pid > 0)
-      sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
-    close(pty->master);
+  if (pty && pty->relay && pid > 0) {
+    /* The master stays: stdin pipe → master → stdout pipe, here. */
+    relay = sbxi_relay_new(pty->master, fds[0], fds[1]);
+    close(fds[2]);
+  } else {
+    if (pty) {
+      if (pid > 0)
+        sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
+      close(pty->master);
+    }
+    for (int i = 0; i < 3; i++)
+      close(fds[i]); /* the pipes must reach EOF when the tree is gone */
   }
-  for (int i = 0; i < 3; i++)
-    close(fds[i]); /* the pipes must reach EOF when the tree is gone */
   close(ep[1]);
   close(cwdfd);
   close(in->rootfd);

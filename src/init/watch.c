@@ -369,6 +369,7 @@ static _Noreturn void serve(struct watcher *w)
 static _Noreturn void watcher_main(const struct sbxi *in, struct watcher *w)
 {
   close(in->chan);
+  sbxi_xfer_drop_all(); /* sbx-init's transfers: their ends are not ours */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != in->self)
     _exit(0);
@@ -387,10 +388,10 @@ static _Noreturn void watcher_main(const struct sbxi *in, struct watcher *w)
 }
 
 int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags, uint32_t max,
-               int *read_end)
+               int out)
 {
   static struct watcher w; /* the child's; big, so not on the stack */
-  int e = 0, p[2] = {-1, -1}, wd = -1;
+  int e = 0, wd = -1;
   int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   int cwd = open(".", O_PATH | O_CLOEXEC);
   if (ifd < 0 || cwd < 0 || fchdir(dirfd) < 0 || (wd = inotify_add_watch(ifd, ".", MASK)) < 0)
@@ -400,18 +401,15 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
       e = errno;
     close(cwd);
   }
-  if (!e && pipe2(p, O_CLOEXEC) < 0)
-    e = errno;
-  int fl = p[1] >= 0 ? fcntl(p[1], F_GETFL) : -1;
-  if (!e && (fl < 0 || fcntl(p[1], F_SETFL, fl | O_NONBLOCK) < 0))
+  /* The daemon's pipe (fd-in, issue 6): its read end lives in the daemon
+   * only, so closing it there reaches the watcher as POLLERR. */
+  int fl = fcntl(out, F_GETFL);
+  if (!e && (fl < 0 || fcntl(out, F_SETFL, fl | O_NONBLOCK) < 0))
     e = errno;
   pid_t pid = e ? -1 : fork();
   if (pid == 0) {
-    /* The read end must live in the daemon only, or closing it there
-     * would never reach us. */
-    close(p[0]);
     close(dirfd);
-    w = (struct watcher){.ifd = ifd, .out = p[1], .rootfd = in->rootfd, .dir = dir,
+    w = (struct watcher){.ifd = ifd, .out = out, .rootfd = in->rootfd, .dir = dir,
                          .max = max, .recursive = flags & SBX_PROTO_WATCH_RECURSIVE,
                          .root_wd = wd};
     watcher_main(in, &w);
@@ -421,10 +419,6 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
   if (ifd >= 0)
     close(ifd);
   close(dirfd);
-  if (p[1] >= 0)
-    close(p[1]);
-  if (e && p[0] >= 0)
-    close(p[0]);
-  *read_end = e ? -1 : p[0];
+  close(out);
   return e ? -e : 0;
 }

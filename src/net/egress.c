@@ -563,6 +563,19 @@ static void forward(struct conn *c, const void *first, size_t nfirst, size_t res
   relay(c);
 }
 
+/* Forwards an absolute-form request in origin form (one request per
+ * connection: docs/network.md, "Limits"). */
+static void forward_rewritten(struct conn *c, const struct sbx_net_http_req *r)
+{
+  char head[SBX_NET_HEAD_MAX + 512];
+  long n = sbx_net_http_rewrite((const char *)c->buf, r, head, sizeof head);
+  if (n < 0) {
+    http_reply(c, 431, "request head over 16 KiB");
+    return;
+  }
+  forward(c, head, (size_t)n, r->head_len);
+}
+
 /* ---- the two modes -------------------------------------------------- */
 
 /* Reads until the request head is complete or refused. */
@@ -628,13 +641,7 @@ static void serve_explicit(struct conn *c)
     forward(c, NULL, 0, r.head_len);
     return;
   }
-  char head[SBX_NET_HEAD_MAX + 512];
-  long n = sbx_net_http_rewrite((const char *)c->buf, &r, head, sizeof head);
-  if (n < 0) {
-    http_reply(c, 431, "request head over 16 KiB");
-    return;
-  }
-  forward(c, head, (size_t)n, r.head_len);
+  forward_rewritten(c, &r);
 }
 
 static void serve_tls(struct conn *c, int fam, const void *addr, uint16_t port,
@@ -698,13 +705,7 @@ static void serve_http_transparent(struct conn *c, int fam, const void *addr, ui
     http_reply(c, 502, "cannot connect to destination");
     return;
   }
-  char head[SBX_NET_HEAD_MAX + 512];
-  long n = sbx_net_http_rewrite((const char *)c->buf, &r, head, sizeof head);
-  if (n < 0) {
-    http_reply(c, 431, "request head over 16 KiB");
-    return;
-  }
-  forward(c, head, (size_t)n, r.head_len);
+  forward_rewritten(c, &r);
 }
 
 static void serve_transparent(struct conn *c, const struct sockaddr_storage *orig)

@@ -30,19 +30,8 @@ static int why_set(struct why *w, const char *en, const char *fr)
 }
 #define WHY(w, e, f) why_set(w, e, f)
 
-static int bad_type(struct sbx_error *err, const char *field, const char *want_en,
-                    const char *want_fr)
-{
-  sbx_err_field(err, field, "%s must be %s", field, want_en);
-  return sbx_err_fr(err, "Requête invalide : %s doit être %s", field, want_fr);
-}
-
-static int bad_value(struct sbx_error *err, const char *field, const char *why_en,
-                     const char *why_fr)
-{
-  sbx_err_field(err, field, "%s: %s", field, why_en);
-  return sbx_err_fr(err, "Requête invalide : %s : %s", field, why_fr);
-}
+#define bad_type sbx_err_bad_type
+#define bad_value sbx_err_bad_value
 
 /* ---- names ------------------------------------------------------------ */
 

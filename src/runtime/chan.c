@@ -19,7 +19,7 @@ static int lost(struct sbx_error *err, int e, const char *why)
   return sbx_err_set(err, SBX_E_INTERNAL, e, "sandbox lost: %s", why);
 }
 
-static int map_errno(int e, const char *what, struct sbx_error *err)
+int sbx_chan_errno(int e, const char *what, struct sbx_error *err)
 {
   enum sbx_errcode code;
   switch (e) {
@@ -50,6 +50,8 @@ static int map_errno(int e, const char *what, struct sbx_error *err)
 int sbx_chan_send(struct sbx_sandbox *sb, uint32_t type, uint32_t flags, const void *payload,
                   size_t len, const int *fds, size_t nfds, struct sbx_error *err)
 {
+  if (sbx_fdin_flush(sb, err) < 0)
+    return -1;
   pthread_mutex_lock(&sb->chan_lock);
   int r = sbx_proto_send(sb->init_fd, type, next_id(), flags, payload, len, fds, nfds);
   int e = errno;
@@ -80,7 +82,8 @@ static int parse_reply(const char *buf, ssize_t n, uint32_t id, uint32_t type, i
   }
   if (h.type == SBX_MSG_OK && nfds <= 1) {
     rep->value = sbx_rbuf_u64(&r);
-    if (!r.bad) {
+    rep->aux = r.len - r.off == 8 ? sbx_rbuf_u64(&r) : 0;
+    if (!r.bad && r.off == r.len) {
       rep->fd = nfds ? fds[0] : -1;
       return 0;
     }
@@ -127,12 +130,21 @@ static int wait_reply(struct sbx_sandbox *sb, uint32_t id, uint32_t type,
 int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
                   const char *what, struct sbx_chan_reply *rep, struct sbx_error *err)
 {
+  return sbx_chan_call_fds(sb, type, payload, len, NULL, 0, what, rep, err);
+}
+
+int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
+                      const int *fds, size_t nfds, const char *what,
+                      struct sbx_chan_reply *rep, struct sbx_error *err)
+{
   rep->fd = -1;
-  rep->value = 0;
+  rep->value = rep->aux = 0;
+  if (sbx_fdin_flush(sb, err) < 0) /* commits call in here: no-op inside */
+    return -1;
   uint32_t id = next_id();
   int remote_errno = 0;
   pthread_mutex_lock(&sb->chan_lock);
-  int r = sbx_proto_send(sb->init_fd, type, id, 0, payload, len, NULL, 0);
+  int r = sbx_proto_send(sb->init_fd, type, id, 0, payload, len, fds, nfds);
   if (r < 0)
     r = errno == EMSGSIZE ? sbx_err_set(err, SBX_E_TOO_LARGE, EMSGSIZE, "request too large")
                           : lost(err, errno, "sbx-init is gone");
@@ -140,6 +152,12 @@ int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, si
     r = wait_reply(sb, id, type, rep, &remote_errno, err);
   pthread_mutex_unlock(&sb->chan_lock);
   if (r > 0)
-    return map_errno(remote_errno, what, err);
+    return sbx_chan_errno(remote_errno, what, err);
+  /* fd-in: nothing comes out, nor in reply to a request that carried fds. */
+  if (r == 0 && (sb->fd_in || nfds) && rep->fd >= 0) {
+    close(rep->fd);
+    rep->fd = -1;
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent an fd", what);
+  }
   return r;
 }

@@ -14,6 +14,7 @@
 
 struct sbx_chan_reply {
   uint64_t value; /* OK's value */
+  uint64_t aux;   /* OK's second value (issue 6: READ_TO's mode), else 0 */
   int fd;         /* OK's fd (owned by the caller) or -1 */
 };
 
@@ -25,6 +26,42 @@ struct sbx_chan_reply {
  * "sandbox lost". */
 int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
                   const char *what, struct sbx_chan_reply *rep, struct sbx_error *err);
+/* The same with fds passed in (issue 6, fd-in: the memfd, pipe or socket
+ * sbx-init fills or uses; the caller keeps its own copies).  Where the
+ * sandbox is fd-in, a reply carrying an fd is refused (EPROTO). */
+int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
+                      const int *fds, size_t nfds, const char *what,
+                      struct sbx_chan_reply *rep, struct sbx_error *err);
+
+/* An errno from sbx-init as an error, mapped as sbx_chan_call does. */
+int sbx_chan_errno(int e, const char *what, struct sbx_error *err);
+
+/* ---- fd-in (issue 6), runtime/sandbox_fdin.c ---- */
+/* Largest file READ_TO copies into the daemon (a memfd): 1 GiB. */
+#define SBX_FDIN_READ_MAX (1ull << 30)
+/* A memfd of cap bytes that cannot grow (a record sbx-init fills). */
+int sbx_fdin_memfd(size_t cap, struct sbx_error *err);
+/* READ_TO of path (normalised) into a memfd holding the file's bytes and
+ * mode, read from offset 0: *fd_out (caller owns) and its size. */
+int sbx_fdin_read_to(struct sbx_sandbox *sb, const char *path, int *fd_out, uint64_t *size_out,
+                     struct sbx_error *err);
+/* WRITE_FROM: path gets len bytes of data, or all of src_fd (pread from 0)
+ * when data is NULL; flags SBX_PROTO_W_*.  Errors as sbx_chan_call's. */
+int sbx_fdin_write_from(struct sbx_sandbox *sb, const char *path, unsigned mode, uint32_t flags,
+                        int64_t mtime, const void *data, size_t len, int src_fd,
+                        struct sbx_error *err);
+/* sbx_sandbox_file_open_write for fd-in sandboxes: creates/truncates path
+ * now and returns a spool file committed by sbx_fdin_flush once closed. */
+int sbx_fdin_open_write(struct sbx_sandbox *sb, const char *path, unsigned mode, int *fd_out,
+                        struct sbx_error *err);
+
+/* fd-in (issue 6): files written through sbx_sandbox_file_open_write whose
+ * caller is done go into the sandbox now (runtime/sandbox_files.c).  Every
+ * request calls it first, so whatever the daemon does next sees them.
+ * 0, or -1 with the first commit's error. */
+int sbx_fdin_flush(struct sbx_sandbox *sb, struct sbx_error *err);
+/* Drops what is pending (sandbox teardown). */
+void sbx_fdin_discard(struct sbx_sandbox *sb);
 
 /* Sends one message (no reply expected) under chan_lock. */
 int sbx_chan_send(struct sbx_sandbox *sb, uint32_t type, uint32_t flags, const void *payload,

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/chan.h" /* sbx_fdin_discard */
+
 static const struct sbx_driver *const all_drivers[] = {
 #ifdef SBX_HAVE_CONTAINER
     &sbx_drv_container,
@@ -59,6 +61,7 @@ struct sbx_sandbox *sbx_sandbox_alloc(const struct sbx_driver *drv,
     sb->limits = spec->limits;
   }
   pthread_mutex_init(&sb->chan_lock, NULL);
+  pthread_mutex_init(&sb->pending_lock, NULL);
   return sb;
 }
 
@@ -68,6 +71,9 @@ void sbx_sandbox_free(struct sbx_sandbox *sb)
     return;
   if (sb->init_fd >= 0)
     close(sb->init_fd);
+  sbx_fdin_discard(sb);
   pthread_mutex_destroy(&sb->chan_lock);
+  pthread_mutex_destroy(&sb->pending_lock);
+  free(sb->spool_dir);
   free(sb);
 }

@@ -109,6 +109,18 @@ struct sbx_sandbox {
   /* OOM kills already attributed to an exec (core/run.c), so a later
    * SIGKILL is reported as oom_killed only if the counter moved past it. */
   uint64_t oom_kills_seen;
+  /* Issue 6.  No fd can leave this sandbox (its READY said FDIN: gVisor),
+   * so the sandbox client uses the fd-in forms of init/proto.h (files are
+   * copied through sbx-init, terminals and ports relayed by it).  Set by
+   * the driver from sbx_init_handshake_ex(); false: fds come out. */
+  bool fd_in;
+  /* fd-in: where the client keeps a file opened for writing until its
+   * caller is done with it (a directory on tmpfs or disk; NULL:
+   * /dev/shm, else /tmp).  malloc'd; freed by sbx_sandbox_free. */
+  char *spool_dir;
+  /* fd-in: those files (runtime/sandbox_files.c), under pending_lock. */
+  struct sbx_pending_write *pending;
+  pthread_mutex_t pending_lock;
 };
 
 /* A driver.  Every member is documented MUST (non-NULL) or MAY (NULL ok). */

@@ -5,7 +5,14 @@
  * stderr, stdin, ctl and the cancel token with poll() until the tree is gone.
  * Output is read as fast as it comes and kept head+tail (common/capture.h),
  * so a chatty child never blocks on a full pipe and memory stays ~2×cap.
- * Everything from ctl is validated: the sandbox may own sbx-init. */
+ * Everything from ctl is validated: the sandbox may own sbx-init.
+ *
+ * Terminals where no fd can leave the sandbox (sb->fd_in, issue 6): the
+ * exec asks for PTY_RELAY, the shepherd keeps the master and relays it
+ * through the exec's stdin/stdout pipes; the caller's "pty fd" is then the
+ * write end of the stdin pipe, and sbx_exec_resize() finds the exec's ctl
+ * socket for it in a small registry (keyed by the pipe's inode) to send
+ * RESIZE. */
 #include "runtime/sandbox.h"
 
 #include <errno.h>
@@ -38,6 +45,9 @@ enum { P_OUT, P_ERR, P_IN, P_CTL, P_CANCEL, P_PTY, P_N };
 struct run {
   const struct sbx_exec_request *req;
   int fd[P_N];
+  bool relay;   /* PTY_RELAY: the terminal comes through the pipes */
+  int relay_in; /* a dup of the stdin pipe's write end (the caller's pty fd) */
+  bool registered;
   struct sbx_capture cap[2];
   size_t in_off;
   char *buf;
@@ -73,8 +83,97 @@ static void close_fd(int *fd)
   *fd = -1;
 }
 
+/* ---- PTY_RELAY: stdin pipe (the caller's pty fd) → the exec's ctl ---- */
+struct relay_reg {
+  dev_t dev;
+  ino_t ino;
+  int ctl; /* a dup, owned here */
+};
+static pthread_mutex_t relay_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct relay_reg *relays;
+static size_t nrelays, relays_cap;
+
+static bool fd_key(int fd, dev_t *dev, ino_t *ino)
+{
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+    return false;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  return true;
+}
+
+static bool relay_register(int pipe_fd, int ctl)
+{
+  dev_t dev;
+  ino_t ino;
+  int dup_ctl = ctl >= 0 ? fcntl(ctl, F_DUPFD_CLOEXEC, 3) : -1;
+  if (!fd_key(pipe_fd, &dev, &ino) || dup_ctl < 0) {
+    if (dup_ctl >= 0)
+      close(dup_ctl);
+    return false;
+  }
+  pthread_mutex_lock(&relay_lock);
+  bool ok = nrelays < relays_cap;
+  if (!ok) {
+    size_t cap = relays_cap ? relays_cap * 2 : 16;
+    struct relay_reg *n = realloc(relays, cap * sizeof *n);
+    if (n) {
+      relays = n;
+      relays_cap = cap;
+      ok = true;
+    }
+  }
+  if (ok)
+    relays[nrelays++] = (struct relay_reg){dev, ino, dup_ctl};
+  pthread_mutex_unlock(&relay_lock);
+  if (!ok)
+    close(dup_ctl);
+  return ok;
+}
+
+static void relay_unregister(int pipe_fd)
+{
+  dev_t dev;
+  ino_t ino;
+  if (!fd_key(pipe_fd, &dev, &ino))
+    return;
+  pthread_mutex_lock(&relay_lock);
+  for (size_t i = 0; i < nrelays; i++)
+    if (relays[i].dev == dev && relays[i].ino == ino) {
+      close(relays[i].ctl);
+      relays[i] = relays[--nrelays];
+      break;
+    }
+  pthread_mutex_unlock(&relay_lock);
+}
+
+/* RESIZE on the ctl of the relayed terminal whose stdin pipe pty_fd is. */
+static int relay_resize(int pty_fd, unsigned cols, unsigned rows)
+{
+  dev_t dev;
+  ino_t ino;
+  if (!fd_key(pty_fd, &dev, &ino))
+    return ENOTTY;
+  uint32_t cr[2] = {cols, rows};
+  int e = ESRCH;
+  pthread_mutex_lock(&relay_lock);
+  for (size_t i = 0; i < nrelays; i++)
+    if (relays[i].dev == dev && relays[i].ino == ino) {
+      e = sbx_proto_send(relays[i].ctl, SBX_MSG_RESIZE, 0, 0, cr, sizeof cr, NULL, 0) < 0
+              ? errno
+              : 0;
+      break;
+    }
+  pthread_mutex_unlock(&relay_lock);
+  return e;
+}
+
 static void run_free(struct run *run)
 {
+  if (run->registered)
+    relay_unregister(run->relay_in);
+  close_fd(&run->relay_in);
   for (int i = 0; i < P_N; i++)
     if (i != P_CANCEL)
       close_fd(&run->fd[i]);
@@ -94,7 +193,7 @@ static int exec_cwd(const char *cwd, char *out, size_t len, struct sbx_error *er
   return 0;
 }
 
-static int build_payload(const struct sbx_exec_request *req, struct sbx_wbuf *w,
+static int build_payload(const struct sbx_exec_request *req, bool relay, struct sbx_wbuf *w,
                          struct sbx_error *err)
 {
   char cwd[SBX_PROTO_MAX_PATH];
@@ -108,7 +207,8 @@ static int build_payload(const struct sbx_exec_request *req, struct sbx_wbuf *w,
               req->live->rows < 1 || req->live->rows > SBX_PROTO_PTY_MAX))
     return sbx_err_field(err, "pty", "pty cols and rows must be 1..%u", SBX_PROTO_PTY_MAX);
   sbx_wbuf_init(w, SBX_PROTO_MAX_PAYLOAD);
-  sbx_wbuf_u32(w, pty ? SBX_PROTO_EXEC_PTY : 0);
+  sbx_wbuf_u32(w, !pty ? 0 : relay ? SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY
+                                    : SBX_PROTO_EXEC_PTY);
   sbx_wbuf_str(w, cwd);
   sbx_wbuf_strv(w, req->argv);
   sbx_wbuf_strv(w, req->env ? req->env : no_env);
@@ -141,7 +241,8 @@ static int send_exec(struct sbx_sandbox *sb, const struct sbx_wbuf *w, const int
 static int start(struct sbx_sandbox *sb, struct run *run, struct sbx_error *err)
 {
   struct sbx_wbuf w;
-  if (build_payload(run->req, &w, err) < 0)
+  run->relay = sb->fd_in && run->req->live && run->req->live->pty;
+  if (build_payload(run->req, run->relay, &w, err) < 0)
     return -1;
   int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ctl[2] = {-1, -1};
   int r = -1;
@@ -155,6 +256,10 @@ static int start(struct sbx_sandbox *sb, struct run *run, struct sbx_error *err)
   if (live && !live->pty && live->stdin_fd >= 0) {
     child[0] = live->stdin_fd; /* the caller's: it writes the other end */
     close_fd(&in[1]);
+  }
+  if (run->relay && (run->relay_in = fcntl(in[1], F_DUPFD_CLOEXEC, 3)) < 0) {
+    sbx_err_sys(err, errno, "exec pipes");
+    goto out;
   }
   if (send_exec(sb, &w, child, err) < 0)
     goto out;
@@ -209,7 +314,11 @@ static void on_started_msg(struct run *run, struct sbx_rbuf *r)
   if (!live || !live->on_started)
     return;
   int ctl = run->fd[P_CTL] >= 0 ? fcntl(run->fd[P_CTL], F_DUPFD_CLOEXEC, 3) : -1;
-  int pty = run->fd[P_PTY] >= 0 ? fcntl(run->fd[P_PTY], F_DUPFD_CLOEXEC, 3) : -1;
+  /* PTY_RELAY: the terminal's input is the stdin pipe; resizes go on ctl. */
+  int src = run->relay ? run->relay_in : run->fd[P_PTY];
+  int pty = src >= 0 ? fcntl(src, F_DUPFD_CLOEXEC, 3) : -1;
+  if (run->relay && pty >= 0)
+    run->registered = relay_register(run->relay_in, run->fd[P_CTL]);
   live->on_started(run->req->on_output_ctx, (pid_t)pid, ctl, pty);
 }
 
@@ -425,10 +534,29 @@ static void classify(struct run *run, struct sbx_exec_result *res)
   }
 }
 
-static int fill_result(struct run *run, struct sbx_exec_result *res, uint64_t t0,
-                       struct sbx_error *err)
+/* The exec's sbx-init died under it: the host OOM killer's doing?  (Under
+ * gVisor it picks the Sentry, which holds the workload's memory, so the
+ * whole sandbox goes with the exec: issue 6.)  Peeks only: core/run.c
+ * attributes the kill (sb->oom_kills_seen) when it sees a SIGKILL. */
+static bool lost_to_oom(struct sbx_sandbox *sb, const struct run *run)
+{
+  struct sbx_usage u = {0};
+  return run->lost && !run->killed && !run->init_err && sb->driver && sb->driver->usage &&
+         sb->driver->usage(sb, &u) == 0 &&
+         u.oom_kills > __atomic_load_n(&sb->oom_kills_seen, __ATOMIC_RELAXED);
+}
+
+static int fill_result(struct sbx_sandbox *sb, struct run *run, struct sbx_exec_result *res,
+                       uint64_t t0, struct sbx_error *err)
 {
   int r = 0;
+  if (lost_to_oom(sb, run)) {
+    /* Reported like an OOM-killed tree (SIGKILL; core/run.c makes it
+     * oom_killed); the sandbox itself is gone and later calls say so. */
+    run->exited = true;
+    run->wstatus = SIGKILL;
+    run->lost = false;
+  }
   if (run->init_err || (run->lost && !run->killed) || (!run->exited && !run->exec_failed &&
                                                        !run->killed)) {
     int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : 0;
@@ -464,6 +592,7 @@ static int run_init(struct run *run, const struct sbx_exec_request *req, struct 
   memset(run, 0, sizeof *run);
   for (int i = 0; i < P_N; i++)
     run->fd[i] = -1;
+  run->relay_in = -1;
   run->req = req;
   size_t cap = req->output_cap ? (size_t)req->output_cap : DEFAULT_CAP;
   run->buf = malloc(READ_CHUNK);
@@ -496,7 +625,7 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
     close_fd(&run.fd[P_IN]);
   pump(&run);
   run.fd[P_CANCEL] = -1;
-  int r = fill_result(&run, res, t0, err);
+  int r = fill_result(sb, &run, res, t0, err);
   run_free(&run);
   return r;
 }
@@ -516,7 +645,12 @@ int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *
   if (cols < 1 || rows < 1 || cols > SBX_PROTO_PTY_MAX || rows > SBX_PROTO_PTY_MAX)
     return sbx_err_field(err, "cols", "cols and rows must be 1..%u", SBX_PROTO_PTY_MAX);
   struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
-  if (pty_fd < 0 || ioctl(pty_fd, TIOCSWINSZ, &ws) < 0)
-    return sbx_err_sys(err, pty_fd < 0 ? EBADF : errno, "resizing the terminal");
-  return 0;
+  if (pty_fd < 0)
+    return sbx_err_sys(err, EBADF, "resizing the terminal");
+  if (ioctl(pty_fd, TIOCSWINSZ, &ws) == 0)
+    return 0;
+  int e = errno == ENOTTY ? relay_resize(pty_fd, cols, rows) : errno; /* PTY_RELAY */
+  if (e == ESRCH || e == EPIPE)
+    return sbx_err_set(err, SBX_E_CONFLICT, e, "the process has exited");
+  return e ? sbx_err_sys(err, e, "resizing the terminal") : 0;
 }

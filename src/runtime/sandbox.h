@@ -14,7 +14,10 @@
  * File operations resolve the path inside the sandbox (openat2 with
  * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS from sbx-init), never on the host,
  * whatever symlinks the sandbox made; sbx-init hands back an fd and the
- * daemon moves the bytes.
+ * daemon moves the bytes.  Where no fd can leave the sandbox (sb->fd_in:
+ * gVisor, issue 6) sbx-init moves them instead through an fd the daemon
+ * passes in (runtime/sandbox_fdin.c); the functions below keep their
+ * contracts either way.
  *
  * All functions are thread-safe per sandbox (several execs may run at once
  * in one session).  They borrow the sandbox; the caller keeps it alive. */
@@ -112,9 +115,16 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
 int sbx_sandbox_file_open_read(struct sbx_sandbox *sb, const char *path, int *fd_out,
                                uint64_t *size_out, struct sbx_error *err);
 /* Creates/truncates a regular file (parents created, mode 0644 or given),
- * owned by the sandbox user; returns a write fd the caller owns. */
+ * owned by the sandbox user; returns a write fd the caller owns.  fd-in
+ * sandboxes: the fd is a spool file (write, fchmod, futimens work); its
+ * bytes, mode and mtime reach the sandbox once it is closed, before the
+ * next request on the sandbox is served. */
 int sbx_sandbox_file_open_write(struct sbx_sandbox *sb, const char *path, unsigned mode,
                                 int *fd_out, struct sbx_error *err);
+/* fd-in sandboxes: commits now every file_open_write fd already closed,
+ * so its errors (ENOSPC → SBX_E_TOO_LARGE) reach the caller instead of the
+ * next request.  No-op elsewhere. */
+int sbx_sandbox_file_flush(struct sbx_sandbox *sb, struct sbx_error *err);
 /* Convenience: write len bytes to path. */
 int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void *data,
                            size_t len, struct sbx_error *err);
@@ -157,16 +167,19 @@ struct sbx_exec_live {
   unsigned cols, rows;  /* 1..SBX_PROTO_PTY_MAX (4096) */
   /* Called once from the exec thread when the workload has started: pid is
    * its pid inside the sandbox; ctl_fd a dup of the exec's control socket
-   * (for sbx_exec_signal); pty_fd a dup of the terminal's master, -1
-   * without pty.  The callee owns both fds (they stay valid after the exec
-   * ends: signalling then is a harmless EPIPE).  ctx is on_output_ctx. */
+   * (for sbx_exec_signal); pty_fd a dup of the terminal's master (fd-in
+   * sandboxes: of its input pipe's write end; writing to it and
+   * sbx_exec_resize work the same), -1 without pty.  The callee owns both
+   * fds (they stay valid after the exec ends: signalling then is a
+   * harmless EPIPE).  ctx is on_output_ctx. */
   void (*on_started)(void *ctx, pid_t pid, int ctl_fd, int pty_fd);
 };
 
 /* Sends signo (1..64) to the workload's process group through its shepherd. */
 int sbx_exec_signal(int ctl_fd, int signo, struct sbx_error *err);
 /* Sets a terminal's window size (the kernel sends SIGWINCH to its
- * foreground process group). */
+ * foreground process group).  fd-in sandboxes: pty_fd is the write end of
+ * the terminal's input pipe and the size goes to its shepherd (RESIZE). */
 int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *err);
 
 /* ---- Issue 4, engineer C: ports (Upstream). ---- */
@@ -175,7 +188,9 @@ int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *
  * sandbox's network namespace and finished here within timeout_ms.  Only
  * for drivers with SBX_CAP_UPSTREAM (a driver sharing the host's network
  * namespace would reach host services).  *fd_out is a connected,
- * non-blocking, close-on-exec TCP socket the caller owns.  Nothing listens
+ * non-blocking, close-on-exec TCP socket the caller owns (fd-in
+ * sandboxes: an AF_UNIX stream socket sbx-init relays to that TCP
+ * connection, half-closes included).  Nothing listens
  * (refused on both) or no answer in time → SBX_E_BAD_GATEWAY. */
 int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms,
                         int *fd_out, struct sbx_error *err);

@@ -3,7 +3,13 @@
  * and starts the connect (init/connect.c); the daemon finishes it here and
  * checks what it got, since sbx-init may be hostile: the fd must be a TCP
  * socket of the family asked for whose peer is that family's loopback
- * address and the requested port. */
+ * address and the requested port.
+ *
+ * fd-in sandboxes (issue 6, gVisor: the TCP socket cannot leave it): the
+ * daemon passes in one end of a stream socketpair; sbx-init connects,
+ * writes the connect's u32 errno on it and then relays both ways.  The
+ * caller gets the other end: bytes and half-closes behave as on the TCP
+ * socket (it is an AF_UNIX stream socket, not TCP). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -67,11 +73,75 @@ static int finish_connect(int fd, unsigned timeout_ms)
   return soerr;
 }
 
+/* fd-in: the u32 errno of the connect, read from the relay socket within
+ * timeout_ms; 0, an errno, or ETIMEDOUT. */
+static int relay_status(int fd, unsigned timeout_ms)
+{
+  uint64_t deadline = sbx_now_ms() + timeout_ms;
+  uint32_t st;
+  size_t got = 0;
+  while (got < sizeof st) {
+    uint64_t now = sbx_now_ms();
+    if (now >= deadline)
+      return ETIMEDOUT;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, (int)(deadline - now));
+    if (r < 0 && errno != EINTR)
+      return errno;
+    if (r <= 0)
+      continue;
+    ssize_t n = recv(fd, (char *)&st + got, sizeof st - got, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      continue;
+    if (n <= 0)
+      return EPROTO; /* sbx-init dropped it without a word */
+    got += (size_t)n;
+  }
+  return st < 4096 ? (int)st : EPROTO;
+}
+
+static int try_family_fdin(struct sbx_sandbox *sb, unsigned port, uint32_t family,
+                           unsigned timeout_ms, struct sbx_error *err)
+{
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return -errno;
+  _cleanup_close_ int mine = sv[0], far = sv[1];
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, 64);
+  sbx_wbuf_u32(&w, port);
+  sbx_wbuf_u32(&w, family);
+  struct sbx_chan_reply rep;
+  struct sbx_error cerr = {0};
+  int r = w.bad ? -1
+                : sbx_chan_call_fds(sb, SBX_MSG_CONNECT, w.buf, w.len, &far, 1, "connect", &rep,
+                                    &cerr);
+  sbx_wbuf_free(&w);
+  if (r < 0) {
+    if (cerr.code == SBX_E_INTERNAL && cerr.errnum != ECONNREFUSED) {
+      *err = cerr;
+      return -EIO;
+    }
+    return -(cerr.errnum ? cerr.errnum : EIO);
+  }
+  close(steal_fd(&far));
+  if (rep.value > SBX_PROTO_CONN_IN_PROGRESS)
+    return -EPROTO;
+  int e = relay_status(mine, timeout_ms);
+  if (e)
+    return -e;
+  if (sbx_set_nonblock(mine, 1) < 0)
+    return -errno;
+  return steal_fd(&mine);
+}
+
 /* One attempt on one family: the connected fd, or -errno (EPROTO for a
  * reply we refuse). */
 static int try_family(struct sbx_sandbox *sb, unsigned port, uint32_t family,
                       unsigned timeout_ms, struct sbx_error *err)
 {
+  if (sb->fd_in)
+    return try_family_fdin(sb, port, family, timeout_ms, err);
   struct sbx_wbuf w;
   sbx_wbuf_init(&w, 64);
   sbx_wbuf_u32(&w, port);

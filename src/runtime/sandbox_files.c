@@ -1,7 +1,10 @@
 /* sandbox_files.c — file operations and liveness on a live sandbox
  * (runtime/sandbox.h).  sbx-init resolves the path inside the sandbox and
  * hands back an fd; the daemon checks what it got (a hostile init could send
- * a pipe or a socket instead of a file) and moves the bytes itself. */
+ * a pipe or a socket instead of a file) and moves the bytes itself.  Where
+ * no fd can leave the sandbox (sb->fd_in, issue 6) the bytes go through
+ * sbx-init instead (runtime/sandbox_fdin.c); listings always come in a
+ * memfd the daemon passes in. */
 #include <errno.h>
 #include <poll.h>
 #include <fcntl.h>
@@ -28,9 +31,10 @@ static int norm_path(const char *path, char *out, size_t len, struct sbx_error *
   return 0;
 }
 
-/* The path request: str path [, u32 a [, u32 b]]. */
-static int path_call(struct sbx_sandbox *sb, uint32_t type, const char *path, int nargs,
-                     uint32_t a, uint32_t b, struct sbx_chan_reply *rep, struct sbx_error *err)
+/* The path request: str path [, u32 a [, u32 b]] [+ fd]. */
+static int path_call_fd(struct sbx_sandbox *sb, uint32_t type, const char *path, int nargs,
+                        uint32_t a, uint32_t b, int fd, struct sbx_chan_reply *rep,
+                        struct sbx_error *err)
 {
   char p[SBX_PROTO_MAX_PATH];
   if (norm_path(path, p, sizeof p, err) < 0)
@@ -43,9 +47,15 @@ static int path_call(struct sbx_sandbox *sb, uint32_t type, const char *path, in
   if (nargs > 1)
     sbx_wbuf_u32(&w, b);
   int r = w.bad ? sbx_err_field(err, "path", "path too long")
-                : sbx_chan_call(sb, type, w.buf, w.len, p, rep, err);
+                : sbx_chan_call_fds(sb, type, w.buf, w.len, &fd, fd >= 0, p, rep, err);
   sbx_wbuf_free(&w);
   return r;
+}
+
+static int path_call(struct sbx_sandbox *sb, uint32_t type, const char *path, int nargs,
+                     uint32_t a, uint32_t b, struct sbx_chan_reply *rep, struct sbx_error *err)
+{
+  return path_call_fd(sb, type, path, nargs, a, b, -1, rep, err);
 }
 
 /* The fd must be a regular file opened with the access we asked for. */
@@ -65,11 +75,16 @@ static int check_file_fd(int fd, int acc, uint64_t *size, const char *path,
 int sbx_sandbox_file_open_read(struct sbx_sandbox *sb, const char *path, int *fd_out,
                                uint64_t *size_out, struct sbx_error *err)
 {
+  if (sb->fd_in) {
+    char p[SBX_PROTO_MAX_PATH];
+    return norm_path(path, p, sizeof p, err) < 0 ? -1
+                                                 : sbx_fdin_read_to(sb, p, fd_out, size_out, err);
+  }
   struct sbx_chan_reply rep;
   if (path_call(sb, SBX_MSG_OPEN_READ, path, 0, 0, 0, &rep, err) < 0)
     return -1;
   _cleanup_close_ int fd = rep.fd;
-  uint64_t size;
+  uint64_t size = 0;
   if (check_file_fd(fd, O_RDONLY, &size, path, err) < 0)
     return -1;
   *fd_out = steal_fd(&fd);
@@ -81,6 +96,12 @@ int sbx_sandbox_file_open_read(struct sbx_sandbox *sb, const char *path, int *fd
 int sbx_sandbox_file_open_write(struct sbx_sandbox *sb, const char *path, unsigned mode,
                                 int *fd_out, struct sbx_error *err)
 {
+  if (sb->fd_in) {
+    char p[SBX_PROTO_MAX_PATH];
+    return norm_path(path, p, sizeof p, err) < 0
+               ? -1
+               : sbx_fdin_open_write(sb, p, mode ? mode : 0644, fd_out, err);
+  }
   struct sbx_chan_reply rep;
   if (path_call(sb, SBX_MSG_OPEN_WRITE, path, 2, mode ? mode : 0644, SBX_PROTO_W_MKDIR, &rep,
                 err) < 0)
@@ -92,9 +113,21 @@ int sbx_sandbox_file_open_write(struct sbx_sandbox *sb, const char *path, unsign
   return 0;
 }
 
+int sbx_sandbox_file_flush(struct sbx_sandbox *sb, struct sbx_error *err)
+{
+  return sbx_fdin_flush(sb, err);
+}
+
 int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void *data,
                            size_t len, struct sbx_error *err)
 {
+  if (sb->fd_in) { /* one WRITE_FROM: the errno at the end is the write's */
+    char p[SBX_PROTO_MAX_PATH];
+    return norm_path(path, p, sizeof p, err) < 0
+               ? -1
+               : sbx_fdin_write_from(sb, p, 0644, SBX_PROTO_W_MKDIR, 0, data ? data : "", len,
+                                     -1, err);
+  }
   _cleanup_close_ int fd = -1;
   if (sbx_sandbox_file_open_write(sb, path, 0644, &fd, err) < 0)
     return -1;
@@ -156,6 +189,13 @@ static int cmp_dirent(const void *a, const void *b)
   return strcmp(((const struct sbx_dirent *)a)->name, ((const struct sbx_dirent *)b)->name);
 }
 
+/* The memfd LIST/GLOB records go into: bounded by what max entries take. */
+static size_t records_cap(size_t max, size_t per)
+{
+  size_t cap = 1u << 28; /* 256 MiB */
+  return max + 1 < cap / per ? (max + 1) * per : cap;
+}
+
 /* Opens the memfd of a LIST/GLOB reply for reading from its start. */
 static FILE *open_records(int *fd, struct sbx_error *err)
 {
@@ -179,10 +219,11 @@ int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent 
   struct sbx_chan_reply rep;
   if (max > UINT32_MAX - 1)
     max = UINT32_MAX - 1;
-  if (norm_path(dir, d, sizeof d, err) < 0 ||
-      path_call(sb, SBX_MSG_LIST, d, 1, (uint32_t)max, 0, &rep, err) < 0)
+  if (norm_path(dir, d, sizeof d, err) < 0)
     return -1;
-  _cleanup_close_ int fd = rep.fd;
+  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, SBX_PROTO_LIST_REC + 256), err);
+  if (fd < 0 || path_call_fd(sb, SBX_MSG_LIST, d, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
+    return -1;
   if (rep.value > max)
     return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s has more than %zu entries", d, max);
   _cleanup_fclose_ FILE *f = open_records(&fd, err);
@@ -227,9 +268,9 @@ int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out, s
   struct sbx_chan_reply rep;
   if (max > UINT32_MAX - 1)
     max = UINT32_MAX - 1;
-  if (path_call(sb, SBX_MSG_GLOB, pattern, 1, (uint32_t)max, 0, &rep, err) < 0)
+  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, 2 + SBX_PROTO_MAX_PATH), err);
+  if (fd < 0 || path_call_fd(sb, SBX_MSG_GLOB, pattern, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
     return -1;
-  _cleanup_close_ int fd = rep.fd;
   if (rep.value > max)
     return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s matches more than %zu files", pattern, max);
   _cleanup_fclose_ FILE *f = open_records(&fd, err);

@@ -1,7 +1,9 @@
 /* sandbox_fs.c — stat, mkdir, move, symlinks, recursive listing and watch
  * on a live sandbox (runtime/sandbox.h, issue 4 block).  Each is one
  * message to sbx-init (types 60–79, init/proto.h); what comes back is
- * validated here like everything else sbx-init sends. */
+ * validated here like everything else sbx-init sends.  The daemon passes
+ * in what sbx-init fills (issue 6, fd-in, every driver): a sealed memfd
+ * for STAT/READLINK records, the write end of the WATCH event pipe. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,23 +42,32 @@ static int remap(struct sbx_error *err)
   return -1;
 }
 
-static int call(struct sbx_sandbox *sb, uint32_t type, struct sbx_wbuf *w, const char *what,
-                struct sbx_chan_reply *rep, struct sbx_error *err)
+/* Sends the request (+ fd when >= 0: ours, kept) and waits for its reply. */
+static int call_fd(struct sbx_sandbox *sb, uint32_t type, struct sbx_wbuf *w, int fd,
+                   const char *what, struct sbx_chan_reply *rep, struct sbx_error *err)
 {
   int r = w->bad ? sbx_err_field(err, "path", "path too long")
-                 : sbx_chan_call(sb, type, w->buf, w->len, what, rep, err);
+                 : sbx_chan_call_fds(sb, type, w->buf, w->len, &fd, fd >= 0, what, rep, err);
   sbx_wbuf_free(w);
+  if (r == 0 && rep->fd >= 0) { /* none of these replies carries an fd */
+    close(rep->fd);
+    rep->fd = -1;
+  }
   return r < 0 ? remap(err) : 0;
 }
 
-/* The memfd of a STAT/READLINK reply: at most max bytes, read from 0. */
+static int call(struct sbx_sandbox *sb, uint32_t type, struct sbx_wbuf *w, const char *what,
+                struct sbx_chan_reply *rep, struct sbx_error *err)
+{
+  return call_fd(sb, type, w, -1, what, rep, err);
+}
+
+/* What sbx-init wrote into our memfd (sized max, sealed against growth):
+ * max bytes from 0; the record says how many count. */
 static ssize_t read_memfd(int fd, char *buf, size_t max)
 {
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
-    return -1;
-  ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
-  return n == st.st_size ? n : -1;
+  ssize_t n = pread(fd, buf, max, 0);
+  return n == (ssize_t)max ? n : -1;
 }
 
 static const char *type_name(uint8_t t)
@@ -73,6 +84,10 @@ static int parse_stat(const char *buf, size_t n, struct sbx_stat *out)
 {
   if (n < SBX_PROTO_STAT_REC)
     return -1;
+  uint16_t rl;
+  memcpy(&rl, buf + 21, 2);
+  if ((size_t)SBX_PROTO_STAT_REC + rl <= n)
+    n = SBX_PROTO_STAT_REC + rl; /* the rest of the memfd is zeros */
   uint8_t t = (uint8_t)buf[0];
   uint32_t mode;
   uint64_t size, mtime;
@@ -103,10 +118,14 @@ int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *
   sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
   sbx_wbuf_str(&w, p);
   struct sbx_chan_reply rep;
-  if (call(sb, SBX_MSG_STAT, &w, p, &rep, err) < 0)
-    return -1;
-  _cleanup_close_ int fd = rep.fd;
   char buf[SBX_PROTO_STAT_REC + SBX_PROTO_MAX_PATH];
+  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof buf, err);
+  if (fd < 0) {
+    sbx_wbuf_free(&w);
+    return -1;
+  }
+  if (call_fd(sb, SBX_MSG_STAT, &w, fd, p, &rep, err) < 0)
+    return -1;
   ssize_t n = read_memfd(fd, buf, sizeof buf);
   memset(out, 0, sizeof *out);
   if (n < 0 || parse_stat(buf, (size_t)n, out) < 0)
@@ -171,12 +190,18 @@ int sbx_sandbox_readlink(struct sbx_sandbox *sb, const char *path, char *buf, si
   sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
   sbx_wbuf_str(&w, p);
   struct sbx_chan_reply rep;
-  if (call(sb, SBX_MSG_READLINK, &w, p, &rep, err) < 0)
-    return -1;
-  _cleanup_close_ int fd = rep.fd;
   char t[SBX_PROTO_MAX_PATH];
+  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof t - 1, err);
+  if (fd < 0) {
+    sbx_wbuf_free(&w);
+    return -1;
+  }
+  if (call_fd(sb, SBX_MSG_READLINK, &w, fd, p, &rep, err) < 0)
+    return -1;
   ssize_t n = read_memfd(fd, t, sizeof t - 1);
-  if (n <= 0 || (uint64_t)n != rep.value || memchr(t, '\0', (size_t)n) || (size_t)n >= len)
+  if (n > 0 && rep.value < (uint64_t)n)
+    n = (ssize_t)rep.value;
+  if (n <= 0 || memchr(t, '\0', (size_t)n) || (size_t)n >= len)
     return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad link", p);
   memcpy(buf, t, (size_t)n);
   buf[n] = '\0';
@@ -289,14 +314,15 @@ int sbx_sandbox_watch(struct sbx_sandbox *sb, const char *dir, bool recursive,
   sbx_wbuf_u32(&w, recursive ? SBX_PROTO_WATCH_RECURSIVE : 0);
   sbx_wbuf_u32(&w, max_watches);
   struct sbx_chan_reply rep;
-  if (call(sb, SBX_MSG_WATCH, &w, d, &rep, err) < 0)
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) {
+    sbx_wbuf_free(&w);
+    return sbx_err_sys(err, errno, "watch pipe");
+  }
+  /* Our pipe: the watcher gets the write end, we keep the read end. */
+  _cleanup_close_ int fd = p[0], wr = p[1];
+  if (call_fd(sb, SBX_MSG_WATCH, &w, wr, d, &rep, err) < 0 || sbx_set_nonblock(fd, 1) < 0)
     return -1;
-  _cleanup_close_ int fd = rep.fd;
-  struct stat st;
-  int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 ||
-      (fl & O_ACCMODE) != O_RDONLY || sbx_set_nonblock(fd, 1) < 0)
-    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad watch pipe", d);
   *fd_out = steal_fd(&fd);
   return 0;
 }

@@ -4,18 +4,25 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/util.h"
+#include "init/launch.h"
+#include "init/proto.h"
 #include "runtime/driver.h"
 #include "runtime/sandbox.h"
 
@@ -29,6 +36,7 @@ static int failures;
   } while (0)
 
 static char state_dir[256];
+static bool private_mounts; /* main() unshared the mount namespace (root) */
 static struct sbx_driver_env env;
 
 static struct sbx_sandbox *make_sandbox(const char *id)
@@ -402,6 +410,271 @@ static void test_hostile_paths(struct sbx_sandbox *sb)
   CHECK(sbx_sandbox_alive(sb));
 }
 
+
+/* ---- fd-in (issue 6): the forms a gVisor sandbox needs, forced on a
+ * process sandbox (sb->fd_in), so each is tested without gVisor. ---- */
+
+/* sbx-init's READY says FDIN with --fd-in, and not without (fds can leave
+ * a process sandbox). */
+static void test_fdin_ready(void)
+{
+  const char *init = getenv("SBX_INIT_PATH");
+  for (int forced = 0; forced < 2; forced++) {
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(sv[1], 3);
+      char *argv[] = {(char *)init, "--root", state_dir, forced ? "--fd-in" : NULL, NULL};
+      execv(init, argv);
+      _exit(127);
+    }
+    close(sv[1]);
+    uint32_t flags = 99;
+    struct sbx_error err = {0};
+    CHECK(sbx_init_handshake_ex(sv[0], 5000, &flags, &err) > 0);
+    CHECK(flags == (forced ? SBX_PROTO_READY_FDIN : 0));
+    close(sv[0]); /* EOF: sbx-init exits */
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+}
+
+/* open_write hands out a spool file; it lands (bytes, mode, mtime) once
+ * closed, before the next request sees the sandbox. */
+static void test_fdin_open_write(struct sbx_sandbox *sb)
+{
+  struct sbx_error err = {0};
+  int fd = -1;
+  CHECK(sbx_sandbox_file_open_write(sb, "/work/ow/f", 0600, &fd, &err) == 0 && fd >= 0);
+  CHECK(write(fd, "hello", 5) == 5);
+  CHECK(fchmod(fd, 0751) == 0);
+  struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = 1234567890}};
+  CHECK(futimens(fd, ts) == 0);
+  struct sbx_stat st;
+  /* still open: created empty, not committed yet */
+  CHECK(sbx_sandbox_stat(sb, "/work/ow/f", &st, &err) == 0 && st.size == 0);
+  close(fd);
+  CHECK(sbx_sandbox_stat(sb, "/work/ow/f", &st, &err) == 0);
+  CHECK(st.size == 5 && st.mode == 0751 && st.mtime == 1234567890);
+  uint64_t size = 0;
+  CHECK(sbx_sandbox_file_open_read(sb, "/work/ow/f", &fd, &size, &err) == 0);
+  struct stat hs;
+  char buf[16] = {0};
+  CHECK(size == 5 && fstat(fd, &hs) == 0 && S_ISREG(hs.st_mode) && (hs.st_mode & 0777) == 0751);
+  CHECK(pread(fd, buf, sizeof buf, 0) == 5 && !strcmp(buf, "hello"));
+  close(fd);
+  /* errors come at open, as with a real file: a directory is refused */
+  CHECK(sbx_sandbox_file_open_write(sb, "/work/ow", 0644, &fd, &err) < 0);
+
+  /* empty (and /proc-like size 0) files: EOF at once, no transfer */
+  CHECK(sbx_sandbox_file_write(sb, "/work/ow/empty", "", 0, &err) == 0);
+  uint64_t t0 = sbx_now_ms();
+  CHECK(sbx_sandbox_file_open_read(sb, "/work/ow/empty", &fd, &size, &err) == 0 && size == 0);
+  CHECK(sbx_now_ms() - t0 < 1000);
+  if (fd >= 0)
+    close(fd);
+
+  /* bigger than every buffer on the way, both directions */
+  size_t big = 3u << 20;
+  char *data = malloc(big);
+  for (size_t i = 0; i < big; i++)
+    data[i] = (char)(i * 131 + (i >> 12));
+  CHECK(sbx_sandbox_file_write(sb, "/work/ow/big", data, big, &err) == 0);
+  char *back = read_file(sb, "/work/ow/big", &err);
+  CHECK(back && !memcmp(back, data, big));
+  free(back);
+  free(data);
+}
+
+struct term {
+  pthread_mutex_t lock;
+  int pty_fd;
+  char out[4096];
+  size_t len;
+};
+
+static void term_out(void *ctx, int stream, const char *data, size_t len, uint64_t off)
+{
+  struct term *t = ctx;
+  pthread_mutex_lock(&t->lock);
+  if (stream == 1 && t->len + len < sizeof t->out) {
+    memcpy(t->out + t->len, data, len);
+    t->len += len;
+  }
+  pthread_mutex_unlock(&t->lock);
+}
+
+static void term_started(void *ctx, pid_t pid, int ctl_fd, int pty_fd)
+{
+  struct term *t = ctx;
+  close(ctl_fd);
+  pthread_mutex_lock(&t->lock);
+  t->pty_fd = pty_fd;
+  pthread_mutex_unlock(&t->lock);
+}
+
+static bool term_has(struct term *t, const char *s)
+{
+  pthread_mutex_lock(&t->lock);
+  t->out[t->len] = '\0';
+  bool r = strstr(t->out, s) != NULL;
+  pthread_mutex_unlock(&t->lock);
+  return r;
+}
+
+static void *term_drive(void *p)
+{
+  struct term *t = p;
+  uint64_t t0 = sbx_now_ms();
+  while (!term_has(t, "24 80") && sbx_now_ms() - t0 < 5000)
+    usleep(10000);
+  pthread_mutex_lock(&t->lock);
+  int fd = t->pty_fd;
+  pthread_mutex_unlock(&t->lock);
+  struct sbx_error err = {0};
+  CHECK(fd >= 0 && sbx_exec_resize(fd, 100, 40, &err) == 0);
+  usleep(100000);
+  CHECK(fd >= 0 && write(fd, "abc\n", 4) == 4);
+  return NULL;
+}
+
+/* A process sandbox has no /dev: give it a devpts instance of its own
+ * (in this test's private mount namespace) and dev/ptmx → pts/ptmx. */
+static bool give_ptys(struct sbx_sandbox *sb)
+{
+  char dev[4200], pts[4300], ptmx[4300];
+  snprintf(dev, sizeof dev, "%s/dev", sb->host_root);
+  snprintf(pts, sizeof pts, "%s/pts", dev);
+  snprintf(ptmx, sizeof ptmx, "%s/ptmx", dev);
+  mkdir(dev, 0755);
+  mkdir(pts, 0755);
+  symlink("pts/ptmx", ptmx);
+  return mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
+               "newinstance,ptmxmode=0666,mode=0620") == 0;
+}
+
+/* PTY_RELAY: output, input, window size and resize through the shepherd. */
+static void test_fdin_terminal(struct sbx_sandbox *sb)
+{
+  if (!private_mounts || !give_ptys(sb)) {
+    fprintf(stderr, "  skipped: needs root for a devpts in the sandbox\n");
+    return;
+  }
+  struct term t = {.lock = PTHREAD_MUTEX_INITIALIZER, .pty_fd = -1};
+  struct sbx_exec_live live = {.stdin_fd = -1, .pty = true, .cols = 80, .rows = 24,
+                               .on_started = term_started};
+  char *argv[] = {"sh", "-c", "stty size; [ -t 0 ] && echo tty; read l; stty size; echo got:$l",
+                  NULL};
+  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = 10000,
+                                 .on_output = term_out, .on_output_ctx = &t, .live = &live};
+  pthread_t th;
+  pthread_create(&th, NULL, term_drive, &t);
+  struct sbx_exec_result res;
+  struct sbx_error err = {0};
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
+  if (res.status != SBX_ST_SUCCEEDED)
+    fprintf(stderr, "  terminal exec: %s %s\n", err.msg, res.error);
+  pthread_join(th, NULL);
+  CHECK(res.status == SBX_ST_SUCCEEDED);
+  CHECK(term_has(&t, "24 80") && term_has(&t, "tty") && term_has(&t, "40 100") &&
+        term_has(&t, "got:abc"));
+  if (!term_has(&t, "got:abc"))
+    fprintf(stderr, "  terminal said: %s\n", t.out);
+  /* the exec is over: resizing is a conflict now, not a crash */
+  CHECK(t.pty_fd >= 0 && sbx_exec_resize(t.pty_fd, 10, 10, &err) < 0 &&
+        err.code == SBX_E_CONFLICT);
+  if (t.pty_fd >= 0)
+    close(t.pty_fd);
+  sbx_exec_result_free(&res);
+}
+
+static void *echo_server(void *p)
+{
+  int lfd = *(int *)p;
+  int c = accept(lfd, NULL, NULL);
+  char buf[65536];
+  ssize_t n;
+  while (c >= 0 && (n = read(c, buf, sizeof buf)) > 0)
+    CHECK(sbx_write_all(c, buf, (size_t)n) == n);
+  if (c >= 0)
+    close(c); /* after the client's half-close: the relay passes it on */
+  return NULL;
+}
+
+/* CONNECT + socket: sbx-init connects and relays (the process sandbox
+ * shares the host's loopback, so a host listener stands in). */
+static void test_fdin_connect(struct sbx_sandbox *sb)
+{
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof a;
+  CHECK(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 4) == 0 &&
+        getsockname(lfd, (struct sockaddr *)&a, &al) == 0);
+  unsigned port = ntohs(a.sin_port);
+  pthread_t th;
+  pthread_create(&th, NULL, echo_server, &lfd);
+  struct sbx_error err = {0};
+  int fd = -1;
+  CHECK(sbx_sandbox_connect(sb, port, 2000, &fd, &err) == 0 && fd >= 0);
+  size_t big = 1u << 20, sent = 0, got = 0;
+  char *out = malloc(big), *in = malloc(big + 1);
+  for (size_t i = 0; i < big; i++)
+    out[i] = (char)(i % 251);
+  uint64_t t0 = sbx_now_ms();
+  bool eof = false;
+  while (!eof && sbx_now_ms() - t0 < 10000) { /* non-blocking both ways */
+    struct pollfd pf = {.fd = fd, .events = POLLIN | (sent < big ? POLLOUT : 0)};
+    poll(&pf, 1, 100);
+    if (sent < big) {
+      ssize_t n = write(fd, out + sent, big - sent);
+      if (n > 0 && (sent += (size_t)n) == big)
+        shutdown(fd, SHUT_WR);
+    }
+    ssize_t n = read(fd, in + got, big + 1 - got);
+    if (n > 0)
+      got += (size_t)n;
+    eof = n == 0;
+  }
+  CHECK(eof && got == big && !memcmp(in, out, big));
+  close(fd);
+  pthread_join(th, NULL);
+  close(lfd);
+  free(out);
+  free(in);
+  /* nothing listens there any more: refused on both families → 502 */
+  CHECK(sbx_sandbox_connect(sb, port, 2000, &fd, &err) < 0 && err.code == SBX_E_BAD_GATEWAY);
+  CHECK(sbx_sandbox_alive(sb));
+}
+
+/* WATCH with the daemon's pipe (every sandbox now). */
+static void test_fdin_watch(struct sbx_sandbox *sb)
+{
+  struct sbx_error err = {0};
+  CHECK(sbx_sandbox_mkdir(sb, "/work/wd", 0, SBX_MKDIR_PARENTS, &err) == 0);
+  int fd = -1;
+  CHECK(sbx_sandbox_watch(sb, "/work/wd", true, 16, &fd, &err) == 0 && fd >= 0);
+  static struct sbx_watch_reader r;
+  struct sbx_watch_event ev;
+  bool ready = false, created = false;
+  uint64_t t0 = sbx_now_ms();
+  while (!created && sbx_now_ms() - t0 < 5000) {
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    poll(&pf, 1, 100);
+    if (sbx_watch_reader_fill(&r, fd) != 0)
+      break;
+    while (sbx_watch_reader_next(&r, &ev) == 1) {
+      if (ev.kind == SBX_WATCH_READY) {
+        ready = true;
+        CHECK(sbx_sandbox_file_write(sb, "/work/wd/x", "1", 1, &err) == 0);
+      }
+      created |= ev.kind == SBX_WATCH_CREATE && !strcmp(ev.path, "x");
+    }
+  }
+  CHECK(ready && created);
+  close(fd);
+}
+
 static void test_init_killed(void)
 {
   struct sbx_sandbox *sb = make_sandbox("t_killed");
@@ -521,6 +794,9 @@ static void test_registry(void)
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN);
+  /* Before any thread: mounts the tests make stay in here. */
+  private_mounts = geteuid() == 0 && unshare(CLONE_NEWNS) == 0 &&
+                   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
   const char *init = getenv("SBX_INIT_PATH");
   if (!init) {
     fprintf(stderr, "SBX_INIT_PATH not set\n");
@@ -548,6 +824,29 @@ int main(void)
     uint64_t t0 = sbx_now_ms();
     tests[i].fn(sb);
     fprintf(stderr, "%s %s (%llu ms)\n", failures == before ? "ok  " : "FAIL", tests[i].name,
+            (unsigned long long)(sbx_now_ms() - t0));
+  }
+  sbx_drv_process.destroy(sb);
+
+  /* fd-in (issue 6): the same client over the forms gVisor needs. */
+  test_fdin_ready();
+  sb = make_sandbox("t_fdin");
+  sb->fd_in = true;
+  sb->spool_dir = strdup(state_dir);
+  struct {
+    const char *name;
+    void (*fn)(struct sbx_sandbox *);
+  } fdin[] = {
+      {"fdin files", test_files},
+      {"fdin glob", test_glob},            {"fdin hostile_paths", test_hostile_paths},
+      {"fdin open_write", test_fdin_open_write}, {"fdin terminal", test_fdin_terminal},
+      {"fdin connect", test_fdin_connect}, {"fdin watch", test_fdin_watch},
+  };
+  for (size_t i = 0; i < sizeof fdin / sizeof fdin[0]; i++) {
+    int before = failures;
+    uint64_t t0 = sbx_now_ms();
+    fdin[i].fn(sb);
+    fprintf(stderr, "%s %s (%llu ms)\n", failures == before ? "ok  " : "FAIL", fdin[i].name,
             (unsigned long long)(sbx_now_ms() - t0));
   }
   sbx_drv_process.destroy(sb);

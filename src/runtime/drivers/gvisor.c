@@ -19,10 +19,10 @@
  * and SBX_E_RUNTIME_UNAVAILABLE carrying runsc's first error line.
  *
  * gVisor cannot send file descriptors from the sandbox out to the host
- * (its host-socket endpoint rejects SCM_RIGHTS with EINVAL), so every
- * reply of sbx-init that carries an fd (file reads and writes, listings,
- * pty masters, watch pipes, connected sockets) fails inside gVisor.  Exec
- * needs fds only inwards, which works.  Hence caps = exec only. */
+ * (its host-socket endpoint rejects SCM_RIGHTS with EINVAL).  sbx-init
+ * finds that out when it says READY (init/proto.h) and the sandbox is
+ * marked fd_in: the sandbox client then passes every fd *in* and sbx-init
+ * moves the bytes (files, archives, terminals, ports, watch; issue 6). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "init/launch.h"
+#include "init/proto.h"
 #include "runtime/drivers/gvisor_int.h"
 
 #define HANDSHAKE_MS 20000   /* runsc start is 0.3–1 s here; loaded CI hosts are slower */
@@ -326,10 +327,12 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim, int *
   if (start_runsc(pv, pv->rid, far, err) < 0)
     return -1;
   close(steal_fd(&far)); /* EOF reaches us if runsc dies before READY */
-  if (sbx_init_handshake(mine, HANDSHAKE_MS, err) < 0) {
+  uint32_t flags = 0;
+  if (sbx_init_handshake_ex(mine, HANDSHAKE_MS, &flags, err) < 0) {
     explain(pv, err);
     return -1;
   }
+  pv->fd_in = (flags & SBX_PROTO_READY_FDIN) != 0;
   *chan_out = steal_fd(&mine);
   return 0;
 }
@@ -414,6 +417,8 @@ static int gvisor_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox
   }
   sb->init_fd = chan;
   sb->init_pid = pv->runsc_pid;
+  sb->fd_in = pv->fd_in;
+  sb->spool_dir = strdup(pv->bundle); /* NULL → /dev/shm: fine */
   sb->limits.disk_bytes = disk;
   snprintf(sb->root_desc, sizeof sb->root_desc, "/ (gvisor %.50s)", pv->rid);
   sb->priv = pv;
@@ -495,8 +500,9 @@ const struct sbx_driver sbx_drv_gvisor = {
     .abi = SBX_DRIVER_ABI,
     .name = "gvisor",
     .klass = "user-space-kernel",
-    /* exec only: gVisor cannot pass fds out to the host (see the top) */
-    .caps = SBX_CAP_EXEC,
+    /* all through the fd-in forms (see the top); no egress (network none) */
+    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH |
+            SBX_CAP_UPSTREAM | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS,
     .probe = gvisor_probe,
     .create = gvisor_create,
     .destroy = gvisor_destroy,

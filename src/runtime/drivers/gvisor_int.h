@@ -26,6 +26,7 @@ struct sbx_gv_priv {
   struct sbx_cgroup cg;
   pid_t runsc_pid;       /* `runsc run`, our child */
   char bundle[4096];
+  bool fd_in;            /* READY said FDIN (always, under gVisor): issue 6 */
 };
 
 /* ---- warm pool (gvisor_pool.c) ---- */
