@@ -131,17 +131,12 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
   p->collect = json_object_get(body, "collect");
   if (parse_files(p->files, err) < 0 || parse_collect(p->collect, err) < 0)
     return -1;
-  if (p->image[0] && !json_object_get(body, "command") && !json_object_get(body, "language")) {
-    /* An image's own Entrypoint+Cmd (known once the image is at hand):
-     * check the rest of the request with a placeholder command. */
-    json_t *copy = json_copy(body);
-    json_object_set_new(copy, "command", json_pack("[s]", "/"));
-    int rc = sbx_schema_exec(copy, p->profile->limits.timeout_s, false, &p->spec, err);
-    json_decref(copy);
-    p->default_command = true;
-    return rc;
-  }
-  return sbx_schema_exec(body, p->profile->limits.timeout_s, false, &p->spec, err);
+  /* An image's own Entrypoint+Cmd runs when the request names no command
+   * (known once the image is at hand: sbx_core_image_exec). */
+  p->default_command =
+      p->image[0] && !json_object_get(body, "command") && !json_object_get(body, "language");
+  return sbx_schema_exec_ex(body, p->profile->limits.timeout_s, false, p->default_command,
+                            &p->spec, err);
 }
 
 /* ---- JSON view ---- */
@@ -238,7 +233,7 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
   snprintf(row.profile, sizeof row.profile, "%s", plan.profile->name);
   row.request_json = json_dumps(body, JSON_COMPACT);
   json_t *md = json_object_get(body, "metadata");
-  row.metadata_json = json_dumps(json_is_object(md) ? md : json_object(), JSON_COMPACT);
+  row.metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
   row.exit_code = -1;
   row.created_at = row.updated_at = sbx_wall_s();
   plan_free(&plan);

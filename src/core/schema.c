@@ -273,6 +273,12 @@ static int parse_pty(json_t *v, struct sbx_exec_spec *out, struct sbx_error *err
 int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
                     struct sbx_exec_spec *out, struct sbx_error *err)
 {
+  return sbx_schema_exec_ex(body, max_timeout_s, allow_background, false, out, err);
+}
+
+int sbx_schema_exec_ex(json_t *body, uint64_t max_timeout_s, bool allow_background,
+                       bool allow_no_command, struct sbx_exec_spec *out, struct sbx_error *err)
+{
   memset(out, 0, sizeof *out);
   json_t *cmd = json_object_get(body, "command"), *lang = json_object_get(body, "language");
   json_t *code = json_object_get(body, "code");
@@ -286,6 +292,8 @@ int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
               : parse_command(cmd, &out->argv, err);
   else if (lang)
     rc = parse_language(lang, code, out, err);
+  else if (allow_no_command)
+    rc = code ? bad_value(err, "code", "code goes with language", "code va avec language") : 0;
   else
     rc = bad_value(err, "command", "command or language+code is required",
                    "command ou language+code est requis");

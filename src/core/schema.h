@@ -42,6 +42,10 @@ int sbx_schema_only(json_t *body, const char *prefix, const char *const *allowed
 /* command | language+code, stdin, env, cwd, timeout_s (ceiling: max_timeout_s). */
 int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
                     struct sbx_exec_spec *out, struct sbx_error *err);
+/* The same; with allow_no_command, neither command nor language is fine
+ * (out->argv stays NULL: an image's Entrypoint+Cmd fills it, issue 7). */
+int sbx_schema_exec_ex(json_t *body, uint64_t max_timeout_s, bool allow_background,
+                       bool allow_no_command, struct sbx_exec_spec *out, struct sbx_error *err);
 /* limits: each given value must be ≤ the profile's ceiling; missing ones
  * take the profile's value.  out starts as the profile's limits. */
 int sbx_schema_limits(json_t *limits, const struct sbx_profile *p, struct sbx_limits *out,

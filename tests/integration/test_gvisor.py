@@ -92,7 +92,7 @@ def test_profile_lists_platform_and_capabilities(gv):
         # gVisor cannot pass fds out to the host; the fd-in forms of the
         # protocol (issue 6) give every capability but egress (network none)
         assert set(p["capabilities"]) == {"exec", "files", "terminal", "watch", "upstream",
-                                          "archive", "contexts"}, p
+                                          "archive", "contexts", "images"}, p
     assert "platform" not in ps["process"]
 
 

@@ -22,7 +22,12 @@
  * (its host-socket endpoint rejects SCM_RIGHTS with EINVAL).  sbx-init
  * finds that out when it says READY (init/proto.h) and the sandbox is
  * marked fd_in: the sandbox client then passes every fd *in* and sbx-init
- * moves the bytes (files, archives, terminals, ports, watch; issue 6). */
+ * moves the bytes (files, archives, terminals, ports, watch; issue 6).
+ *
+ * Images (issue 7): the bundle's rootfs is then an overlayfs of the
+ * image's layers that the daemon mounts on the host (gvisor_bundle.c);
+ * teardown and recovery unmount it before anything is removed.  Image
+ * sandboxes always start cold: the pool holds host-pack sandboxes only. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -255,7 +260,12 @@ static void teardown(struct sbx_gv_priv *pv, bool graceful)
   sbx_cg_kill(&pv->cg, 2000, NULL);
   if (sbx_cg_remove(&pv->cg, &err) < 0)
     sbx_warn("gvisor", "%s: %s", id, err.msg);
-  if (pv->bundle[0] && sbx_rm_rf(pv->bundle) < 0 && errno != ENOENT)
+  /* An image's overlay first (runsc, whose gofer served it, is gone):
+   * never remove a bundle with something still mounted in it. */
+  if (pv->bundle[0] && sbx_gv_bundle_unmount(pv->bundle) < 0)
+    sbx_warn("gvisor", "%s: unmounting %s/rootfs: %s; leaving the bundle", id, pv->bundle,
+             strerror(errno));
+  else if (pv->bundle[0] && sbx_rm_rf(pv->bundle) < 0 && errno != ENOENT)
     sbx_warn("gvisor", "%s: rm %s: %s", id, pv->bundle, strerror(errno));
   sbx_debug("gvisor", "%s down: exit %llu ms, kill %llu ms, cleanup %llu ms", id,
             (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1),
@@ -305,8 +315,8 @@ static struct sbx_limits host_limits(const struct sbx_limits *req, uint64_t disk
   return lim;
 }
 
-static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim, int *chan_out,
-                     struct sbx_error *err)
+static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
+                     const struct sbx_gv_image *img, int *chan_out, struct sbx_error *err)
 {
   struct sbx_limits hl = host_limits(lim, lim->disk_bytes);
   if (sbx_cg_create(&gv.cg, pv->rid, &hl, &pv->cg, err) < 0) {
@@ -315,7 +325,7 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim, int *
     return -1;
   }
   snprintf(pv->bundle, sizeof pv->bundle, "%s/%s", gv.dir, pv->rid);
-  if (sbx_gv_bundle_write(pv->bundle, gv.init_path, lim->disk_bytes, lim->pids, err) < 0) {
+  if (sbx_gv_bundle_write(pv->bundle, gv.init_path, lim->disk_bytes, lim->pids, img, err) < 0) {
     if (err->errnum == EEXIST)
       pv->bundle[0] = '\0'; /* someone else's dir: leave it alone */
     return -1;
@@ -337,9 +347,10 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim, int *
   return 0;
 }
 
-/* Builds one sandbox; on failure nothing of it is left. */
-static int build(const char *rid, const struct sbx_limits *lim, struct sbx_gv_priv **out,
-                 int *chan_out, struct sbx_error *err)
+/* Builds one sandbox (img NULL: the host pack); on failure nothing of it
+ * is left. */
+static int build(const char *rid, const struct sbx_limits *lim, const struct sbx_gv_image *img,
+                 struct sbx_gv_priv **out, int *chan_out, struct sbx_error *err)
 {
   struct sbx_gv_priv *pv = calloc(1, sizeof *pv);
   if (!pv)
@@ -347,7 +358,7 @@ static int build(const char *rid, const struct sbx_limits *lim, struct sbx_gv_pr
   pv->cg.v2_dirfd = -1;
   snprintf(pv->rid, sizeof pv->rid, "%s", rid);
   uint64_t t0 = sbx_now_ms();
-  if (start_one(pv, lim, chan_out, err) < 0) {
+  if (start_one(pv, lim, img, chan_out, err) < 0) {
     sbx_err_prefix(err, "gvisor %s", rid);
     teardown(pv, false);
     free(pv);
@@ -364,7 +375,7 @@ static int build_pooled(const char *rid, uint64_t disk, uint64_t pids, struct sb
                         int *chan, struct sbx_error *err)
 {
   struct sbx_limits lim = {.disk_bytes = disk, .pids = pids, .memory_bytes = POOL_IDLE_MEMORY};
-  return build(rid, &lim, pv, chan, err);
+  return build(rid, &lim, NULL, pv, chan, err);
 }
 
 static void drop(struct sbx_gv_priv *pv, int chan)
@@ -399,18 +410,28 @@ static int gvisor_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox
   *out = NULL;
   if (!gv.ready)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "gvisor driver not probed/available");
-  if (spec->image && *spec->image && strcmp(spec->image, "host") != 0)
-    return sbx_err_field(err, "image", "the gvisor driver only runs the 'host' image");
+  /* An image reference must come with its layers (the core resolves it);
+   * never the host pack in its place. */
+  bool named = spec->image && *spec->image && strcmp(spec->image, "host") != 0;
+  if ((named || spec->nlayers) && (!spec->layers || spec->nlayers == 0 ||
+                                   spec->nlayers > SBX_GV_MAX_LAYERS))
+    return sbx_err_field(err, "image", "image '%s' has no usable layers (%zu; 1 to %d)",
+                         spec->image ? spec->image : "", spec->nlayers, SBX_GV_MAX_LAYERS);
+  struct sbx_gv_image img = {.layers = spec->layers, .nlayers = spec->nlayers,
+                             .run_uid = spec->run_uid, .run_gid = spec->run_gid};
+  bool image = spec->nlayers > 0;
   uint64_t disk = spec->limits.disk_bytes ? spec->limits.disk_bytes : DEFAULT_DISK;
   struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_gvisor, spec);
   if (!sb)
     return sbx_err_sys(err, ENOMEM, "gvisor");
   int chan = -1;
-  struct sbx_gv_priv *pv = take_pooled(spec, disk, &chan);
+  /* Images (and their User) always start cold: a pooled sandbox is the
+   * host pack, as the sandbox user. */
+  struct sbx_gv_priv *pv = image || spec->run_uid ? NULL : take_pooled(spec, disk, &chan);
   if (!pv) {
     struct sbx_limits lim = spec->limits;
     lim.disk_bytes = disk;
-    if (build(spec->id, &lim, &pv, &chan, err) < 0) {
+    if (build(spec->id, &lim, image ? &img : NULL, &pv, &chan, err) < 0) {
       sbx_sandbox_free(sb);
       return -1;
     }
@@ -476,7 +497,10 @@ static int gvisor_recover(const struct sbx_driver_env *env)
     char p[PATH_MAX + 300];
     snprintf(p, sizeof p, "%s/%s", gv.dir, de->d_name);
     runsc_forget(de->d_name);
-    if (sbx_rm_rf(p) == 0)
+    /* an image sandbox's overlay outlives a killed daemon: unmount first */
+    if (sbx_gv_bundle_unmount(p) < 0)
+      sbx_warn("gvisor", "recovery: unmounting %s/rootfs: %s; leaving it", p, strerror(errno));
+    else if (sbx_rm_rf(p) == 0)
       n++;
   }
   if (d)
@@ -500,9 +524,10 @@ const struct sbx_driver sbx_drv_gvisor = {
     .abi = SBX_DRIVER_ABI,
     .name = "gvisor",
     .klass = "user-space-kernel",
-    /* all through the fd-in forms (see the top); no egress (network none) */
+    /* all through the fd-in forms (see the top); no egress (network none);
+     * OCI images as copy-on-write overlays (gvisor_bundle.c) */
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH |
-            SBX_CAP_UPSTREAM | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS,
+            SBX_CAP_UPSTREAM | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES,
     .probe = gvisor_probe,
     .create = gvisor_create,
     .destroy = gvisor_destroy,

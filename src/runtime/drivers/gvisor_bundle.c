@@ -1,23 +1,42 @@
 /* gvisor_bundle.c — the OCI bundle of one gvisor sandbox.
  *
- * <dir>/rootfs is a skeleton the host owns: empty mount points, the
- * /bin /lib* /sbin links as on the host (merged /usr) and a synthetic /etc
- * with no host secrets — the same image the container driver builds in
- * isolation/mount.c ("host" pack).  runsc mounts it read-only and adds,
+ * Host pack: <dir>/rootfs is a skeleton the host owns: empty mount points,
+ * the /bin /lib* /sbin links as on the host (merged /usr) and a synthetic
+ * /etc with no host secrets — the same image the container driver builds
+ * in isolation/mount.c ("host" pack).  runsc mounts it read-only and adds,
  * through its gofer, the read-only binds (/usr, CA certs, ld.so.cache,
  * alternatives, sbx-init) and the tmpfs /tmp and /work sized by the disk
- * limit.  <dir>/config.json: uid/gid 1000, no capabilities at all,
- * no_new_privs, empty env, cwd /work, sbx-init as the container's process
- * with the daemon channel on its stdin (--chan-fd 0).  No cgroupsPath:
- * runsc then leaves cgroups alone and runs in the one the driver put it
- * in (see gvisor_proc.c). */
+ * limit.
+ *
+ * Image (issue 7): <dir>/rootfs is an overlayfs the daemon mounts on the
+ * host — the image's layers, each a detached read-only clone of the
+ * store's dir, as its lowers and a detached tmpfs of `disk` bytes as its
+ * upper — and runsc serves it read-write through its gofer.  Nothing is
+ * copied or chowned: the gofer (host root) serves the files with their
+ * on-disk ids, which is what gVisor's kernel shows, so image root files
+ * are root's inside as in the image.  The mounter is real root, so
+ * overlayfs honours the store's whiteouts (0:0 char devs) and opaque dirs
+ * (trusted.overlay.opaque); copy-ups and new files land in the upper only.
+ * The mount points runsc needs (/tmp, /work, /proc, /dev, /sys, /.sbx/
+ * sbx-init, /etc's hosts, resolv.conf and hostname) are made in the
+ * merged tree, i.e. in the upper, never following a symlink of the image.
+ * The overlay is the only mount on the host; unmounting it (detach) drops
+ * the upper and the layer clones with it (sbx_gv_bundle_unmount).
+ *
+ * <dir>/config.json: uid/gid 1000 (or the image's User), no capabilities
+ * at all, no_new_privs, empty env, cwd /work, sbx-init as the container's
+ * process with the daemon channel on its stdin (--chan-fd 0).
+ * cgroupsPath ".": runsc then leaves cgroups alone and runs in the one
+ * the driver put it in (see gvisor_proc.c). */
 #include "runtime/drivers/gvisor_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -133,7 +152,277 @@ static int build_rootfs(int root, json_t *mounts)
   return put_file(root, ".sbx/sbx-init", NULL);
 }
 
-static json_t *process_obj(uint64_t pids)
+/* ---- image roots (issue 7) ------------------------------------------- */
+
+#ifndef FSCONFIG_SET_FD
+#define FSCONFIG_SET_FD 5
+#endif
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+  return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_fsopen(const char *fs)
+{
+  return (int)syscall(SYS_fsopen, fs, FSOPEN_CLOEXEC);
+}
+
+static int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
+{
+  return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
+}
+
+static int sys_fsmount(int fd, unsigned attrs)
+{
+  return (int)syscall(SYS_fsmount, fd, FSMOUNT_CLOEXEC, attrs);
+}
+
+static void close_fds(int *fds, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
+/* Sets key to the directory dirfd.  FSCONFIG_SET_FD (overlayfs 6.13+)
+ * wants a real open file; older kernels take its /proc/self/fd path
+ * (lowerdir+ itself needs 6.7+). */
+static int set_dir(int ofd, const char *key, int dirfd)
+{
+  if (sys_fsconfig(ofd, FSCONFIG_SET_FD, key, NULL, dirfd) == 0)
+    return 0;
+  char p[40];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", dirfd);
+  return sys_fsconfig(ofd, FSCONFIG_SET_STRING, key, p, 0);
+}
+
+/* A detached read-only, nosuid, nodev clone of one layer dir (*tree: keep
+ * it open until the overlay exists), reopened as a directory (*dir).  No
+ * idmapping, unlike the container driver: gVisor's root is the host's
+ * ids as they are, seen through the gofer. */
+static int layer_fds(const char *path, int *tree, int *dir, struct sbx_error *err)
+{
+  if (path[0] != '/')
+    return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %s: not absolute", path);
+  int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (t < 0)
+    return sbx_err_sys(err, errno, "image layer %s: open_tree", path);
+  struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  int fd = -1;
+  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0 ||
+      (fd = openat(t, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    int e = errno;
+    close(t);
+    return sbx_err_sys(err, e, "image layer %s", path);
+  }
+  *tree = t;
+  *dir = fd;
+  return 0;
+}
+
+/* The upper: a detached tmpfs of disk bytes (disk/16 KiB inodes, 1024 to
+ * 1M, as the container driver's) holding upper/ — moded and owned like the
+ * top layer's root, since it is the merged "/" — and work/.  Never
+ * attached on the host: only the overlay references it. */
+static int make_upper(uint64_t disk, const struct stat *top, int *mnt, int *upper, int *work,
+                      struct sbx_error *err)
+{
+  uint64_t inodes = disk / 16384;
+  inodes = inodes < 1024 ? 1024 : inodes > 1048576 ? 1048576 : inodes;
+  char size[24], ninodes[24];
+  snprintf(size, sizeof size, "%llu", (unsigned long long)disk);
+  snprintf(ninodes, sizeof ninodes, "%llu", (unsigned long long)inodes);
+  mode_t mode = top->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+  int fs = sys_fsopen("tmpfs");
+  if (fs < 0)
+    return sbx_err_sys(err, errno, "image upper: fsopen tmpfs");
+  int m = -1, r = -1;
+  if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", "sbxgv-upper", 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ninodes, 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+      sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+      (m = sys_fsmount(fs, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+    sbx_err_sys(err, errno, "image upper: tmpfs of %s bytes", size);
+    goto out;
+  }
+  if (mkdirat(m, "upper", mode) < 0 ||
+      fchownat(m, "upper", top->st_uid, top->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+      fchmodat(m, "upper", mode, 0) < 0 || mkdirat(m, "work", 0700) < 0) {
+    sbx_err_sys(err, errno, "image upper: upper and work dirs");
+    goto out;
+  }
+  *upper = openat(m, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  *work = openat(m, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*upper < 0 || *work < 0) {
+    sbx_err_sys(err, errno, "image upper: opening upper and work");
+    goto out;
+  }
+  r = 0;
+out:
+  close(fs);
+  *mnt = m;
+  return r;
+}
+
+/* Builds the overlay and attaches it at rootfs (an empty dir of ours). */
+static int mount_image(const char *rootfs, const struct sbx_gv_image *img, uint64_t disk,
+                       struct sbx_error *err)
+{
+  if (!img->layers || img->nlayers == 0 || img->nlayers > SBX_GV_MAX_LAYERS)
+    return sbx_err_set(err, SBX_E_INVALID, EINVAL, "image: %zu layers (1..%d)", img->nlayers,
+                       SBX_GV_MAX_LAYERS);
+  int trees[SBX_GV_MAX_LAYERS], lowers[SBX_GV_MAX_LAYERS];
+  int upper_mnt = -1, upper = -1, work = -1, ofd = -1, mnt = -1, r = -1, e = 0;
+  size_t n = 0;
+  for (; n < img->nlayers; n++)
+    if (layer_fds(img->layers[n], &trees[n], &lowers[n], err) < 0)
+      goto out;
+  struct stat top;
+  if (fstat(lowers[n - 1], &top) < 0) {
+    sbx_err_sys(err, errno, "image: top layer");
+    goto out;
+  }
+  if (make_upper(disk, &top, &upper_mnt, &upper, &work, err) < 0)
+    goto out;
+  if ((ofd = sys_fsopen("overlay")) < 0) {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: fsopen overlay: %s",
+                strerror(errno));
+    goto out;
+  }
+  /* As the container driver's (docs/isolation.md §7): a layer's own
+   * redirect/metacopy xattrs are not followed (OCI layers have none);
+   * only whiteouts and opaque dirs count.  lowerdir+ appends below the
+   * ones given: topmost first. */
+  /* "sbxgv-": this one lives in the host's mount table (the gofer serves
+   * it), unlike the container driver's "sbx-*" mounts, which never leave
+   * their sandbox's namespace (and the isolation tests check that). */
+  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", "sbxgv-image", 0) < 0 ||
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0)
+    e = errno;
+  for (size_t i = n; i-- > 0 && !e;)
+    if (set_dir(ofd, "lowerdir+", lowers[i]) < 0)
+      e = errno;
+  if (!e && (set_dir(ofd, "upperdir", upper) < 0 || set_dir(ofd, "workdir", work) < 0))
+    e = errno;
+  if (!e && (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+             (mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0))
+    e = errno;
+  if (!e && syscall(SYS_move_mount, mnt, "", AT_FDCWD, rootfs, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    e = errno;
+  if (e) {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: overlay at %s: %s (needs overlayfs "
+                "with lowerdir+, Linux 6.7+)", rootfs, strerror(e));
+    goto out;
+  }
+  r = 0;
+out:
+  close_fds(lowers, n);
+  close_fds(trees, n);
+  int rest[] = {upper, work, upper_mnt, ofd, mnt};
+  close_fds(rest, sizeof rest / sizeof rest[0]);
+  return r;
+}
+
+/* dir/name as a real directory of the merged tree (made in the upper when
+ * the image lacks it); an image's symlink or file there fails closed. */
+static int image_dir(int dir, const char *name, struct sbx_error *err)
+{
+  if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST)
+    return sbx_err_sys(err, errno, "image: mkdir /%s", name);
+  int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_err_set(err, SBX_E_INVALID, errno, "image: %s cannot be a mount point (%s)",
+                       name, errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
+  return fd;
+}
+
+/* dir/name as a regular file to bind over.  A symlink of the image there
+ * (systemd's resolv.conf) is removed — a whiteout in the upper — and
+ * replaced by an empty file; anything else but a file fails closed. */
+static int image_file(int dir, const char *name, struct sbx_error *err)
+{
+  struct stat st;
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISREG(st.st_mode))
+      return 0;
+    if (!S_ISLNK(st.st_mode))
+      return sbx_err_set(err, SBX_E_INVALID, EISDIR, "image: %s is not a file", name);
+    if (unlinkat(dir, name, 0) < 0)
+      return sbx_err_sys(err, errno, "image: replacing the symlink %s", name);
+  } else if (errno != ENOENT) {
+    return sbx_err_sys(err, errno, "image: %s", name);
+  }
+  if (put_file(dir, name, NULL) < 0)
+    return sbx_err_sys(err, errno, "image: creating %s", name);
+  return 0;
+}
+
+/* The mount points runsc binds over, in the merged tree. */
+static int image_points(int root, struct sbx_error *err)
+{
+  static const char *const dirs[] = {"tmp", "work", "proc", "dev", "sys"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    int fd = image_dir(root, dirs[i], err);
+    if (fd < 0)
+      return -1;
+    close(fd);
+  }
+  _cleanup_close_ int sbx = image_dir(root, ".sbx", err);
+  if (sbx < 0 || image_file(sbx, "sbx-init", err) < 0)
+    return -1;
+  _cleanup_close_ int etc = image_dir(root, "etc", err);
+  if (etc < 0 || image_file(etc, "hosts", err) < 0 || image_file(etc, "resolv.conf", err) < 0 ||
+      image_file(etc, "hostname", err) < 0)
+    return -1;
+  return 0;
+}
+
+/* The image as rootfs, and the sandbox's own /etc files (in the bundle,
+ * bound read-only over the image's). */
+static int build_image_rootfs(const char *dir, const char *rootfs, const struct sbx_gv_image *img,
+                              uint64_t disk, json_t *mounts, struct sbx_error *err)
+{
+  _cleanup_close_ int bd = open(dir, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (bd < 0 || mkdirat(bd, "etc", 0755) < 0)
+    return sbx_err_sys(err, errno, "gvisor: %s/etc", dir);
+  _cleanup_close_ int etc = openat(bd, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (etc < 0 || put_file(etc, "hosts", etc_hosts) < 0 ||
+      put_file(etc, "resolv.conf", etc_resolv) < 0 || put_file(etc, "hostname", "sandbox\n") < 0)
+    return sbx_err_sys(err, errno, "gvisor: writing %s/etc", dir);
+  if (mount_image(rootfs, img, disk, err) < 0)
+    return -1;
+  _cleanup_close_ int root = open(rootfs, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (root < 0)
+    return sbx_err_sys(err, errno, "image: opening %s", rootfs);
+  if (image_points(root, err) < 0)
+    return -1;
+  static const char *const files[] = {"hosts", "resolv.conf", "hostname"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char src[4200], dst[64];
+    snprintf(src, sizeof src, "%s/etc/%s", dir, files[i]);
+    snprintf(dst, sizeof dst, "/etc/%s", files[i]);
+    json_array_append_new(mounts, bind_ro(dst, src));
+  }
+  return 0;
+}
+
+int sbx_gv_bundle_unmount(const char *dir)
+{
+  char p[4200];
+  snprintf(p, sizeof p, "%s/rootfs", dir);
+  /* One overlay normally; a few stacked ones would be someone's doing,
+   * still ours to remove.  EINVAL: not a mount point (any more). */
+  for (int i = 0; i < 8; i++)
+    if (umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+      return errno == EINVAL || errno == ENOENT ? 0 : -1;
+  errno = EBUSY;
+  return -1;
+}
+
+static json_t *process_obj(uint64_t pids, uint32_t uid, uint32_t gid)
 {
   uint64_t nproc = pids ? pids : 16384;
   json_t *none = json_array();
@@ -143,7 +432,7 @@ static json_t *process_obj(uint64_t pids)
   return json_pack(
       "{s:{s:i, s:i}, s:[s,s,s,s,s], s:[], s:s, s:o, s:b, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}],"
       " s:b}", "user",
-      "uid", SBX_GV_UID, "gid", SBX_GV_GID, "args", "/.sbx/sbx-init", "--root", "/",
+      "uid", (int)uid, "gid", (int)gid, "args", "/.sbx/sbx-init", "--root", "/",
       "--chan-fd", "0", "env", "cwd", "/work", "capabilities", caps, "noNewPrivileges", 1,
       "rlimits", "type", "RLIMIT_NOFILE", "hard", 4096, "soft", 4096, "type", "RLIMIT_NPROC",
       "hard", (json_int_t)nproc, "soft", (json_int_t)nproc, "terminal", 0);
@@ -156,24 +445,24 @@ static json_t *process_obj(uint64_t pids)
  * outside our limits. */
 #define CGROUPS_PATH "."
 
-static json_t *config_obj(json_t *mounts, uint64_t pids)
+static json_t *config_obj(json_t *mounts, uint64_t pids, bool readonly, uint32_t uid,
+                          uint32_t gid)
 {
   return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:O, s:{s:s, s:[{s:s},{s:s},{s:s},{s:s},{s:s}]}}",
-                   "ociVersion", "1.0.0", "process", process_obj(pids), "root", "path", "rootfs",
-                   "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux", "cgroupsPath",
+                   "ociVersion", "1.0.0", "process", process_obj(pids, uid, gid), "root", "path",
+                   "rootfs", "readonly", readonly, "hostname", "sandbox", "mounts", mounts, "linux", "cgroupsPath",
                    CGROUPS_PATH, "namespaces",
                    "type", "pid", "type", "network", "type", "ipc", "type", "uts", "type",
                    "mount");
 }
 
-int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
-                        uint64_t pids, struct sbx_error *err)
+static int write_bundle(const char *dir, const char *init_path, uint64_t disk_bytes,
+                        uint64_t pids, const struct sbx_gv_image *img, struct sbx_error *err)
 {
   char p[4200];
   snprintf(p, sizeof p, "%s/rootfs", dir);
-  if (mkdir(dir, 0700) < 0 || mkdir(p, 0755) < 0)
+  if (mkdir(p, 0755) < 0)
     return sbx_err_sys(err, errno, "gvisor: mkdir %s", p);
-  _cleanup_close_ int root = open(p, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   json_t *mounts = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s,s,s,s]}]",
                              "destination", "/proc", "type", "proc", "source", "proc",
                              "destination", "/dev", "type", "tmpfs", "source", "tmpfs",
@@ -181,14 +470,32 @@ int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_by
                              "nosuid", "noexec", "nodev", "ro");
   if (!mounts)
     return sbx_err_sys(err, ENOMEM, "gvisor: config");
-  if (root < 0 || build_rootfs(root, mounts) < 0) {
-    json_decref(mounts);
-    return sbx_err_sys(err, errno, "gvisor: building rootfs in %s", p);
+  /* The image's User (both ids 1..65535, the core checked) or ours. */
+  uint32_t uid = SBX_GV_UID, gid = SBX_GV_GID;
+  if (img && img->run_uid && img->run_gid && img->run_uid <= 65535 && img->run_gid <= 65535) {
+    uid = img->run_uid;
+    gid = img->run_gid;
   }
+  if (img) {
+    if (build_image_rootfs(dir, p, img, disk_bytes, mounts, err) < 0) {
+      json_decref(mounts);
+      return -1;
+    }
+  } else {
+    _cleanup_close_ int root = open(p, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (root < 0 || build_rootfs(root, mounts) < 0) {
+      json_decref(mounts);
+      return sbx_err_sys(err, errno, "gvisor: building rootfs in %s", p);
+    }
+  }
+  char work_opts[96];
+  snprintf(work_opts, sizeof work_opts, "mode=0755,uid=%u,gid=%u", uid, gid);
   json_array_append_new(mounts, bind_ro("/.sbx/sbx-init", init_path));
   json_array_append_new(mounts, tmpfs("/tmp", "mode=1777", disk_bytes));
-  json_array_append_new(mounts, tmpfs("/work", "mode=0755,uid=1000,gid=1000", disk_bytes));
-  json_t *cfg = config_obj(mounts, pids);
+  json_array_append_new(mounts, tmpfs("/work", work_opts, disk_bytes));
+  /* The image's root is writable (copy-on-write into the upper); the host
+   * pack's skeleton is read-only. */
+  json_t *cfg = config_obj(mounts, pids, img == NULL, uid, gid);
   json_decref(mounts);
   snprintf(p, sizeof p, "%s/config.json", dir);
   if (!cfg || json_dump_file(cfg, p, JSON_COMPACT) < 0) {
@@ -197,4 +504,18 @@ int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_by
   }
   json_decref(cfg);
   return 0;
+}
+
+int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
+                        uint64_t pids, const struct sbx_gv_image *img, struct sbx_error *err)
+{
+  if (mkdir(dir, 0700) < 0)
+    return sbx_err_sys(err, errno, "gvisor: mkdir %s", dir);
+  if (write_bundle(dir, init_path, disk_bytes, pids, img, err) == 0)
+    return 0;
+  /* EEXIST tells the caller the dir is someone else's (leave it alone);
+   * this one is ours, with maybe an overlay in it: it must be cleaned. */
+  if (err->errnum == EEXIST)
+    err->errnum = EIO;
+  return -1;
 }

@@ -1,6 +1,7 @@
 /* gvisor_int.h — internals of the gvisor driver, split one job per file:
  *   gvisor.c         the driver table: probe, create, destroy, usage, recover
- *   gvisor_bundle.c  the OCI bundle (rootfs skeleton + config.json)
+ *   gvisor_bundle.c  the OCI bundle (rootfs skeleton or an image's
+ *                    copy-on-write overlay, + config.json)
  *   gvisor_proc.c    running runsc: the long-lived spawner thread that
  *                    starts `runsc run` inside the sandbox's cgroup, and
  *                    bounded one-shot runsc commands (probe, kill, delete)
@@ -29,7 +30,19 @@ struct sbx_gv_priv {
   bool fd_in;            /* READY said FDIN (always, under gVisor): issue 6 */
 };
 
-/* ---- warm pool (gvisor_pool.c) ---- */
+/* An OCI image as the sandbox's root (issue 7): the store's unpacked layer
+ * dirs (absolute, lowest first, 1..SBX_GV_MAX_LAYERS) and the image's User
+ * inside (0: the sandbox user).  NULL where the host pack is meant. */
+struct sbx_gv_image {
+  const char *const *layers;
+  size_t nlayers;
+  uint32_t run_uid, run_gid;
+};
+#define SBX_GV_MAX_LAYERS 128
+
+/* ---- warm pool (gvisor_pool.c) ----
+ * Host-pack sandboxes only, as the sandbox user: the driver never asks the
+ * pool for an image request (gvisor.c, gvisor_create). */
 /* Starts a sandbox with container id rid (sbx-init past READY). */
 typedef int (*sbx_gv_build_fn)(const char *rid, uint64_t disk, uint64_t pids,
                                struct sbx_gv_priv **pv, int *chan, struct sbx_error *err);
@@ -44,13 +57,26 @@ bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids,
 /* Stops the refill thread and drops every idle sandbox. */
 void sbx_gv_pool_stop(void);
 
-/* Writes <dir>/rootfs (skeleton + synthetic /etc) and <dir>/config.json for
- * one sandbox: read-only root, host /usr and CA certs bound read-only,
- * sbx-init bound at /.sbx/sbx-init, tmpfs /tmp and /work of disk_bytes,
- * uid/gid 1000, no capabilities, no_new_privs, empty env, cwd /work,
- * RLIMIT_NPROC = pids (0: 16384) enforced by gVisor's own kernel. */
+/* Writes <dir>/rootfs and <dir>/config.json for one sandbox.  Host pack
+ * (img NULL): a skeleton with a synthetic /etc, mounted read-only by
+ * runsc, host /usr and CA certs bound read-only.  Image: the image's
+ * layers as the read-only lowers of an overlayfs mounted on the host at
+ * <dir>/rootfs, its upper on a tmpfs of disk_bytes (writable root,
+ * copy-on-write), the sandbox's hosts/resolv.conf/hostname bound over the
+ * image's.  Both: sbx-init bound at /.sbx/sbx-init, tmpfs /tmp and /work
+ * of disk_bytes, uid/gid 1000 (or the image's User), no capabilities,
+ * no_new_privs, empty env, cwd /work, RLIMIT_NPROC = pids (0: 16384)
+ * enforced by gVisor's own kernel.  On failure err->errnum is EEXIST
+ * only when dir already existed (not ours: leave it); otherwise the caller
+ * owns what was made: sbx_gv_bundle_unmount, then remove the dir. */
 int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
-                        uint64_t pids, struct sbx_error *err);
+                        uint64_t pids, const struct sbx_gv_image *img, struct sbx_error *err);
+
+/* Unmounts whatever is mounted at <dir>/rootfs (an image sandbox's
+ * overlay, also a killed daemon's).  0 when nothing is mounted there any
+ * more (also when nothing was), -1 with errno otherwise: then the bundle
+ * must not be removed. */
+int sbx_gv_bundle_unmount(const char *dir);
 
 /* Starts argv (argv[0] an absolute path) from the spawner thread with
  * stdin = in_fd, stdout/stderr = log_fd, PR_SET_PDEATHSIG SIGKILL, and
