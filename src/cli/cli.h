@@ -150,5 +150,7 @@ int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body);
 int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_profiles(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_executions(struct sbx_cli *cli, int argc, char **argv);
+/* image.c (issue 7): `sbx image pull|ls|rm|gc`. */
+int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 
 #endif

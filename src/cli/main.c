@@ -25,6 +25,7 @@ static const char usage[] =
     "  cp           copy files or directories to or from a session\n"
     "  profiles     list the isolation profiles and whether they are usable here\n"
     "  executions   list, show and cancel one-shot executions\n"
+    "  image        pull, list, remove and collect images (admin key for changes)\n"
     "  help CMD     show the help of a command\n"
     "\n"
     "Global options (also accepted after the command):\n"
@@ -78,6 +79,7 @@ static const struct verb verbs[] = {
     {"cp", NULL, sbx_cmd_cp},
     {"profiles", "profile", sbx_cmd_profiles},
     {"executions", "execution", sbx_cmd_executions},
+    {"image", "images", sbx_cmd_image},
 };
 
 static const struct verb *find_verb(const char *name)
