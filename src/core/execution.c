@@ -502,6 +502,7 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   struct sbx_span *span = NULL;
   char **env = NULL;
   struct sbx_net_attachment *net = NULL;
+  struct sbx_core_net_prep prep = {0};
   struct sbx_image *image = NULL;
   if (!body || plan_parse(core, body, &plan, &err) < 0) {
     finish_error(core, &row, SBX_RS_NONE, err.msg[0] ? err.msg : "stored request unreadable");
@@ -539,12 +540,14 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
     finish_error(core, &row, SBX_RS_NONE, err.msg);
     goto out;
   }
+  /* gvisor: linked inside create(), before runsc starts (network.c) */
+  sbx_core_net_prepare(&prep, plan.profile, row.id, row.tenant_id, plan.policy, &sspec);
   if (plan.profile->driver->create(&sspec, &sb, &err) < 0) {
     finish_error(core, &row, err.code == SBX_E_RUNTIME_UNAVAILABLE ? SBX_RS_RUNTIME_UNAVAILABLE
                                                                    : SBX_RS_NONE, err.msg);
     goto out;
   }
-  if (sbx_core_net_attach(row.id, row.tenant_id, sb, plan.policy, &net, &err) < 0) {
+  if (sbx_core_net_attach(row.id, row.tenant_id, sb, plan.policy, &prep, &net, &err) < 0) {
     finish_error(core, &row, SBX_RS_NONE, err.msg); /* never run it unlinked */
     goto out;
   }
@@ -581,6 +584,7 @@ out:
   sbx_quota_exec_end(core, it->tenant_id, it->id);
   if (net)
     sbx_net_detach(net);
+  sbx_core_net_prep_drop(&prep); /* a link whose sandbox never came up */
   if (sb)
     sb->driver->destroy(sb);
   if (image) /* after the sandbox that mounted its layers */

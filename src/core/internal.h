@@ -148,10 +148,27 @@ void sbx_core_net_stop(struct sbx_core *core);
  * 503 if this host cannot (the net module did not start). */
 int sbx_core_net_check(const struct sbx_profile *profile, const struct sbx_net_policy *policy,
                        struct sbx_error *err);
-/* Links sb to the host under policy (*out NULL and nothing done for none). */
+/* A sandbox linked while its driver creates it (SBX_CAP_EGRESS_AT_START,
+ * gvisor): the ctx of spec.net_prepare; att is the link it made. */
+struct sbx_core_net_prep {
+  const char *sandbox_id;
+  int64_t tenant_id;
+  const struct sbx_net_policy *policy;
+  struct sbx_net_attachment *att;
+};
+/* Fills spec's net_* hook from prep when the profile's driver links at
+ * start and policy is an allowlist; leaves them NULL otherwise. */
+void sbx_core_net_prepare(struct sbx_core_net_prep *prep, const struct sbx_profile *profile,
+                          const char *sandbox_id, int64_t tenant_id,
+                          const struct sbx_net_policy *policy, struct sbx_sandbox_spec *spec);
+/* Detaches a link the hook made that nobody took (create failed). */
+void sbx_core_net_prep_drop(struct sbx_core_net_prep *prep);
+/* Links sb to the host under policy (*out NULL and nothing done for none).
+ * prep (may be NULL): a link the driver's create already made is taken
+ * from it instead. */
 int sbx_core_net_attach(const char *sandbox_id, int64_t tenant_id, struct sbx_sandbox *sb,
-                        const struct sbx_net_policy *policy, struct sbx_net_attachment **out,
-                        struct sbx_error *err);
+                        const struct sbx_net_policy *policy, struct sbx_core_net_prep *prep,
+                        struct sbx_net_attachment **out, struct sbx_error *err);
 /* Runs spec in sb (writes long code to a file first), upgrading a kill by
  * the OOM killer to oom_killed/memory. */
 int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,

@@ -181,13 +181,57 @@ int sbx_core_net_check(const struct sbx_profile *profile, const struct sbx_net_p
   return 0;
 }
 
+/* spec.net_prepare: called by the driver, inside create(), with a pid in
+ * the sandbox's new netns before anything runs there. */
+static int prepare_cb(void *ctx, pid_t netns_pid, struct sbx_error *err)
+{
+  struct sbx_core_net_prep *prep = ctx;
+  if (prep->att)
+    return sbx_err_set(err, SBX_E_INTERNAL, 0, "net: sandbox %s linked twice", prep->sandbox_id);
+  char tenant[24];
+  snprintf(tenant, sizeof tenant, "%" PRId64, prep->tenant_id);
+  if (sbx_net_attach(prep->sandbox_id, tenant, netns_pid, prep->policy, &prep->att, err) < 0)
+    return sbx_err_prefix(err, "linking the sandbox to its egress policy");
+  return 0;
+}
+
+void sbx_core_net_prepare(struct sbx_core_net_prep *prep, const struct sbx_profile *profile,
+                          const char *sandbox_id, int64_t tenant_id,
+                          const struct sbx_net_policy *policy, struct sbx_sandbox_spec *spec)
+{
+  *prep = (struct sbx_core_net_prep){.sandbox_id = sandbox_id, .tenant_id = tenant_id,
+                                     .policy = policy};
+  if (!policy || policy->egress != SBX_NET_EGRESS_ALLOWLIST ||
+      !(profile->driver->caps & SBX_CAP_EGRESS_AT_START))
+    return;
+  spec->net_prepare = prepare_cb;
+  spec->net_ctx = prep;
+  spec->net_resolv_conf = sbx_net_resolv_conf();
+}
+
+void sbx_core_net_prep_drop(struct sbx_core_net_prep *prep)
+{
+  if (prep && prep->att)
+    sbx_net_detach(prep->att);
+  if (prep)
+    prep->att = NULL;
+}
+
 int sbx_core_net_attach(const char *sandbox_id, int64_t tenant_id, struct sbx_sandbox *sb,
-                        const struct sbx_net_policy *policy, struct sbx_net_attachment **out,
-                        struct sbx_error *err)
+                        const struct sbx_net_policy *policy, struct sbx_core_net_prep *prep,
+                        struct sbx_net_attachment **out, struct sbx_error *err)
 {
   *out = NULL;
   if (!policy || policy->egress == SBX_NET_EGRESS_NONE)
     return 0; /* the none path: nothing to do, nothing to pay */
+  if (prep && prep->att) { /* the driver's create linked it already */
+    *out = prep->att;
+    prep->att = NULL;
+    return 0;
+  }
+  if (sb->driver->caps & SBX_CAP_EGRESS_AT_START) /* its init_pid is not in its netns */
+    return sbx_err_set(err, SBX_E_INTERNAL, 0, "the %s sandbox was not linked at create",
+                       sb->driver->name);
   char tenant[24];
   snprintf(tenant, sizeof tenant, "%" PRId64, tenant_id);
   if (sbx_net_attach(sandbox_id, tenant, sb->init_pid, policy, out, err) < 0)

@@ -238,6 +238,7 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   int rc = -1, held = -1; /* held: a session-quota reservation (issue 8) */
   struct sbx_live_session *ls = NULL;
   struct sbx_session_row row = {0};
+  struct sbx_core_net_prep prep = {0};
   uint64_t obs_t0 = sbx_now_ns(); /* issue 8: sandbox_session_create_seconds */
   struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
                                              cr.profile->name, cr.metadata, false);
@@ -269,13 +270,15 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
                                   .image = cr.profile->image, .limits = cr.limits};
   if (sbx_core_image_spec(ls->image, &spec, err) < 0)
     goto out;
+  /* gvisor: linked inside create(), before runsc starts (network.c) */
+  sbx_core_net_prepare(&prep, cr.profile, ls->id, who->tenant_id, cr.policy, &spec);
   if (cr.profile->driver->create(&spec, &ls->sb, err) < 0) {
     sbx_err_prefix(err, "creating the %s sandbox", cr.profile->driver_name);
     goto out;
   }
   ls->policy = cr.policy;
   cr.policy = NULL;
-  if (sbx_core_net_attach(ls->id, who->tenant_id, ls->sb, ls->policy, &ls->net, err) < 0)
+  if (sbx_core_net_attach(ls->id, who->tenant_id, ls->sb, ls->policy, &prep, &ls->net, err) < 0)
     goto out; /* live_free below destroys the sandbox: never run it unlinked */
   int64_t now = sbx_wall_s();
   snprintf(row.id, sizeof row.id, "%s", ls->id);
@@ -312,6 +315,7 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   rc = 0;
   sbx_metrics_session_create(cr.profile->name, (double)(sbx_now_ns() - obs_t0) / 1e9);
 out:
+  sbx_core_net_prep_drop(&prep); /* a link whose sandbox never came up */
   if (ls)
     live_free(ls); /* destroys a half-made sandbox: nothing is left behind */
   if (held == 0)
@@ -385,8 +389,9 @@ int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, con
 }
 
 /* "Install, then lock" (issue 5): the new policy holds for new connections
- * before the PATCH answers.  A session that was none gets its link now; one
- * going back to none keeps its link but admits nothing.  Takes *policy. */
+ * before the PATCH answers.  A session that was none gets its link now
+ * (except where the link is only made at start: gvisor, 409); one going
+ * back to none keeps its link but admits nothing.  Takes *policy. */
 static int apply_policy(struct sbx_core *core, struct sbx_live_session *ls,
                         struct sbx_net_policy **policy, struct sbx_error *err)
 {
@@ -397,8 +402,16 @@ static int apply_policy(struct sbx_core *core, struct sbx_live_session *ls,
   int rc = 0;
   if (ls->net)
     rc = sbx_net_update(ls->net, *policy, err);
-  else if ((*policy)->egress == SBX_NET_EGRESS_ALLOWLIST)
-    rc = sbx_core_net_attach(ls->id, ls->tenant_id, ls->sb, *policy, &ls->net, err);
+  else if ((*policy)->egress == SBX_NET_EGRESS_ALLOWLIST &&
+           (ls->profile->driver->caps & SBX_CAP_EGRESS_AT_START)) {
+    sbx_err_set(err, SBX_E_CONFLICT, 0, "%s sandboxes get their network link at create: create "
+                "the session with an allowlist (\"allow\": [] admits nothing) to change it "
+                "later", ls->profile->driver_name);
+    rc = sbx_err_fr(err, "Les bacs à sable %s reçoivent leur lien réseau à la création : créez "
+                    "la session avec une liste d'accès (\"allow\": [] n'admet rien) pour la "
+                    "changer ensuite", ls->profile->driver_name);
+  } else if ((*policy)->egress == SBX_NET_EGRESS_ALLOWLIST)
+    rc = sbx_core_net_attach(ls->id, ls->tenant_id, ls->sb, *policy, NULL, &ls->net, err);
   if (rc == 0) {
     sbx_net_policy_free(ls->policy);
     ls->policy = *policy;

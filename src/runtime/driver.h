@@ -37,10 +37,17 @@ enum {
   SBX_CAP_CONTEXTS = 1u << 6,
   /* issue 5: its sandboxes have a network namespace of their own that the
    * net module can link to the host under an egress allowlist (a process
-   * inside it is sb->init_pid). */
+   * inside it is sb->init_pid; with SBX_CAP_EGRESS_AT_START, the pid given
+   * to spec.net_prepare instead). */
   SBX_CAP_EGRESS = 1u << 7,
   /* issue 7: it mounts an OCI image's layers (spec.layers) as the root */
   SBX_CAP_IMAGES = 1u << 8,
+  /* Internal (not listed by the API): its sandboxes take their network
+   * link when they start, never later (gvisor: runsc copies the netns's
+   * interfaces at start).  The core then links them through
+   * spec.net_prepare during create() and refuses none→allowlist on a live
+   * one (409). */
+  SBX_CAP_EGRESS_AT_START = 1u << 9,
 };
 
 /* Resource limits of one sandbox.  0 means "no limit from the request"
@@ -80,6 +87,16 @@ struct sbx_sandbox_spec {
    * 65535); 0: the sandbox user (1000).  Never root: an image asking for
    * root runs as the sandbox user (docs/images.md). */
   uint32_t run_uid, run_gid;
+  /* Egress allowlists on SBX_CAP_EGRESS_AT_START drivers; all NULL
+   * otherwise (and for egress none).  Such a driver builds the sandbox's
+   * network namespace first, calls net_prepare(net_ctx, pid of a process in
+   * it) before it starts anything there (the core links it to the host:
+   * sbx_net_attach), and gives the sandbox net_resolv_conf as its
+   * /etc/resolv.conf.  A net_prepare failure fails create().  Other
+   * drivers ignore these: the core links their sandboxes after create(). */
+  int (*net_prepare)(void *net_ctx, pid_t netns_pid, struct sbx_error *err);
+  void *net_ctx;
+  const char *net_resolv_conf;
 };
 
 /* Resource counters of a sandbox as a whole (cgroup), if the driver has them. */

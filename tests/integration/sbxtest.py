@@ -94,9 +94,79 @@ def marker():
     return "sbxmark" + uuid.uuid4().hex
 
 
+def tag_of(mark):
+    """The process name (comm, 15 characters) a marked workload gives
+    itself.  The host sees a gVisor workload's cmdline nowhere (its tasks
+    live inside the Sentry), but `runsc ps` lists their names."""
+    return "sbx" + mark[-12:]
+
+
+def name_self(mark):
+    """Python statements that set the process name to tag_of(mark)."""
+    return f"import ctypes; ctypes.CDLL(None).prctl(15, b'{tag_of(mark)}', 0, 0, 0); "
+
+
 def sleeper(mark, seconds=300):
-    """argv of a process that sleeps and carries mark in its own cmdline."""
-    return ["python3", "-c", f"import time; time.sleep({seconds})", mark]
+    """argv of a process that sleeps and carries mark in its own cmdline
+    (seen by procs_with on the host) and tag_of(mark) as its name (seen by
+    gvisor_procs_with inside gVisor)."""
+    return ["python3", "-c", name_self(mark) + f"import time; time.sleep({seconds})", mark]
+
+
+def ticker(mark, every=0.1):
+    """argv of a process that prints "tick" every `every` s, forever; marked
+    like sleeper()."""
+    return ["python3", "-c", name_self(mark) +
+            f"import time\nwhile True:\n print('tick', flush=True); time.sleep({every})", mark]
+
+
+def runsc_for(daemon):
+    """The runsc a daemon uses (its own env, else the run's, else PATH)."""
+    return daemon.env.get("SANDBOXD_RUNSC") or os.environ.get("SANDBOXD_RUNSC") or "runsc"
+
+
+def gvisor_procs_with(daemon, mark):
+    """"id:pid" of the tasks named tag_of(mark) inside the gVisor sandboxes
+    of this daemon, as `runsc ps` (gVisor's own process table, asked through
+    runsc's control socket) lists them.  A sandbox runsc still lists as
+    running but cannot answer counts as holding the task: absence is only
+    believed when gVisor says so or the sandbox is gone."""
+    root = os.path.join(daemon.state_dir, "gvisor-runsc")
+    if not os.path.isdir(root):
+        return []
+    runsc = runsc_for(daemon)
+    tag = tag_of(mark)
+
+    def running_ids():
+        r = subprocess.run([runsc, "--root", root, "list", "--format", "json"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, f"runsc list: {r.stderr.strip()}"
+        return [c["id"] for c in json.loads(r.stdout or "null") or []
+                if c.get("status") in ("created", "running", "paused")]
+
+    found = []
+    for cid in running_ids():
+        # the table (this runsc's json is the pids alone):
+        # UID PID PPID C TTY STIME TIME CMD, CMD being the task's name
+        r = subprocess.run([runsc, "--root", root, "ps", cid],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            if cid in running_ids():
+                found.append(f"{cid}:?")
+            continue
+        for line in r.stdout.splitlines()[1:]:
+            cols = line.split()
+            if len(cols) >= 8 and cols[-1] == tag:
+                found.append(f"{cid}:{cols[1]}")
+    return found
+
+
+def workload_procs(daemon, mark):
+    """Live processes of a marked workload (sleeper, ticker, name_self)
+    wherever it runs: host processes whose cmdline carries mark (process
+    and container drivers) and tasks inside the daemon's gVisor sandboxes
+    named tag_of(mark)."""
+    return procs_with(mark) + gvisor_procs_with(daemon, mark)
 
 
 def procs_using(path):
@@ -149,12 +219,15 @@ def proc_status(pid, field):
 class Daemon:
     """One sandboxd serve process on a state dir; restartable."""
 
-    def __init__(self, state_dir, extra_args=()):
+    def __init__(self, state_dir, extra_args=(), env=None):
         self.state_dir = str(state_dir)
         os.makedirs(self.state_dir, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_args = list(extra_args)
+        # Environment overrides for this daemon only (e.g. SANDBOXD_RUNSC),
+        # on top of the test run's own environment.
+        self.env = dict(env or {})
         self.proc = None
         self.log_path = os.path.join(self.state_dir, "sandboxd.log")
         self.starts = 0
@@ -175,7 +248,8 @@ class Daemon:
         log.write(f"\n==== start #{self.starts} ====\n".encode())
         log.flush()
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=log, start_new_session=True)
+                                     stdout=log, stderr=log, start_new_session=True,
+                                     env=dict(os.environ, **self.env))
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -90,9 +90,11 @@ def test_profile_lists_platform_and_capabilities(gv):
         assert p["class"] == "user-space-kernel"
         assert p["platform"] in ("ptrace", "systrap", "kvm"), p
         # gVisor cannot pass fds out to the host; the fd-in forms of the
-        # protocol (issue 6) give every capability but egress (network none)
+        # protocol (issue 6) give every capability; egress allowlists are
+        # linked at create (test_gvisor_network.py)
         assert set(p["capabilities"]) == {"exec", "files", "terminal", "watch", "upstream",
-                                          "archive", "contexts", "images"}, p
+                                          "archive", "contexts", "images",
+                                          "egress_allowlist"}, p
     assert "platform" not in ps["process"]
 
 

@@ -27,7 +27,16 @@
  * Images (issue 7): the bundle's rootfs is then an overlayfs of the
  * image's layers that the daemon mounts on the host (gvisor_bundle.c);
  * teardown and recovery unmount it before anything is removed.  Image
- * sandboxes always start cold: the pool holds host-pack sandboxes only. */
+ * sandboxes always start cold: the pool holds host-pack sandboxes only.
+ *
+ * Egress allowlists (issue 5): runsc --network=sandbox hands the
+ * interfaces of the netns the bundle names to gVisor's netstack, copying
+ * addresses and routes once, at start.  So an allowlisted sandbox gets a
+ * netns first (a holder process, gvisor_proc.c), the core links it
+ * (spec.net_prepare → sbx_net_attach), and only then runsc starts in it.
+ * Such sandboxes start cold (the pool's have network none) and cannot
+ * gain a link later (the core answers 409).  The nft rules, DNS responder
+ * and proxy outside are the same as for the container driver. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -255,6 +264,7 @@ static void teardown(struct sbx_gv_priv *pv, bool graceful)
   if (pv->runsc_pid > 0 && sbx_gv_reap(pv->runsc_pid, 5000, true) < 0)
     sbx_warn("gvisor", "%s: runsc %d not reaped", id, (int)pv->runsc_pid);
   pv->runsc_pid = 0;
+  sbx_gv_netns_release(&pv->holder_pid, &pv->holder_fd); /* its netns (and veth end) go */
   uint64_t t2 = sbx_now_ms();
   runsc_forget(id);
   sbx_cg_kill(&pv->cg, 2000, NULL);
@@ -274,18 +284,22 @@ static void teardown(struct sbx_gv_priv *pv, bool graceful)
 
 /* ---- create ----------------------------------------------------------- */
 
-static int start_runsc(struct sbx_gv_priv *pv, const char *id, int far_end, struct sbx_error *err)
+static int start_runsc(struct sbx_gv_priv *pv, const char *id, int far_end, bool networked,
+                       struct sbx_error *err)
 {
   char log[PATH_MAX + 16], rootarg[PATH_MAX + 16], platarg[32], bundle[PATH_MAX + 16];
   snprintf(log, sizeof log, "%s/runsc.log", pv->bundle);
   snprintf(rootarg, sizeof rootarg, "--root=%s", gv.runsc_root);
   snprintf(platarg, sizeof platarg, "--platform=%s", gv.platform);
   snprintf(bundle, sizeof bundle, "--bundle=%s", pv->bundle);
-  char *argv[] = {gv.runsc, rootarg, platarg, "--network=none", "run", bundle, (char *)id, NULL};
+  /* sandbox: gVisor's netstack takes over the interfaces (the veth) of the
+   * netns config.json names; none: only its own loopback */
+  char *argv[] = {gv.runsc, rootarg, platarg, networked ? "--network=sandbox" : "--network=none",
+                  "run", bundle, (char *)id, NULL};
   _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log_fd < 0)
     return sbx_err_sys(err, errno, "gvisor: open %s", log);
-  return sbx_gv_spawn(argv, far_end, log_fd, &pv->cg, &pv->runsc_pid, err);
+  return sbx_gv_spawn(argv, far_end, log_fd, &pv->cg, networked, &pv->runsc_pid, err);
 }
 
 /* runsc's own words when the sandbox did not come up. */
@@ -316,7 +330,8 @@ static struct sbx_limits host_limits(const struct sbx_limits *req, uint64_t disk
 }
 
 static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
-                     const struct sbx_gv_image *img, int *chan_out, struct sbx_error *err)
+                     const struct sbx_gv_image *img, const struct sbx_gv_net *net, int *chan_out,
+                     struct sbx_error *err)
 {
   struct sbx_limits hl = host_limits(lim, lim->disk_bytes);
   if (sbx_cg_create(&gv.cg, pv->rid, &hl, &pv->cg, err) < 0) {
@@ -324,8 +339,19 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
     pv->cg.v2_dirfd = -1;
     return -1;
   }
+  /* An allowlist: the netns exists and is linked before runsc starts,
+   * since runsc copies its interfaces, addresses and routes at start. */
+  char netns[64];
+  if (net) {
+    if (sbx_gv_netns_hold(&pv->cg, &pv->holder_pid, &pv->holder_fd, err) < 0)
+      return -1;
+    snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)pv->holder_pid);
+    if (net->prepare(net->ctx, pv->holder_pid, err) < 0)
+      return -1;
+  }
   snprintf(pv->bundle, sizeof pv->bundle, "%s/%s", gv.dir, pv->rid);
-  if (sbx_gv_bundle_write(pv->bundle, gv.init_path, lim->disk_bytes, lim->pids, img, err) < 0) {
+  if (sbx_gv_bundle_write(pv->bundle, gv.init_path, lim->disk_bytes, lim->pids, img,
+                          net ? netns : NULL, net ? net->resolv_conf : NULL, err) < 0) {
     if (err->errnum == EEXIST)
       pv->bundle[0] = '\0'; /* someone else's dir: leave it alone */
     return -1;
@@ -334,7 +360,7 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     return sbx_err_sys(err, errno, "gvisor: socketpair");
   _cleanup_close_ int mine = sv[0], far = sv[1];
-  if (start_runsc(pv, pv->rid, far, err) < 0)
+  if (start_runsc(pv, pv->rid, far, net != NULL, err) < 0)
     return -1;
   close(steal_fd(&far)); /* EOF reaches us if runsc dies before READY */
   uint32_t flags = 0;
@@ -350,15 +376,17 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
 /* Builds one sandbox (img NULL: the host pack); on failure nothing of it
  * is left. */
 static int build(const char *rid, const struct sbx_limits *lim, const struct sbx_gv_image *img,
-                 struct sbx_gv_priv **out, int *chan_out, struct sbx_error *err)
+                 const struct sbx_gv_net *net, struct sbx_gv_priv **out, int *chan_out,
+                 struct sbx_error *err)
 {
   struct sbx_gv_priv *pv = calloc(1, sizeof *pv);
   if (!pv)
     return sbx_err_sys(err, ENOMEM, "gvisor");
   pv->cg.v2_dirfd = -1;
+  pv->holder_fd = -1;
   snprintf(pv->rid, sizeof pv->rid, "%s", rid);
   uint64_t t0 = sbx_now_ms();
-  if (start_one(pv, lim, img, chan_out, err) < 0) {
+  if (start_one(pv, lim, img, net, chan_out, err) < 0) {
     sbx_err_prefix(err, "gvisor %s", rid);
     teardown(pv, false);
     free(pv);
@@ -375,7 +403,7 @@ static int build_pooled(const char *rid, uint64_t disk, uint64_t pids, struct sb
                         int *chan, struct sbx_error *err)
 {
   struct sbx_limits lim = {.disk_bytes = disk, .pids = pids, .memory_bytes = POOL_IDLE_MEMORY};
-  return build(rid, &lim, NULL, pv, chan, err);
+  return build(rid, &lim, NULL, NULL, pv, chan, err);
 }
 
 static void drop(struct sbx_gv_priv *pv, int chan)
@@ -425,13 +453,18 @@ static int gvisor_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox
   if (!sb)
     return sbx_err_sys(err, ENOMEM, "gvisor");
   int chan = -1;
+  struct sbx_gv_net net = {.prepare = spec->net_prepare, .ctx = spec->net_ctx,
+                           .resolv_conf = spec->net_resolv_conf};
+  bool networked = spec->net_prepare != NULL;
   /* Images (and their User) always start cold: a pooled sandbox is the
-   * host pack, as the sandbox user. */
-  struct sbx_gv_priv *pv = image || spec->run_uid ? NULL : take_pooled(spec, disk, &chan);
+   * host pack, as the sandbox user.  So do allowlisted ones: a pooled
+   * sandbox has network none, and its netns cannot be swapped after start. */
+  struct sbx_gv_priv *pv =
+      image || spec->run_uid || networked ? NULL : take_pooled(spec, disk, &chan);
   if (!pv) {
     struct sbx_limits lim = spec->limits;
     lim.disk_bytes = disk;
-    if (build(spec->id, &lim, image ? &img : NULL, &pv, &chan, err) < 0) {
+    if (build(spec->id, &lim, image ? &img : NULL, networked ? &net : NULL, &pv, &chan, err) < 0) {
       sbx_sandbox_free(sb);
       return -1;
     }
@@ -524,10 +557,12 @@ const struct sbx_driver sbx_drv_gvisor = {
     .abi = SBX_DRIVER_ABI,
     .name = "gvisor",
     .klass = "user-space-kernel",
-    /* all through the fd-in forms (see the top); no egress (network none);
-     * OCI images as copy-on-write overlays (gvisor_bundle.c) */
+    /* all through the fd-in forms (see the top); egress allowlists with
+     * the link made before runsc starts (spec.net_prepare); OCI images as
+     * copy-on-write overlays (gvisor_bundle.c) */
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH |
-            SBX_CAP_UPSTREAM | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES,
+            SBX_CAP_UPSTREAM | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES |
+            SBX_CAP_EGRESS | SBX_CAP_EGRESS_AT_START,
     .probe = gvisor_probe,
     .create = gvisor_create,
     .destroy = gvisor_destroy,

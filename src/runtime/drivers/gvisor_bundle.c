@@ -23,6 +23,10 @@
  * The overlay is the only mount on the host; unmounting it (detach) drops
  * the upper and the layer clones with it (sbx_gv_bundle_unmount).
  *
+ * Egress allowlist: the network namespace is one the driver made and the
+ * net module linked (linux.namespaces path), and /etc/resolv.conf names
+ * the net module's DNS address instead of nothing.
+ *
  * <dir>/config.json: uid/gid 1000 (or the image's User), no capabilities
  * at all, no_new_privs, empty env, cwd /work, sbx-init as the container's
  * process with the daemon channel on its stdin (--chan-fd 0).
@@ -102,7 +106,7 @@ static bool is_file(const char *p)
 }
 
 /* Top-level dirs, links as on the host, /etc.  Adds the binds it needs. */
-static int build_rootfs(int root, json_t *mounts)
+static int build_rootfs(int root, json_t *mounts, const char *resolv)
 {
   static const char *const dirs[] = {"usr", "etc", "tmp", "work", "proc", "dev", "sys", ".sbx"};
   static const char *const tops[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
@@ -131,7 +135,7 @@ static int build_rootfs(int root, json_t *mounts)
   }
   _cleanup_close_ int etc = openat(root, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (etc < 0 || put_file(etc, "passwd", etc_passwd) < 0 || put_file(etc, "group", etc_group) < 0 ||
-      put_file(etc, "hosts", etc_hosts) < 0 || put_file(etc, "resolv.conf", etc_resolv) < 0 ||
+      put_file(etc, "hosts", etc_hosts) < 0 || put_file(etc, "resolv.conf", resolv) < 0 ||
       put_file(etc, "nsswitch.conf", etc_nsswitch) < 0 || put_file(etc, "hostname", "sandbox\n") < 0)
     return -1;
   if (is_file("/etc/ld.so.cache")) {
@@ -383,14 +387,15 @@ static int image_points(int root, struct sbx_error *err)
 /* The image as rootfs, and the sandbox's own /etc files (in the bundle,
  * bound read-only over the image's). */
 static int build_image_rootfs(const char *dir, const char *rootfs, const struct sbx_gv_image *img,
-                              uint64_t disk, json_t *mounts, struct sbx_error *err)
+                              uint64_t disk, json_t *mounts, const char *resolv,
+                              struct sbx_error *err)
 {
   _cleanup_close_ int bd = open(dir, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (bd < 0 || mkdirat(bd, "etc", 0755) < 0)
     return sbx_err_sys(err, errno, "gvisor: %s/etc", dir);
   _cleanup_close_ int etc = openat(bd, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (etc < 0 || put_file(etc, "hosts", etc_hosts) < 0 ||
-      put_file(etc, "resolv.conf", etc_resolv) < 0 || put_file(etc, "hostname", "sandbox\n") < 0)
+      put_file(etc, "resolv.conf", resolv) < 0 || put_file(etc, "hostname", "sandbox\n") < 0)
     return sbx_err_sys(err, errno, "gvisor: writing %s/etc", dir);
   if (mount_image(rootfs, img, disk, err) < 0)
     return -1;
@@ -445,20 +450,28 @@ static json_t *process_obj(uint64_t pids, uint32_t uid, uint32_t gid)
  * outside our limits. */
 #define CGROUPS_PATH "."
 
+/* netns NULL: runsc makes a network namespace of its own (network none,
+ * only gVisor's loopback); else the one at that path, whose interfaces
+ * runsc --network=sandbox hands to gVisor's netstack. */
 static json_t *config_obj(json_t *mounts, uint64_t pids, bool readonly, uint32_t uid,
-                          uint32_t gid)
+                          uint32_t gid, const char *netns)
 {
-  return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:O, s:{s:s, s:[{s:s},{s:s},{s:s},{s:s},{s:s}]}}",
+  json_t *net = netns ? json_pack("{s:s, s:s}", "type", "network", "path", netns)
+                      : json_pack("{s:s}", "type", "network");
+  return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:O, s:{s:s, s:[{s:s},o,{s:s},{s:s},{s:s}]}}",
                    "ociVersion", "1.0.0", "process", process_obj(pids, uid, gid), "root", "path",
                    "rootfs", "readonly", readonly, "hostname", "sandbox", "mounts", mounts, "linux", "cgroupsPath",
                    CGROUPS_PATH, "namespaces",
-                   "type", "pid", "type", "network", "type", "ipc", "type", "uts", "type",
+                   "type", "pid", net, "type", "ipc", "type", "uts", "type",
                    "mount");
 }
 
 static int write_bundle(const char *dir, const char *init_path, uint64_t disk_bytes,
-                        uint64_t pids, const struct sbx_gv_image *img, struct sbx_error *err)
+                        uint64_t pids, const struct sbx_gv_image *img, const char *netns,
+                        const char *resolv, struct sbx_error *err)
 {
+  if (!resolv)
+    resolv = etc_resolv;
   char p[4200];
   snprintf(p, sizeof p, "%s/rootfs", dir);
   if (mkdir(p, 0755) < 0)
@@ -477,13 +490,13 @@ static int write_bundle(const char *dir, const char *init_path, uint64_t disk_by
     gid = img->run_gid;
   }
   if (img) {
-    if (build_image_rootfs(dir, p, img, disk_bytes, mounts, err) < 0) {
+    if (build_image_rootfs(dir, p, img, disk_bytes, mounts, resolv, err) < 0) {
       json_decref(mounts);
       return -1;
     }
   } else {
     _cleanup_close_ int root = open(p, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (root < 0 || build_rootfs(root, mounts) < 0) {
+    if (root < 0 || build_rootfs(root, mounts, resolv) < 0) {
       json_decref(mounts);
       return sbx_err_sys(err, errno, "gvisor: building rootfs in %s", p);
     }
@@ -495,7 +508,7 @@ static int write_bundle(const char *dir, const char *init_path, uint64_t disk_by
   json_array_append_new(mounts, tmpfs("/work", work_opts, disk_bytes));
   /* The image's root is writable (copy-on-write into the upper); the host
    * pack's skeleton is read-only. */
-  json_t *cfg = config_obj(mounts, pids, img == NULL, uid, gid);
+  json_t *cfg = config_obj(mounts, pids, img == NULL, uid, gid, netns);
   json_decref(mounts);
   snprintf(p, sizeof p, "%s/config.json", dir);
   if (!cfg || json_dump_file(cfg, p, JSON_COMPACT) < 0) {
@@ -507,11 +520,12 @@ static int write_bundle(const char *dir, const char *init_path, uint64_t disk_by
 }
 
 int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
-                        uint64_t pids, const struct sbx_gv_image *img, struct sbx_error *err)
+                        uint64_t pids, const struct sbx_gv_image *img, const char *netns,
+                        const char *resolv, struct sbx_error *err)
 {
   if (mkdir(dir, 0700) < 0)
     return sbx_err_sys(err, errno, "gvisor: mkdir %s", dir);
-  if (write_bundle(dir, init_path, disk_bytes, pids, img, err) == 0)
+  if (write_bundle(dir, init_path, disk_bytes, pids, img, netns, resolv, err) == 0)
     return 0;
   /* EEXIST tells the caller the dir is someone else's (leave it alone);
    * this one is ours, with maybe an overlay in it: it must be cleaned. */

@@ -28,6 +28,17 @@ struct sbx_gv_priv {
   pid_t runsc_pid;       /* `runsc run`, our child */
   char bundle[4096];
   bool fd_in;            /* READY said FDIN (always, under gVisor): issue 6 */
+  /* Egress allowlist: the netns holder (sbx_gv_netns_hold) whose netns
+   * runsc joined; 0/-1 for network none. */
+  pid_t holder_pid;
+  int holder_fd;
+};
+
+/* What an allowlisted sandbox needs at create (NULL: network none). */
+struct sbx_gv_net {
+  int (*prepare)(void *ctx, pid_t netns_pid, struct sbx_error *err);
+  void *ctx;
+  const char *resolv_conf; /* its /etc/resolv.conf */
 };
 
 /* An OCI image as the sandbox's root (issue 7): the store's unpacked layer
@@ -69,8 +80,12 @@ void sbx_gv_pool_stop(void);
  * enforced by gVisor's own kernel.  On failure err->errnum is EEXIST
  * only when dir already existed (not ours: leave it); otherwise the caller
  * owns what was made: sbx_gv_bundle_unmount, then remove the dir. */
+/* netns: NULL for a netns of runsc's own (network none); else the path
+ * of the netns runsc joins (--network=sandbox) and resolv the text of its
+ * /etc/resolv.conf (NULL: no nameserver). */
 int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
-                        uint64_t pids, const struct sbx_gv_image *img, struct sbx_error *err);
+                        uint64_t pids, const struct sbx_gv_image *img, const char *netns,
+                        const char *resolv, struct sbx_error *err);
 
 /* Unmounts whatever is mounted at <dir>/rootfs (an image sandbox's
  * overlay, also a killed daemon's).  0 when nothing is mounted there any
@@ -80,8 +95,10 @@ int sbx_gv_bundle_unmount(const char *dir);
 
 /* Starts argv (argv[0] an absolute path) from the spawner thread with
  * stdin = in_fd, stdout/stderr = log_fd, PR_SET_PDEATHSIG SIGKILL, and
- * attached to cg before it execs.  The caller reaps *pid_out. */
-int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg,
+ * attached to cg before it execs.  netns: `runsc run --network=sandbox`,
+ * which then runs in a mount namespace whose /proc/sys lacks net (see
+ * gvisor_proc.c).  The caller reaps *pid_out. */
+int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err);
 
 /* Runs argv to completion within timeout_ms (then SIGKILL); stderr's first
@@ -92,6 +109,13 @@ int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen
 /* Waits up to timeout_ms for pid to exit and reaps it; SIGKILLs it first
  * when kill is set.  0 once reaped, -1 otherwise. */
 int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first);
+
+/* Forks a netns holder (a child with a network namespace of its own,
+ * attached to cg, parked until *fd_out is closed) and waits until its
+ * netns exists.  The caller owns both: sbx_gv_netns_release. */
+int sbx_gv_netns_hold(struct sbx_cgroup *cg, pid_t *pid_out, int *fd_out, struct sbx_error *err);
+/* Closes the holder's fd, reaps it (killing it if it lingers); zeroes both. */
+void sbx_gv_netns_release(pid_t *pid, int *fd);
 
 /* Reads the first line of a log file into msg ("" if none). */
 void sbx_gv_first_line(const char *path, char *msg, size_t msglen);

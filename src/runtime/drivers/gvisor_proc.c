@@ -9,25 +9,37 @@
  * the child makes async-signal-safe calls only (the daemon is threaded).
  *
  * Short commands (probe, kill, delete) run with posix_spawn from the
- * calling thread, bounded in time. */
+ * calling thread, bounded in time.
+ *
+ * Egress allowlists: a netns holder — a forked child parked in a network
+ * namespace of its own — gives the sandbox its netns before runsc starts,
+ * so the net module can link it first (runsc copies the interfaces at
+ * start).  It lives as long as the sandbox. */
 #include "runtime/drivers/gvisor_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/util.h"
 
 extern char **environ;
@@ -37,6 +49,7 @@ static char *const runsc_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 struct gv_req {
   char *const *argv;
   int in_fd, log_fd;
+  bool hide_net_sysctl;
   struct sbx_cgroup *cg;
   pid_t pid;
   int rc;
@@ -49,6 +62,50 @@ static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
 static struct gv_req *pending;
 static bool started;
+
+/* For `runsc run --network=sandbox`: a mount namespace of its own (a
+ * slave of the host's, so the host's unmounts still reach it) whose
+ * /proc/sys is a read-only tmpfs holding binds of the real /proc/sys/<dir>
+ * for every dir but net.  Why: this runsc (Debian's, 2022) decides "is this
+ * the host's netns?" by whether /proc/sys/net/core/rmem_default exists —
+ * which since Linux 6.x it does in every netns (gVisor issue 10704) — and
+ * refuses the sandbox's own netns.  runsc reads no net sysctl otherwise;
+ * the gofer and the sandbox build their own roots and procfs.
+ * Async-signal-safe calls only (forked from the threaded daemon). */
+static int hide_net_sysctl(void)
+{
+  static const char *const keep[] = {"abi", "crypto", "debug", "dev", "fs", "kernel", "user",
+                                     "vm"};
+  enum { N = sizeof keep / sizeof keep[0] };
+  int fds[N];
+  char path[32];
+  if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+    return -1;
+  for (int i = 0; i < N; i++) {
+    memcpy(path, "/proc/sys/", 10);
+    size_t n = strlen(keep[i]);
+    memcpy(path + 10, keep[i], n + 1);
+    fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, path,
+                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fds[i] < 0 && errno != ENOENT)
+      return -1;
+  }
+  if (mount("sbxgv-sys", "/proc/sys", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "mode=0555,size=16k") < 0)
+    return -1;
+  for (int i = 0; i < N; i++) {
+    if (fds[i] < 0)
+      continue;
+    memcpy(path, "/proc/sys/", 10);
+    memcpy(path + 10, keep[i], strlen(keep[i]) + 1);
+    if (mkdir(path, 0555) < 0 ||
+        syscall(SYS_move_mount, fds[i], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      return -1;
+    close(fds[i]);
+  }
+  return mount(NULL, "/proc/sys", NULL,
+               MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
 
 /* The child: stdio, death signal, wait for "go" (cgroup joined), exec. */
 static _Noreturn void child_main(const struct gv_req *r, int go_fd)
@@ -63,6 +120,11 @@ static _Noreturn void child_main(const struct gv_req *r, int go_fd)
   sigprocmask(SIG_SETMASK, &none, NULL);
   if (read(go_fd, &c, 1) != 1)
     _exit(126); /* the parent gave up: never start runsc outside the cgroup */
+  if (r->hide_net_sysctl && hide_net_sysctl() < 0) {
+    static const char msg[] = "sandboxd: cannot give runsc a /proc/sys without net\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(125);
+  }
   syscall(SYS_close_range, 3u, ~0u, 0u);
   execve(r->argv[0], r->argv, runsc_env);
   _exit(127);
@@ -136,10 +198,11 @@ static int start_spawner(struct sbx_error *err)
   return 0;
 }
 
-int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg,
+int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err)
 {
-  struct gv_req r = {.argv = argv, .in_fd = in_fd, .log_fd = log_fd, .cg = cg};
+  struct gv_req r = {.argv = argv, .in_fd = in_fd, .log_fd = log_fd, .cg = cg,
+                     .hide_net_sysctl = netns};
   pthread_mutex_lock(&q_lock);
   if (start_spawner(err) < 0) {
     pthread_mutex_unlock(&q_lock);
@@ -242,4 +305,81 @@ int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen
   }
   first_line_fd(out, msg, msglen);
   return status;
+}
+
+/* ---- network namespace holder (egress allowlists) ---------------------- */
+
+/* The holder: alone with its end of the socketpair (fd 3; every other fd
+ * the threaded daemon had is closed at once, so no sandbox channel or
+ * listening socket is kept open by it), a netns of its own, "ready", then
+ * parked until EOF — the daemon closing its end, or dying. */
+static _Noreturn void holder_main(int fd)
+{
+  char c = '0';
+  if (fd != 3 && dup2(fd, 3) < 0)
+    _exit(126);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  /* lo up: runsc hands gVisor only the interfaces that are up, and its
+   * loopback is the netns's lo */
+  struct ifreq ifr = {.ifr_name = "lo"};
+  int s = -1;
+  if (unshare(CLONE_NEWNET) == 0 && (s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0 &&
+      ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) == 0)
+      c = '1';
+  }
+  if (s >= 0)
+    close(s);
+  if (write(3, &c, 1) != 1 || c != '1')
+    _exit(1);
+  while (read(3, &c, 1) != 0) /* data or EINTR: keep waiting for EOF */
+    ;
+  _exit(0);
+}
+
+int sbx_gv_netns_hold(struct sbx_cgroup *cg, pid_t *pid_out, int *fd_out, struct sbx_error *err)
+{
+  *pid_out = 0;
+  *fd_out = -1;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_err_sys(err, errno, "gvisor: netns holder socketpair");
+  pid_t pid = fork();
+  if (pid == 0)
+    holder_main(sv[1]);
+  int e = errno;
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return sbx_err_sys(err, e, "gvisor: fork netns holder");
+  }
+  /* Charged to and killed with the sandbox's cgroup (also by recovery). */
+  if (cg && sbx_cg_attach(cg, pid, err) < 0)
+    goto fail;
+  struct pollfd p = {.fd = sv[0], .events = POLLIN};
+  char c = 0;
+  if (poll(&p, 1, 5000) != 1 || read(sv[0], &c, 1) != 1 || c != '1') {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                "gvisor: could not make a network namespace for the sandbox");
+    goto fail;
+  }
+  *pid_out = pid;
+  *fd_out = sv[0];
+  return 0;
+fail:
+  close(sv[0]);
+  sbx_gv_reap(pid, 2000, true);
+  return -1;
+}
+
+void sbx_gv_netns_release(pid_t *pid, int *fd)
+{
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+  /* EOF ends it; a holder that does not go within the grace is killed */
+  if (*pid > 0 && sbx_gv_reap(*pid, 1000, false) < 0 && sbx_gv_reap(*pid, 2000, true) < 0)
+    sbx_warn("gvisor", "netns holder %d not reaped", (int)*pid);
+  *pid = 0;
 }
