@@ -7,12 +7,21 @@
 - `profile`: parametrized over the usable profiles among process and
   container (env SANDBOXD_TEST_PROFILES=process,container restricts them;
   SANDBOXD_TEST_PROFILES=gvisor runs the suite against gVisor, see
-  docs/testing.md).  Unless gvisor is asked for, the daemons of the run get
+  docs/testing.md; SANDBOXD_TEST_REQUIRE_PROFILES=1 makes an unavailable
+  wanted profile a failure instead of a skip).  Unless gvisor is asked for, the daemons of the run get
   SANDBOXD_RUNSC=/nonexistent/…, so gvisor is the suite's fail-closed
   example of an unavailable profile (test_gvisor.py starts its own daemons
   with the real runsc).
+- `gvisor_gap(reason)`: a known gap of the gvisor driver, xfail(strict) there.
+- `capable(cap)`: the run's profile if it offers session capability cap,
+  else a skip with the reason.
 - `daemon_factory`: function-scoped daemons of their own, for kill -9 and
-  restarts.
+  restarts (`env=` overrides the environment of that daemon only).
+- `no_runsc`: a daemon of its own whose SANDBOXD_RUNSC is broken, whatever
+  the run's profiles: the fail-closed example of an unavailable profile
+  (gvisor) for the tests about unavailability, so they hold in a
+  SANDBOXD_TEST_PROFILES=gvisor run too.
+- `wanted_gvisor()`: whether this run tests gvisor; `is_gvisor(profile)`.
 """
 import os
 import shutil
@@ -38,10 +47,19 @@ def wanted_profiles():
     return [p.strip() for p in env.split(",") if p.strip()]
 
 
+def wanted_gvisor():
+    return any(is_gvisor(p) for p in wanted_profiles())
+
+
+def is_gvisor(profile):
+    """Profiles of the gvisor driver (user-space kernel): gvisor, gvisor-small."""
+    return profile.startswith("gvisor")
+
+
 NO_RUNSC = "/nonexistent/runsc-not-wanted-by-this-test-run"
 # Remembered before the override below, for test_gvisor.py's own daemons.
 REAL_RUNSC = os.environ.get("SANDBOXD_RUNSC", "runsc")
-if not any(p.startswith("gvisor") for p in wanted_profiles()):
+if not wanted_gvisor():
     os.environ.setdefault("SANDBOXD_RUNSC", NO_RUNSC)
 
 
@@ -111,8 +129,36 @@ def profile(request, profile_table):
     if p is None:
         pytest.skip(f"profile {name} not offered by this daemon")
     if not p["available"]:
+        if os.environ.get("SANDBOXD_TEST_REQUIRE_PROFILES"):
+            pytest.fail(f"profile {name} unavailable: {p.get('reason')} "
+                        "(SANDBOXD_TEST_REQUIRE_PROFILES is set)")
         pytest.skip(f"profile {name} unavailable: {p.get('reason')}")
     return name
+
+
+@pytest.fixture
+def capable(profile, profile_table):
+    """For the tests of one session capability (terminal, watch, contexts,
+    upstream, archive): capable(cap) is the run's `profile` if it has cap,
+    else the test skips with the reason — so these tests run on every
+    wanted profile that offers the capability (container, gvisor)."""
+    def need(cap):
+        if cap not in profile_table[profile]["capabilities"]:
+            pytest.skip(f"profile {profile} lacks the {cap} capability")
+        return profile
+    return need
+
+
+@pytest.fixture
+def gvisor_gap(request, profile, profile_table):
+    """gvisor_gap(reason): the case is a known, reported gap of the gvisor
+    driver (docs/testing.md): on a user-space-kernel profile it runs as
+    xfail(strict) — it must fail, and once fixed the XPASS fails the run so
+    the mark goes.  Elsewhere it changes nothing."""
+    def mark(reason):
+        if profile_table[profile]["class"] == "user-space-kernel":
+            request.applymarker(pytest.mark.xfail(strict=True, reason="gvisor gap: " + reason))
+    return mark
 
 
 @pytest.fixture
@@ -140,11 +186,11 @@ def daemon_factory(request):
     dirs = []
     request.node._sbx_daemons = made
 
-    def make(state_dir=None, extra_args=()):
+    def make(state_dir=None, extra_args=(), env=None):
         if state_dir is None:
             state_dir = tempfile.mkdtemp(prefix="sbx-it-")
             dirs.append(state_dir)
-        d = Daemon(state_dir, extra_args)
+        d = Daemon(state_dir, extra_args, env)
         made.append(d)
         return d
 
@@ -161,6 +207,26 @@ def daemon_factory(request):
         shutil.rmtree(p, ignore_errors=True)
 
 
+class NoRunsc:
+    """A daemon with a broken SANDBOXD_RUNSC and a key of tenant alice."""
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.key = daemon.create_key("alice")
+        self.alice = daemon.client(self.key)
+
+
+@pytest.fixture(scope="session")
+def no_runsc(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("norunsc"), env={"SANDBOXD_RUNSC": NO_RUNSC})
+    d.start()
+    yield NoRunsc(d)
+    rc = d.stop(timeout=10)
+    left = reap_leftovers(d.state_dir)
+    assert not left, f"processes outlived the daemon's clean shutdown: {left}"
+    assert rc == 0, f"sandboxd (no runsc) did not exit 0 within 10 s of SIGTERM (rc={rc})"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """On failure, append the daemon logs the test used to the report."""
@@ -172,6 +238,9 @@ def pytest_runtest_makereport(item, call):
     d = item.funcargs.get("daemon")
     if isinstance(d, Daemon):
         logs.append(("shared daemon", d.log_tail(60)))
+    nr = item.funcargs.get("no_runsc")
+    if isinstance(nr, NoRunsc):
+        logs.append(("no-runsc daemon", nr.daemon.log_tail(60)))
     for i, d in enumerate(getattr(item, "_sbx_daemons", [])):
         logs.append((f"own daemon #{i} {d.state_dir}", d.log_tail(60)))
     for title, text in logs:

@@ -67,8 +67,19 @@ def test_run_file_and_collect(sbx, profile, tmp_path):
     assert got[0].read_text() == "DATA-IN\n"
 
 
-def test_run_unavailable_profile(sbx):
-    r = sbx("run", "--profile", "gvisor", "--", "true")
+@pytest.fixture
+def sbx_no_runsc(no_runsc):
+    """sbx against a daemon whose gvisor profile is unavailable (broken runsc)."""
+    env = dict(os.environ, SANDBOXD_URL=no_runsc.daemon.url, SANDBOXD_API_KEY=no_runsc.key)
+
+    def run(*args, timeout=60):
+        return subprocess.run([sbx_bin(), *args], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    return run
+
+
+def test_run_unavailable_profile(sbx_no_runsc):
+    r = sbx_no_runsc("run", "--profile", "gvisor", "--", "true")
     assert r.returncode == 125 or r.returncode == 1, (r.returncode, r.stderr)
     assert r.returncode != 0
     assert "unavailable" in r.stderr
@@ -151,6 +162,12 @@ def test_profiles(sbx, profile_table):
     assert r.returncode == 0, r.stderr
     for name in profile_table:
         assert name in r.stdout
+
+
+def test_profiles_shows_unavailable(sbx_no_runsc):
+    r = sbx_no_runsc("profiles")
+    assert r.returncode == 0, r.stderr
+    assert "gvisor" in r.stdout
     assert "unavailable" in r.stdout.lower() or "no" in r.stdout.lower()
 
 

@@ -1,14 +1,15 @@
-"""Contexts (issue 4): stateful Python and Node interpreters in a container
-session — state kept across runs, the notebook-style result, matplotlib
-figures as PNG, exceptions that leave the context alive, a run killed at
-its timeout and a restart, contexts dying with their session, and 409 on a
-driver without the contexts capability."""
+"""Contexts (issue 4): stateful Python and Node interpreters in a session
+of every wanted profile with the contexts capability (container, gvisor) —
+state kept across runs, the notebook-style result, matplotlib figures as
+PNG, exceptions that leave the context alive, a run killed at its timeout
+and a restart, contexts dying with their session, and 409 on a driver
+without the contexts capability."""
 import base64
 import time
 
 import pytest
 
-from sbxtest import assert_error, procs_with, sleeper, wait_until
+from sbxtest import assert_error, sleeper, wait_until, workload_procs
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 RUN_KEYS = {"status", "reason", "stdout", "stderr", "stdout_truncated", "stderr_truncated",
@@ -16,11 +17,8 @@ RUN_KEYS = {"status", "reason", "stdout", "stderr", "stdout_truncated", "stderr_
 
 
 @pytest.fixture
-def csession(alice, profile_table):
-    p = profile_table.get("container")
-    if not p or not p["available"]:
-        pytest.skip("the container profile is not available here")
-    s = alice.new_session("container")
+def csession(alice, capable):
+    s = alice.new_session(capable("contexts"))
     yield s
     alice.delete(f"/v1/sandbox/sessions/{s['id']}")
 
@@ -182,32 +180,30 @@ def test_other_tenant_sees_nothing(alice, bob, csession):
     assert_error(bob.get(f"/v1/sandbox/sessions/{sid}/contexts"), 404, "not_found")
 
 
-def test_delete_context_kills_interpreter(alice, csession):
+def test_delete_context_kills_interpreter(daemon, alice, csession):
     sid = csession["id"]
     cid = new_context(alice, sid)
     mark = "ctxmark" + cid
     run(alice, sid, cid, f"import subprocess; p = subprocess.Popen({sleeper(mark)!r})")
-    wait_until(lambda: procs_with(mark), 10, what="the marked child")
+    wait_until(lambda: workload_procs(daemon, mark), 10, what="the marked child")
     r = alice.delete(f"/v1/sandbox/sessions/{sid}/contexts/{cid}")
     assert r.status_code == 204
     assert_error(alice.get(f"/v1/sandbox/sessions/{sid}/contexts/{cid}"), 404, "not_found")
     assert alice.get(f"/v1/sandbox/sessions/{sid}/contexts").json()["contexts"] == []
     # the interpreter's exec tree is killed, its children with it
-    wait_until(lambda: not procs_with(mark), 15, what="the context's processes to go")
+    wait_until(lambda: not workload_procs(daemon, mark), 15, what="the context's processes to go")
 
 
-def test_contexts_die_with_session(alice, profile_table):
-    if not profile_table.get("container", {}).get("available"):
-        pytest.skip("no container profile")
-    s = alice.new_session("container")
+def test_contexts_die_with_session(daemon, alice, capable):
+    s = alice.new_session(capable("contexts"))
     sid = s["id"]
     cid = new_context(alice, sid)
     mark = "ctxdie" + cid
     # a child carrying a marker in its cmdline, started from the context
     run(alice, sid, cid, f"import subprocess; p = subprocess.Popen({sleeper(mark)!r})")
-    wait_until(lambda: procs_with(mark), 10, what="the marked child")
+    wait_until(lambda: workload_procs(daemon, mark), 10, what="the marked child")
     assert alice.delete(f"/v1/sandbox/sessions/{sid}").status_code == 204
-    wait_until(lambda: not procs_with(mark), 15, what="the context's processes to go")
+    wait_until(lambda: not workload_procs(daemon, mark), 15, what="the context's processes to go")
     r = alice.post(f"/v1/sandbox/sessions/{sid}/contexts/{cid}/run", json={"code": "1"})
     assert r.status_code in (404, 409), r.text
 

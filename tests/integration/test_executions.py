@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sbxtest import assert_error, marker, procs_with, sleeper, wait_until
+from sbxtest import assert_error, marker, name_self, sleeper, wait_until, workload_procs
 
 EXEC_KEYS = {"id", "status", "reason", "profile", "exit_code", "signal", "stdout", "stderr",
              "stdout_truncated", "stderr_truncated", "files", "usage", "created_at",
@@ -54,10 +54,11 @@ def test_failed_and_signal(alice, profile):
     assert (k["status"], k["reason"], k["signal"], k["exit_code"]) == ("killed", "signal", 9, None)
 
 
-def test_timeout_partial_output_and_tree_killed(alice, profile):
+def test_timeout_partial_output_and_tree_killed(daemon, alice, profile):
     mark = marker()
     script = (f"trap '' TERM; echo early; "
-              f"(setsid python3 -c 'import time; time.sleep(300)' {mark} </dev/null "
+              f"(setsid python3 -c \"{name_self(mark)}import time; time.sleep(300)\" {mark} "
+              "</dev/null "
               ">/dev/null 2>&1 &); sleep 60")
     e = alice.new_execution(profile, command=["sh", "-c", script], limits={"timeout_s": 1})
     f = alice.wait_execution(e["id"], timeout=30)
@@ -66,7 +67,7 @@ def test_timeout_partial_output_and_tree_killed(alice, profile):
     assert f["stdout"] == "early\n"
     assert f["error"]["reason"] == "timeout"
     time.sleep(0.3)
-    assert procs_with(mark) == []
+    assert workload_procs(daemon, mark) == []
 
 
 def test_stdin_and_env(alice, profile):
@@ -149,10 +150,10 @@ def test_wait_s_times_out_on_running(alice, profile):
         alice.post(f"/v1/sandbox/executions/{e['id']}/cancel")
 
 
-def test_cancel_running(alice, profile):
+def test_cancel_running(daemon, alice, profile):
     mark = marker()
     e = alice.new_execution(profile, command=sleeper(mark, 60))
-    wait_until(lambda: procs_with(mark), 20, what="the sleeper to start")
+    wait_until(lambda: workload_procs(daemon, mark), 20, what="the sleeper to start")
     t0 = time.monotonic()
     r = alice.post(f"/v1/sandbox/executions/{e['id']}/cancel")
     assert r.status_code == 200, r.text
@@ -163,7 +164,7 @@ def test_cancel_running(alice, profile):
     assert f["reason"] == "cancelled"
     assert f["finished_at"]
     assert time.monotonic() - t0 < 10
-    wait_until(lambda: not procs_with(mark), 10, what="the cancelled process to die")
+    wait_until(lambda: not workload_procs(daemon, mark), 10, what="the cancelled process to die")
     # cancelling a finished one changes nothing
     r = alice.post(f"/v1/sandbox/executions/{e['id']}/cancel")
     assert r.status_code in (200, 409), r.text
@@ -185,7 +186,7 @@ def test_cancel_queued(daemon_factory, any_profile):
     c = d.client(d.create_key("alice"))
     mark, mark2 = marker(), marker()
     busy = c.new_execution(any_profile, command=sleeper(mark, 60))
-    wait_until(lambda: procs_with(mark), 20, what="the busy worker")
+    wait_until(lambda: workload_procs(d, mark), 20, what="the busy worker")
     q = c.new_execution(any_profile, command=sleeper(mark2, 60))
     assert c.get(f"/v1/sandbox/executions/{q['id']}").json()["status"] == "queued"
     r = c.post(f"/v1/sandbox/executions/{q['id']}/cancel")
@@ -196,7 +197,7 @@ def test_cancel_queued(daemon_factory, any_profile):
     c.post(f"/v1/sandbox/executions/{busy['id']}/cancel")
     c.wait_execution(busy["id"], timeout=15)
     time.sleep(0.5)
-    assert procs_with(mark2) == [], "a cancelled queued execution ran anyway"
+    assert workload_procs(d, mark2) == [], "a cancelled queued execution ran anyway"
     assert c.get(f"/v1/sandbox/executions/{q['id']}").json()["status"] == "killed"
     assert d.stop() == 0
 

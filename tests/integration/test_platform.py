@@ -46,10 +46,20 @@ def test_profiles_shape(alice):
             assert p["reason"] is None
         else:
             assert isinstance(p["reason"], str) and p["reason"], p
-    # the process driver was enabled on the command line, gvisor is not built
+    # the process driver was enabled on the command line
     by = {p["name"]: p for p in body["profiles"]}
     assert by["process"]["available"] is True
-    assert by["gvisor"]["available"] is False
+
+
+def test_profiles_shape_unavailable(no_runsc):
+    """A daemon whose runsc is broken lists gvisor, unavailable, with why."""
+    r = no_runsc.alice.get("/v1/sandbox/profiles")
+    assert r.status_code == 200
+    by = {p["name"]: p for p in r.json()["profiles"]}
+    assert by["process"]["available"] is True
+    for name in ("gvisor", "gvisor-small"):
+        assert by[name]["available"] is False, by[name]
+        assert isinstance(by[name]["reason"], str) and by[name]["reason"], by[name]
 
 
 def test_process_driver_refused_without_flag(daemon_factory):

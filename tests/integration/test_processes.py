@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sbxsse import SSE, chunk_bytes, collect, events
-from sbxtest import assert_error, marker, proc_status, procs_with, wait_until
+from sbxtest import assert_error, marker, proc_status, sleeper, wait_until, workload_procs
 
 
 def start(client, sid, expect=202, **body):
@@ -182,13 +182,14 @@ def test_follow_with_gap_event(alice, profile):
         alice.delete(f"/v1/sandbox/sessions/{s['id']}")
 
 
-def test_killed_with_the_session(alice, profile):
+def test_killed_with_the_session(daemon, alice, profile):
     s = alice.new_session(profile)
     mark = marker()
-    pid = start(alice, s["id"], command=["sh", "-c", f"sleep 300 # {mark}"])
-    assert pid and procs_with(mark)
+    pid = start(alice, s["id"], command=sleeper(mark))
+    assert pid
+    wait_until(lambda: workload_procs(daemon, mark), 10, what="the background process")
     assert alice.delete(f"/v1/sandbox/sessions/{s['id']}").status_code == 204
-    wait_until(lambda: not procs_with(mark), 10, what="the background process killed")
+    wait_until(lambda: not workload_procs(daemon, mark), 10, what="the background process killed")
     assert alice.get(f"/v1/sandbox/sessions/{s['id']}/processes").status_code == 409
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sbxtest import assert_error, marker, procs_with, sleeper, wait_until
+from sbxtest import assert_error, marker, sleeper, wait_until, workload_procs
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def test_kill9_during_execution(daemon_factory, profile):
     e = c.new_execution(profile, command=sleeper(mark, 30))
     wait_until(lambda: c.get(f"/v1/sandbox/executions/{e['id']}").json()["status"] == "running",
                20, what="execution running")
-    wait_until(lambda: procs_with(mark), 20, what="the sleeper to start")
+    wait_until(lambda: workload_procs(d, mark), 20, what="the sleeper to start")
     s = c.new_session(profile)
     c.put(f"/v1/sandbox/sessions/{s['id']}/files?path=/work/f", data=b"x")
 
@@ -44,7 +44,7 @@ def test_kill9_during_execution(daemon_factory, profile):
     assert f["finished_at"]
     assert f["error"] and f["error"]["reason"] == "daemon_restarted"
     # nothing of the killed daemon's sandbox survives the restart
-    wait_until(lambda: not procs_with(mark), 10, what="the orphaned sleeper to be killed")
+    wait_until(lambda: not workload_procs(d, mark), 10, what="the orphaned sleeper to be killed")
     g = c2.get(f"/v1/sandbox/sessions/{s['id']}").json()
     assert g["status"] == "lost", g
     assert_error(c2.post(f"/v1/sandbox/sessions/{s['id']}/exec", json={"command": ["true"]}),
@@ -70,11 +70,11 @@ def test_kill9_during_session_exec(daemon_factory, profile):
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
-    wait_until(lambda: procs_with(mark), 20, what="the sleeper")
+    wait_until(lambda: workload_procs(d, mark), 20, what="the sleeper")
     d.kill9()
     t.join(20)
     d2 = restart_same_state(daemon_factory, d)
-    wait_until(lambda: not procs_with(mark), 10, what="the orphaned exec to be killed")
+    wait_until(lambda: not workload_procs(d, mark), 10, what="the orphaned exec to be killed")
     g = d2.client(c.key).get(f"/v1/sandbox/sessions/{s['id']}").json()
     assert g["status"] == "lost"
     assert d2.stop() == 0
@@ -106,7 +106,7 @@ def test_sigterm_during_execution(daemon_factory, profile):
     d, c = start_with_key(daemon_factory)
     mark = marker()
     e = c.new_execution(profile, command=sleeper(mark, 60))
-    wait_until(lambda: procs_with(mark), 20, what="the sleeper")
+    wait_until(lambda: workload_procs(d, mark), 20, what="the sleeper")
     s = c.new_session(profile)
     box = {}
 
@@ -120,7 +120,7 @@ def test_sigterm_during_execution(daemon_factory, profile):
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
-    wait_until(lambda: procs_with(mark + "-x"), 20, what="the session exec")
+    wait_until(lambda: workload_procs(d, mark + "-x"), 20, what="the session exec")
     t0 = time.monotonic()
     rc = d.stop(timeout=10)
     assert rc == 0, f"SIGTERM with running work: exit {rc}"
@@ -130,7 +130,8 @@ def test_sigterm_during_execution(daemon_factory, profile):
         r = box["r"]
         assert r.status_code == 200, r.text
         assert r.json()["status"] == "killed" and r.json()["reason"] == "daemon_shutdown", r.json()
-    wait_until(lambda: not procs_with(mark), 10, what="running work to be killed at shutdown")
+    wait_until(lambda: not workload_procs(d, mark) and not workload_procs(d, mark + "-x"), 10,
+               what="running work to be killed at shutdown")
     d2 = restart_same_state(daemon_factory, d)
     c2 = d2.client(c.key)
     f = c2.get(f"/v1/sandbox/executions/{e['id']}").json()
@@ -146,7 +147,7 @@ def test_queued_executions_survive_restart(daemon_factory, any_profile):
     d, c = start_with_key(daemon_factory, extra_args=["--workers", "1"])
     mark = marker()
     busy = c.new_execution(any_profile, command=sleeper(mark, 30))
-    wait_until(lambda: procs_with(mark), 20, what="the busy worker")
+    wait_until(lambda: workload_procs(d, mark), 20, what="the busy worker")
     queued = [c.new_execution(any_profile, command=["sh", "-c", f"echo queued-{i}"])["id"]
               for i in range(3)]
     for q in queued:
@@ -159,7 +160,7 @@ def test_queued_executions_survive_restart(daemon_factory, any_profile):
         f = c2.wait_execution(q, timeout=30)
         assert f["status"] == "succeeded", f
         assert f["stdout"] == f"queued-{i}\n"
-    wait_until(lambda: not procs_with(mark), 10, what="the orphan to be killed")
+    wait_until(lambda: not workload_procs(d, mark), 10, what="the orphan to be killed")
     assert d2.stop() == 0
 
 
@@ -167,7 +168,7 @@ def test_queued_executions_survive_sigterm(daemon_factory, any_profile):
     d, c = start_with_key(daemon_factory, extra_args=["--workers", "1"])
     mark = marker()
     c.new_execution(any_profile, command=sleeper(mark, 30))
-    wait_until(lambda: procs_with(mark), 20, what="the busy worker")
+    wait_until(lambda: workload_procs(d, mark), 20, what="the busy worker")
     q = c.new_execution(any_profile, command=["echo", "later"])["id"]
     assert d.stop() == 0
     d2 = restart_same_state(daemon_factory, d)

@@ -162,9 +162,9 @@ def test_delete(alice, profile):
                  "not_found")
 
 
-def test_delete_kills_running_exec(alice, profile):
+def test_delete_kills_running_exec(daemon, alice, profile):
     import threading
-    from sbxtest import marker, procs_with, sleeper
+    from sbxtest import marker, sleeper, workload_procs
     s = alice.new_session(profile)
     mark = marker()
     box = {}
@@ -175,7 +175,7 @@ def test_delete_kills_running_exec(alice, profile):
 
     t = threading.Thread(target=run)
     t.start()
-    wait_until(lambda: procs_with(mark), 20, what="the sleeper to start")
+    wait_until(lambda: workload_procs(daemon, mark), 20, what="the sleeper to start")
     t0 = time.monotonic()
     assert alice.delete(f"/v1/sandbox/sessions/{s['id']}").status_code == 204
     t.join(30)
@@ -185,7 +185,7 @@ def test_delete_kills_running_exec(alice, profile):
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "killed"
     assert r.json()["reason"] == "session_deleted"
-    wait_until(lambda: not procs_with(mark), 10, what="the sleeper to die")
+    wait_until(lambda: not workload_procs(daemon, mark), 10, what="the sleeper to die")
 
 
 def test_ttl_expiry(alice, profile):

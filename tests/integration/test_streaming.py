@@ -8,7 +8,7 @@ import time
 import pytest
 
 from sbxsse import SSE, chunk_bytes, collect, events
-from sbxtest import marker, procs_with, wait_until
+from sbxtest import marker, ticker, wait_until, workload_procs
 
 RESULT_KEYS = {"status", "reason", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
                "stderr_truncated", "duration_ms", "usage", "error"}
@@ -80,19 +80,22 @@ def test_non_utf8_chunk_is_base64(alice, session):
     assert ex["stdout_encoding"] == "base64"
 
 
-def test_disconnect_kills_the_exec(alice, session):
+def test_disconnect_kills_the_exec(daemon, alice, session):
     mark = marker()
-    script = f"while true; do echo tick; sleep 0.1; done # {mark}"
-    r = stream_exec(alice, session["id"], command=["sh", "-c", script])
+    r = stream_exec(alice, session["id"], command=ticker(mark))
     seen = 0
-    for e, _ in events(r):
+    # keep the generator referenced: dropping it mid-stream makes urllib3
+    # close the connection at once, i.e. disconnect before the check below
+    it = events(r)
+    for e, _ in it:
         if e == "stdout":
             seen += 1
         if seen >= 3:
             break
-    assert procs_with(mark), "the exec should be running while streamed"
+    assert workload_procs(daemon, mark), "the exec should be running while streamed"
     r.close()  # the client goes away mid-stream
-    wait_until(lambda: not procs_with(mark), 10, what="the exec killed after the disconnect")
+    wait_until(lambda: not workload_procs(daemon, mark), 10,
+               what="the exec killed after the disconnect")
     # The session is still usable.
     assert alice.exec(session["id"], command=["true"])["status"] == "succeeded"
 

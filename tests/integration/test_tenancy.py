@@ -4,7 +4,7 @@ body identical in shape (and, ids aside, in text) to a missing id's, and
 alice's objects are untouched afterwards."""
 import pytest
 
-from sbxtest import assert_error, marker, normalise_ids, procs_with, sleeper, wait_until
+from sbxtest import assert_error, marker, normalise_ids, sleeper, wait_until, workload_procs
 
 MISSING_SES = "ses_" + "0" * 24
 MISSING_EXE = "exe_" + "0" * 24
@@ -98,14 +98,14 @@ def test_executions_are_invisible_to_other_tenants(alice, bob, profile):
         b"secret\n"
 
 
-def test_other_tenant_cannot_cancel_running(alice, bob, any_profile):
+def test_other_tenant_cannot_cancel_running(daemon, alice, bob, any_profile):
     mark = marker()
     e = alice.new_execution(any_profile, command=sleeper(mark, 60))
     try:
-        wait_until(lambda: procs_with(mark), 20, what="alice's sleeper")
+        wait_until(lambda: workload_procs(daemon, mark), 20, what="alice's sleeper")
         assert_error(bob.post(f"/v1/sandbox/executions/{e['id']}/cancel"), 404, "not_found")
         assert alice.get(f"/v1/sandbox/executions/{e['id']}").json()["status"] == "running"
-        assert procs_with(mark)
+        assert workload_procs(daemon, mark)
     finally:
         alice.post(f"/v1/sandbox/executions/{e['id']}/cancel")
 

@@ -180,7 +180,11 @@ int sbx_store_pg_init(const char *app_url, const char *owner_url, struct sbx_err
   char *ident = ret == 0 ? PQescapeIdentifier(c, app_role, strlen(app_role)) : NULL;
   if (ret == 0 && !ident)
     ret = pg_fail(c, NULL, "quote role name", err);
-  if (ret == 0 && run(c, "BEGIN", "begin", err) == 0) {
+  /* The grants take the migration lock too: two inits granting at once
+   * fail with "tuple concurrently updated" on the same catalog rows. */
+  char lock[96];
+  snprintf(lock, sizeof lock, "BEGIN; SELECT pg_advisory_xact_lock(%d)", PG_LOCK_MIGRATE);
+  if (ret == 0 && run(c, lock, "begin", err) == 0) {
     ret = grant_app(c, ident, err);
     if (run(c, ret == 0 ? "COMMIT" : "ROLLBACK", "commit grants", ret == 0 ? err : NULL) < 0)
       ret = -1;
