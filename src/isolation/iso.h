@@ -249,6 +249,17 @@ int sbx_spawn_start(struct sbx_error *err);
  * mounted nosuid,nodev.  Returns the overlay's mount fd (O_CLOEXEC) for
  * the child to move_mount() as its root, or -1 with err. */
 int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error *err);
+/* The builder under it, also the gvisor driver's (whose gofer serves the
+ * host's ids as they are: userns_fd -1, no idmapping).  Returns the
+ * detached overlay's mount fd (nosuid,nodev; O_CLOEXEC) or -1. */
+struct sbx_overlay_spec {
+  const char *const *layers; /* absolute dirs, lowest first (1..SBX_ISO_MAX_LAYERS) */
+  size_t nlayers;
+  int userns_fd;             /* idmap the layers into this user namespace; -1: no */
+  uint64_t upper_size, upper_inodes;
+  const char *source, *upper_source; /* mount source names (mountinfo) */
+};
+int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err);
 
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,
                     pid_t *pid_out, int *pidfd_out, int parent_sync_fd, struct sbx_error *err);

@@ -82,7 +82,8 @@ static int set_dir(int ofd, const char *key, int dirfd)
   return sys_fsconfig(ofd, FSCONFIG_SET_STRING, key, p, 0);
 }
 
-/* A detached, idmapped, read-only clone of one layer dir (*tree: its
+/* A detached, read-only clone of one layer dir, idmapped when userns_fd
+ * is not -1 (*tree: its
  * mount fd, which must stay open until the overlay is created — closing
  * it dissolves the detached mount), reopened as a plain directory fd
  * (*dir; fsconfig refuses O_PATH files). */
@@ -91,15 +92,17 @@ static int layer_fds(const char *path, int userns_fd, int *tree, int *dir, struc
   int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
   if (t < 0)
     return sbx_err_sys(err, errno, "image layer %s: open_tree", path);
-  struct mount_attr a = {
-      .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-      .userns_fd = (uint64_t)userns_fd,
-  };
+  struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  if (userns_fd >= 0) {
+    a.attr_set |= MOUNT_ATTR_IDMAP;
+    a.userns_fd = (uint64_t)userns_fd;
+  }
   if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
     int e = errno;
     close(t);
-    return sbx_err_sys(err, e, "image layer %s: idmapped mount (does its filesystem support idmapping?)",
-                       path);
+    return sbx_err_sys(err, e, "image layer %s: %s", path,
+                       userns_fd >= 0 ? "idmapped mount (does its filesystem support idmapping?)"
+                                      : "mount_setattr");
   }
   int fd = openat(t, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
@@ -114,17 +117,17 @@ static int layer_fds(const char *path, int userns_fd, int *tree, int *dir, struc
 
 /* The upper tmpfs with upper/ (owned and moded like the top layer's root,
  * as the sandbox sees it: it is the merged "/") and work/. */
-static int make_upper(const struct sbx_iso_plan *p, const struct stat *top, int *mnt, int *upper,
-                      int *work, struct sbx_error *err)
+static int make_upper(const struct sbx_overlay_spec *o, const struct stat *top, int *mnt,
+                      int *upper, int *work, struct sbx_error *err)
 {
   char size[24], inodes[24];
-  snprintf(size, sizeof size, "%llu", (unsigned long long)p->upper_size);
-  snprintf(inodes, sizeof inodes, "%llu", (unsigned long long)p->upper_inodes);
+  snprintf(size, sizeof size, "%llu", (unsigned long long)o->upper_size);
+  snprintf(inodes, sizeof inodes, "%llu", (unsigned long long)o->upper_inodes);
   int fs = sys_fsopen("tmpfs");
   if (fs < 0)
     return sbx_err_sys(err, errno, "image upper: fsopen tmpfs");
   int m = -1, r = -1;
-  if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", "sbx-upper", 0) < 0 ||
+  if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", o->upper_source, 0) < 0 ||
       sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
       sys_fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", inodes, 0) < 0 ||
       sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
@@ -133,10 +136,10 @@ static int make_upper(const struct sbx_iso_plan *p, const struct stat *top, int 
     sbx_err_sys(err, errno, "image upper: tmpfs of %s bytes", size);
     goto out;
   }
-  if (mkdirat(m, "upper", top->st_mode & 07777 & ~(mode_t)S_ISUID) < 0 ||
+  mode_t mode = top->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+  if (mkdirat(m, "upper", mode) < 0 ||
       fchownat(m, "upper", top->st_uid, top->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-      fchmodat(m, "upper", top->st_mode & 07777 & ~(mode_t)S_ISUID, 0) < 0 ||
-      mkdirat(m, "work", 0700) < 0) {
+      fchmodat(m, "upper", mode, 0) < 0 || mkdirat(m, "work", 0700) < 0) {
     sbx_err_sys(err, errno, "image upper: upper and work dirs");
     goto out;
   }
@@ -153,29 +156,28 @@ out:
   return r;
 }
 
-int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error *err)
+int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err)
 {
-  if (p->nlayers == 0 || p->nlayers > SBX_ISO_MAX_LAYERS)
-    return sbx_err_set(err, SBX_E_INVALID, EINVAL, "image: %zu layers (1..%d)", p->nlayers,
+  if (!o->layers || o->nlayers == 0 || o->nlayers > SBX_ISO_MAX_LAYERS)
+    return sbx_err_set(err, SBX_E_INVALID, EINVAL, "image: %zu layers (1..%d)", o->nlayers,
                        SBX_ISO_MAX_LAYERS);
-  char ns[48];
-  snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
-  /* pid is our unreaped child, so it cannot have been reused. */
-  int userns = open(ns, O_RDONLY | O_CLOEXEC);
-  if (userns < 0)
-    return sbx_err_sys(err, errno, "image: %s", ns);
   int trees[SBX_ISO_MAX_LAYERS], lowers[SBX_ISO_MAX_LAYERS];
   int upper_mnt = -1, upper = -1, work = -1, ofd = -1, mnt = -1;
   size_t n = 0;
-  for (; n < p->nlayers; n++)
-    if (layer_fds(p->layers[n], userns, &trees[n], &lowers[n], err) < 0)
+  for (; n < o->nlayers; n++) {
+    if (!o->layers[n] || o->layers[n][0] != '/') {
+      sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu: not an absolute path", n);
       goto out;
+    }
+    if (layer_fds(o->layers[n], o->userns_fd, &trees[n], &lowers[n], err) < 0)
+      goto out;
+  }
   struct stat top;
   if (fstat(lowers[n - 1], &top) < 0) {
     sbx_err_sys(err, errno, "image: top layer");
     goto out;
   }
-  if (make_upper(p, &top, &upper_mnt, &upper, &work, err) < 0)
+  if (make_upper(o, &top, &upper_mnt, &upper, &work, err) < 0)
     goto out;
   if ((ofd = sys_fsopen("overlay")) < 0) {
     sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: fsopen overlay: %s", strerror(errno));
@@ -188,7 +190,7 @@ int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error 
    * a directory that comes from the image gives EXDEV, as on Docker's
    * overlay2; mv and pip fall back to copying. */
   int e = 0;
-  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", "sbx-image", 0) < 0 ||
+  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", o->source, 0) < 0 ||
       sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
       sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0)
     e = errno;
@@ -198,7 +200,8 @@ int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error 
   if (!e && (set_dir(ofd, "upperdir", upper) < 0 || set_dir(ofd, "workdir", work) < 0))
     e = errno;
   if (e) {
-    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: overlay layers: %s", strerror(e));
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: overlay layers: %s (needs overlayfs "
+                "with lowerdir+, Linux 6.7+)", strerror(e));
     goto out;
   }
   if (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
@@ -209,7 +212,23 @@ int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error 
 out:
   close_all(lowers, n);
   close_all(trees, n);
-  int rest[] = {userns, upper, work, upper_mnt, ofd};
+  int rest[] = {upper, work, upper_mnt, ofd};
   close_all(rest, sizeof rest / sizeof rest[0]);
+  return mnt;
+}
+
+int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error *err)
+{
+  char ns[48];
+  snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
+  /* pid is our unreaped child, so it cannot have been reused. */
+  int userns = open(ns, O_RDONLY | O_CLOEXEC);
+  if (userns < 0)
+    return sbx_err_sys(err, errno, "image: %s", ns);
+  struct sbx_overlay_spec o = {.layers = p->layers, .nlayers = p->nlayers, .userns_fd = userns,
+                               .upper_size = p->upper_size, .upper_inodes = p->upper_inodes,
+                               .source = "sbx-image", .upper_source = "sbx-upper"};
+  int mnt = sbx_overlay_mount(&o, err);
+  close(userns);
   return mnt;
 }

@@ -158,175 +158,29 @@ static int build_rootfs(int root, json_t *mounts, const char *resolv)
 
 /* ---- image roots (issue 7) ------------------------------------------- */
 
-#ifndef FSCONFIG_SET_FD
-#define FSCONFIG_SET_FD 5
-#endif
-
-static int sys_open_tree(int dfd, const char *path, unsigned flags)
-{
-  return (int)syscall(SYS_open_tree, dfd, path, flags);
-}
-
-static int sys_fsopen(const char *fs)
-{
-  return (int)syscall(SYS_fsopen, fs, FSOPEN_CLOEXEC);
-}
-
-static int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
-{
-  return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
-}
-
-static int sys_fsmount(int fd, unsigned attrs)
-{
-  return (int)syscall(SYS_fsmount, fd, FSMOUNT_CLOEXEC, attrs);
-}
-
-static void close_fds(int *fds, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (fds[i] >= 0)
-      close(fds[i]);
-}
-
-/* Sets key to the directory dirfd.  FSCONFIG_SET_FD (overlayfs 6.13+)
- * wants a real open file; older kernels take its /proc/self/fd path
- * (lowerdir+ itself needs 6.7+). */
-static int set_dir(int ofd, const char *key, int dirfd)
-{
-  if (sys_fsconfig(ofd, FSCONFIG_SET_FD, key, NULL, dirfd) == 0)
-    return 0;
-  char p[40];
-  snprintf(p, sizeof p, "/proc/self/fd/%d", dirfd);
-  return sys_fsconfig(ofd, FSCONFIG_SET_STRING, key, p, 0);
-}
-
-/* A detached read-only, nosuid, nodev clone of one layer dir (*tree: keep
- * it open until the overlay exists), reopened as a directory (*dir).  No
- * idmapping, unlike the container driver: gVisor's root is the host's
- * ids as they are, seen through the gofer. */
-static int layer_fds(const char *path, int *tree, int *dir, struct sbx_error *err)
-{
-  if (path[0] != '/')
-    return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %s: not absolute", path);
-  int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-  if (t < 0)
-    return sbx_err_sys(err, errno, "image layer %s: open_tree", path);
-  struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-  int fd = -1;
-  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0 ||
-      (fd = openat(t, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-    int e = errno;
-    close(t);
-    return sbx_err_sys(err, e, "image layer %s", path);
-  }
-  *tree = t;
-  *dir = fd;
-  return 0;
-}
-
-/* The upper: a detached tmpfs of disk bytes (disk/16 KiB inodes, 1024 to
- * 1M, as the container driver's) holding upper/ — moded and owned like the
- * top layer's root, since it is the merged "/" — and work/.  Never
- * attached on the host: only the overlay references it. */
-static int make_upper(uint64_t disk, const struct stat *top, int *mnt, int *upper, int *work,
-                      struct sbx_error *err)
-{
-  uint64_t inodes = disk / 16384;
-  inodes = inodes < 1024 ? 1024 : inodes > 1048576 ? 1048576 : inodes;
-  char size[24], ninodes[24];
-  snprintf(size, sizeof size, "%llu", (unsigned long long)disk);
-  snprintf(ninodes, sizeof ninodes, "%llu", (unsigned long long)inodes);
-  mode_t mode = top->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
-  int fs = sys_fsopen("tmpfs");
-  if (fs < 0)
-    return sbx_err_sys(err, errno, "image upper: fsopen tmpfs");
-  int m = -1, r = -1;
-  if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", "sbxgv-upper", 0) < 0 ||
-      sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
-      sys_fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ninodes, 0) < 0 ||
-      sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
-      sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
-      (m = sys_fsmount(fs, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
-    sbx_err_sys(err, errno, "image upper: tmpfs of %s bytes", size);
-    goto out;
-  }
-  if (mkdirat(m, "upper", mode) < 0 ||
-      fchownat(m, "upper", top->st_uid, top->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-      fchmodat(m, "upper", mode, 0) < 0 || mkdirat(m, "work", 0700) < 0) {
-    sbx_err_sys(err, errno, "image upper: upper and work dirs");
-    goto out;
-  }
-  *upper = openat(m, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  *work = openat(m, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (*upper < 0 || *work < 0) {
-    sbx_err_sys(err, errno, "image upper: opening upper and work");
-    goto out;
-  }
-  r = 0;
-out:
-  close(fs);
-  *mnt = m;
-  return r;
-}
-
-/* Builds the overlay and attaches it at rootfs (an empty dir of ours). */
+/* Builds the overlay (isolation/overlay.c, the container driver's builder:
+ * read-only nosuid,nodev clones of the layers, an upper tmpfs of disk
+ * bytes; no idmapping — gVisor's gofer serves the host's ids as they are)
+ * and attaches it at rootfs (an empty dir of ours).  "sbxgv-": this mount
+ * lives in the host's mount table (the gofer serves it), unlike the
+ * container driver's "sbx-*" mounts, which never leave their sandbox's
+ * namespace (and the isolation tests check that). */
 static int mount_image(const char *rootfs, const struct sbx_gv_image *img, uint64_t disk,
                        struct sbx_error *err)
 {
-  if (!img->layers || img->nlayers == 0 || img->nlayers > SBX_GV_MAX_LAYERS)
-    return sbx_err_set(err, SBX_E_INVALID, EINVAL, "image: %zu layers (1..%d)", img->nlayers,
-                       SBX_GV_MAX_LAYERS);
-  int trees[SBX_GV_MAX_LAYERS], lowers[SBX_GV_MAX_LAYERS];
-  int upper_mnt = -1, upper = -1, work = -1, ofd = -1, mnt = -1, r = -1, e = 0;
-  size_t n = 0;
-  for (; n < img->nlayers; n++)
-    if (layer_fds(img->layers[n], &trees[n], &lowers[n], err) < 0)
-      goto out;
-  struct stat top;
-  if (fstat(lowers[n - 1], &top) < 0) {
-    sbx_err_sys(err, errno, "image: top layer");
-    goto out;
-  }
-  if (make_upper(disk, &top, &upper_mnt, &upper, &work, err) < 0)
-    goto out;
-  if ((ofd = sys_fsopen("overlay")) < 0) {
-    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: fsopen overlay: %s",
-                strerror(errno));
-    goto out;
-  }
-  /* As the container driver's (docs/isolation.md §7): a layer's own
-   * redirect/metacopy xattrs are not followed (OCI layers have none);
-   * only whiteouts and opaque dirs count.  lowerdir+ appends below the
-   * ones given: topmost first. */
-  /* "sbxgv-": this one lives in the host's mount table (the gofer serves
-   * it), unlike the container driver's "sbx-*" mounts, which never leave
-   * their sandbox's namespace (and the isolation tests check that). */
-  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", "sbxgv-image", 0) < 0 ||
-      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
-      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0)
-    e = errno;
-  for (size_t i = n; i-- > 0 && !e;)
-    if (set_dir(ofd, "lowerdir+", lowers[i]) < 0)
-      e = errno;
-  if (!e && (set_dir(ofd, "upperdir", upper) < 0 || set_dir(ofd, "workdir", work) < 0))
-    e = errno;
-  if (!e && (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
-             (mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0))
-    e = errno;
-  if (!e && syscall(SYS_move_mount, mnt, "", AT_FDCWD, rootfs, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    e = errno;
-  if (e) {
-    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: overlay at %s: %s (needs overlayfs "
-                "with lowerdir+, Linux 6.7+)", rootfs, strerror(e));
-    goto out;
-  }
-  r = 0;
-out:
-  close_fds(lowers, n);
-  close_fds(trees, n);
-  int rest[] = {upper, work, upper_mnt, ofd, mnt};
-  close_fds(rest, sizeof rest / sizeof rest[0]);
+  uint64_t inodes = disk / 16384; /* as the container driver's upper */
+  inodes = inodes < 1024 ? 1024 : inodes > 1048576 ? 1048576 : inodes;
+  struct sbx_overlay_spec o = {.layers = img->layers, .nlayers = img->nlayers, .userns_fd = -1,
+                               .upper_size = disk, .upper_inodes = inodes,
+                               .source = "sbxgv-image", .upper_source = "sbxgv-upper"};
+  int mnt = sbx_overlay_mount(&o, err);
+  if (mnt < 0)
+    return -1;
+  int r = 0;
+  if (syscall(SYS_move_mount, mnt, "", AT_FDCWD, rootfs, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    r = sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: overlay at %s: %s", rootfs,
+                    strerror(errno));
+  close(mnt);
   return r;
 }
 

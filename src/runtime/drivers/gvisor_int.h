@@ -49,7 +49,7 @@ struct sbx_gv_image {
   size_t nlayers;
   uint32_t run_uid, run_gid;
 };
-#define SBX_GV_MAX_LAYERS 128
+#define SBX_GV_MAX_LAYERS SBX_ISO_MAX_LAYERS
 
 /* ---- warm pool (gvisor_pool.c) ----
  * Host-pack sandboxes only, as the sandbox user: the driver never asks the
