@@ -49,7 +49,7 @@ struct body {
   off_t size;
 };
 
-static bool wants_french(void)
+bool sbx_http_wants_french(void)
 {
   const char *vars[] = {"LC_ALL", "LC_MESSAGES", "LANG"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -79,7 +79,7 @@ struct sbx_http *sbx_http_new(const char *base_url, const char *api_key, struct 
     h->base[--n] = '\0';
   if (api_key && *api_key && asprintf(&h->auth, "Authorization: Bearer %s", api_key) < 0)
     h->auth = NULL;
-  h->french = wants_french();
+  h->french = sbx_http_wants_french();
   return h;
 }
 

@@ -11,6 +11,7 @@
 #define SBX_CLI_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -23,6 +24,9 @@ struct sbx_http;
 #define SBX_HTTP_MAX_BODY (256u * 1024 * 1024)
 
 /* base_url and api_key are copied; api_key may be NULL. */
+/* Whether the user's locale (LC_ALL, LC_MESSAGES, LANG) asks for French
+ * (sent as Accept-Language). */
+bool sbx_http_wants_french(void);
 struct sbx_http *sbx_http_new(const char *base_url, const char *api_key, struct sbx_error *err);
 void sbx_http_free(struct sbx_http *h);
 

@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/http.h"
 #include "common/cleanup.h"
 
 #define MAX_ERR_BODY (64u << 10) /* an error envelope, not a stream */
@@ -320,17 +321,6 @@ static int outcome(struct sbx_cli *cli, struct pull *p)
   return SBX_EXIT_OK;
 }
 
-static bool wants_french(void)
-{
-  const char *vars[] = {"LC_ALL", "LC_MESSAGES", "LANG"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v)
-      return strncmp(v, "fr", 2) == 0;
-  }
-  return false;
-}
-
 static int do_pull(struct sbx_cli *cli, struct image_opts *o)
 {
   if (o->nargs != 1)
@@ -356,7 +346,7 @@ static int do_pull(struct sbx_cli *cli, struct image_opts *o)
   struct curl_slist *h = curl_slist_append(NULL, "Accept: text/event-stream");
   h = curl_slist_append(h, "Content-Type: application/json");
   h = curl_slist_append(h, "Expect:");
-  if (wants_french())
+  if (sbx_http_wants_french())
     h = curl_slist_append(h, "Accept-Language: fr");
   if (auth)
     h = curl_slist_append(h, auth);

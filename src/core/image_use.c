@@ -10,6 +10,7 @@
  * driver owns mounting the layers (spec.layers). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +248,42 @@ static char *find_program(const struct sbx_image *img, const char *const *names)
   return NULL;
 }
 
+/* An image's layers never change (content-addressed), so which interpreter
+ * it has is looked up in them once per (manifest digest, language), not on
+ * every exec: the lookup is a few openat2 per PATH directory and layer. */
+#define INTERP_CACHE 64
+static struct {
+  char digest[80];
+  char language[8];
+  char path[768]; /* "" when the image has none */
+} interp_cache[INTERP_CACHE];
+static unsigned interp_next;
+static pthread_mutex_t interp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *find_interpreter(const struct sbx_image *img, const char *language,
+                              const char *const *names)
+{
+  pthread_mutex_lock(&interp_lock);
+  for (unsigned i = 0; i < INTERP_CACHE; i++)
+    if (!strcmp(interp_cache[i].digest, img->digest) &&
+        !strcmp(interp_cache[i].language, language)) {
+      char *hit = interp_cache[i].path[0] ? strdup(interp_cache[i].path) : NULL;
+      pthread_mutex_unlock(&interp_lock);
+      return hit;
+    }
+  pthread_mutex_unlock(&interp_lock);
+  char *path = find_program(img, names);
+  if (path && strlen(path) >= sizeof interp_cache[0].path)
+    return path; /* too long to remember: found again next time */
+  pthread_mutex_lock(&interp_lock);
+  unsigned slot = interp_next++ % INTERP_CACHE;
+  snprintf(interp_cache[slot].digest, sizeof interp_cache[slot].digest, "%s", img->digest);
+  snprintf(interp_cache[slot].language, sizeof interp_cache[slot].language, "%s", language);
+  snprintf(interp_cache[slot].path, sizeof interp_cache[slot].path, "%s", path ? path : "");
+  pthread_mutex_unlock(&interp_lock);
+  return path;
+}
+
 static int resolve_interpreter(const struct sbx_image *img, struct sbx_exec_spec *spec,
                                struct sbx_error *err)
 {
@@ -256,7 +293,7 @@ static int resolve_interpreter(const struct sbx_image *img, struct sbx_exec_spec
   const char *const *names = !strcmp(spec->language, "python") ? python
                              : !strcmp(spec->language, "node") ? node
                                                                : bash;
-  char *path = find_program(img, names);
+  char *path = find_interpreter(img, spec->language, names);
   if (!path) {
     sbx_err_field(err, "language", "image %s has no %s interpreter (looked for %s%s%s on its "
                   "PATH); use an image that has one, or a command", img->ref, spec->language,

@@ -51,21 +51,29 @@ static bool fd_is_loopback_tcp(int fd, unsigned port, int family)
   return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) && ntohs(a->sin6_port) == port;
 }
 
-/* Waits for a non-blocking connect; 0, or the errno it failed with. */
-static int finish_connect(int fd, unsigned timeout_ms)
+/* Waits until fd has `events` or deadline (ms) passes: 0, ETIMEDOUT, or
+ * poll's errno. */
+static int wait_fd(int fd, short events, uint64_t deadline)
 {
-  uint64_t deadline = sbx_now_ms() + timeout_ms;
   for (;;) {
     uint64_t now = sbx_now_ms();
     if (now >= deadline)
       return ETIMEDOUT;
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    struct pollfd p = {.fd = fd, .events = events};
     int r = poll(&p, 1, (int)(deadline - now));
     if (r < 0 && errno != EINTR)
       return errno;
     if (r > 0)
-      break;
+      return 0;
   }
+}
+
+/* Waits for a non-blocking connect; 0, or the errno it failed with. */
+static int finish_connect(int fd, unsigned timeout_ms)
+{
+  int w = wait_fd(fd, POLLOUT, sbx_now_ms() + timeout_ms);
+  if (w)
+    return w;
   int soerr = 0;
   socklen_t l = sizeof soerr;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &l) < 0)
@@ -81,15 +89,9 @@ static int relay_status(int fd, unsigned timeout_ms)
   uint32_t st;
   size_t got = 0;
   while (got < sizeof st) {
-    uint64_t now = sbx_now_ms();
-    if (now >= deadline)
-      return ETIMEDOUT;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int r = poll(&p, 1, (int)(deadline - now));
-    if (r < 0 && errno != EINTR)
-      return errno;
-    if (r <= 0)
-      continue;
+    int w = wait_fd(fd, POLLIN, deadline);
+    if (w)
+      return w;
     ssize_t n = recv(fd, (char *)&st + got, sizeof st - got, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
       continue;
