@@ -1,13 +1,11 @@
 /* run.c — running one command in a sandbox and turning the result into the
  * API's result object: shared by session exec and one-shot executions. */
 #include <math.h>
-#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/quantity.h"
 #include "common/util.h"
 #include "core/internal.h"
 
@@ -126,21 +124,8 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
     sbx_sandbox_remove(sb, code_path, NULL);
   if (rc < 0)
     return -1;
-  /* Only a SIGKILL can be the OOM killer's: read the cgroup's counter then
-   * (not on every exec — it costs several cgroupfs reads), and attribute
-   * each kill once. */
-  struct sbx_usage after = {0};
-  if (res->status == SBX_ST_KILLED && res->signal == SIGKILL && sb->driver->usage &&
-      sb->driver->usage(sb, &after) == 0 &&
-      after.oom_kills > __atomic_exchange_n(&sb->oom_kills_seen, after.oom_kills,
-                                            __ATOMIC_RELAXED)) {
-    char mem[32];
-    sbx_format_bytes(sb->limits.memory_bytes, mem, sizeof mem);
-    res->status = SBX_ST_OOM_KILLED;
-    res->reason = SBX_RS_MEMORY;
-    snprintf(res->error, sizeof res->error, "memory limit of %s reached; the process tree "
-             "was killed", mem);
-  }
+  /* oom_killed is decided in sbx_sandbox_exec from the cgroup's counter
+   * over the exec (runtime/sandbox.c), for every caller. */
   if (res->status == SBX_ST_TIMEOUT && !res->error[0])
     snprintf(res->error, sizeof res->error, "timeout of %.3g s reached; the process tree was "
              "killed", (double)timeout_ms / 1000.0);
@@ -180,6 +165,8 @@ json_t *sbx_result_json(const struct sbx_exec_result *res)
       "duration_ms", (json_int_t)res->duration_ms, "usage", "cpu_seconds",
       round(res->cpu_seconds * 1e6) / 1e6, "memory_peak_bytes",
       (json_int_t)res->memory_peak_bytes);
+  json_object_set_new(json_object_get(o, "usage"), "oom_kills",
+                      json_integer((json_int_t)res->oom_kills));
   sbx_json_set_output(o, "stdout", res->stdout_buf, res->stdout_len);
   sbx_json_set_output(o, "stderr", res->stderr_buf, res->stderr_len);
   json_object_set_new(o, "error",

@@ -132,11 +132,28 @@ static int check_regular(int fd)
   return 0;
 }
 
+/* An open that failed on something that is not a regular file (gVisor
+ * answers EIO for /dev/tty without a controlling terminal, Linux ENXIO)
+ * fails as any non-regular file does: the caller asked for the wrong kind
+ * of thing, the service did not break.  Looked at only after a failure,
+ * so the usual open costs nothing more. */
+static int open_failed(int rootfd, const char *path, int e)
+{
+  int pfd = sbxi_open_in_root(rootfd, path, O_PATH | O_NOFOLLOW, 0);
+  struct stat st;
+  if (pfd < 0)
+    return -e;
+  int r = fstat(pfd, &st) == 0 && !S_ISREG(st.st_mode) ? (S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL)
+                                                       : -e;
+  close(pfd);
+  return r;
+}
+
 int sbxi_open_read(int rootfd, const char *path, uint64_t *size, uint32_t *mode)
 {
   int fd = sbxi_open_in_root(rootfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
   if (fd < 0)
-    return -errno;
+    return open_failed(rootfd, path, errno);
   int r = check_regular(fd);
   struct stat st;
   if (!r && fstat(fd, &st) < 0)
@@ -204,7 +221,7 @@ int sbxi_open_write(int rootfd, const char *path, unsigned mode, uint32_t flags)
   int fd = sbxi_open_in_root(rootfd, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
                              mode ? mode : 0644);
   if (fd < 0)
-    return -errno;
+    return open_failed(rootfd, path, errno);
   /* Truncate only once we know it is a regular file. */
   if ((r = check_regular(fd)) < 0 || (ftruncate(fd, 0) < 0 && (r = -errno))) {
     close(fd);

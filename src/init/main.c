@@ -280,6 +280,21 @@ static void send_ready(const struct sbxi *in, bool fd_in)
   }
 }
 
+extern char **environ;
+
+/* PR_SET_DUMPABLE 0 (below) makes the kernel refuse /proc/1/environ to the
+ * workload, but gVisor (2022) serves it to any task of the same uid
+ * whatever the flag.  Wipe the strings it shows there — the block on our
+ * stack between the mm's env_start and env_end — so nothing in sbx-init's
+ * start environment (a runtime's HOME, say) reaches a workload either way.
+ * sbx-init reads no variable: every exec brings its own environment. */
+static void wipe_environ(void)
+{
+  for (char **e = environ; e && *e; e++)
+    memset(*e, 0, strlen(*e));
+  clearenv();
+}
+
 /* --chan-fd N: a runtime that can pass only stdio through (runsc: the
  * container's stdin) hands the channel over as fd N; it becomes fd 3 and
  * N gets /dev/null, so the rest of sbx-init sees the usual layout. */
@@ -300,6 +315,7 @@ int main(int argc, char **argv)
 {
   struct args a;
   parse_args(argc, argv, &a);
+  wipe_environ();
   move_channel(a.chan_fd);
   close_extra_fds();
   struct stat st;

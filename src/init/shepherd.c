@@ -1,7 +1,23 @@
 /* shepherd.c — one per exec: forks the workload, reports STARTED/EXITED on
  * the exec's ctl socket, and makes sure nothing of the workload's tree
  * survives it (it is a child subreaper, so double-forked grandchildren
- * reparent to it and are found and killed too). */
+ * reparent to it and are found and killed too).
+ *
+ * The workload can kill its shepherd, and nothing here can stop that: both
+ * run as the sandbox uid, so kill(2)'s permission check passes, SIGKILL
+ * cannot be caught, and the only process `kill -9 -1` spares is the pid
+ * namespace's init (sbx-init) and the caller.  The ways out all need a
+ * capability sbx-init deliberately lacks (docs/isolation.md: same uid,
+ * caps and seccomp as the workload): a uid of its own for the shepherd
+ * (CAP_SETUID to switch the workload back), or the workload in a child pid
+ * namespace with the shepherd as its init (CAP_SYS_ADMIN, and seccomp
+ * denies CLONE_NEWPID).  Giving PID 1 those capabilities would weaken the
+ * wall for every sandbox to save an exec that killed itself.  So the
+ * outcome is made right instead: the workload's main process dies with
+ * its shepherd (PR_SET_PDEATHSIG), sbx-init (PID 1, spared) serves on and
+ * refills the spare, and the daemon — seeing ctl hang up while sbx-init
+ * still answers a PING — reports killed/shepherd_lost (runtime/sandbox.c)
+ * and the session lives on. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

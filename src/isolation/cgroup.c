@@ -452,6 +452,17 @@ int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out)
     out->oom_kills = read_u64(cg, SBX_CGC_MEMORY, "memory.oom_control", "oom_kill");
   }
   out->pids_current = read_u64(cg, SBX_CGC_PIDS, "pids.current", NULL);
+  out->pids_max_hits = read_u64(cg, SBX_CGC_PIDS, "pids.events", "max");
+  return 0;
+}
+
+/* The OOM-kill counter alone: one open+read+close of one cgroupfs file,
+ * cheap enough to bracket every exec (runtime/sandbox.c). */
+int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out)
+{
+  *out = cg->host->version == SBX_CG_V2
+             ? read_u64(cg, SBX_CGC_MEMORY, "memory.events", "oom_kill")
+             : read_u64(cg, SBX_CGC_MEMORY, "memory.oom_control", "oom_kill");
   return 0;
 }
 

@@ -103,6 +103,8 @@ int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim, struc
  * CLONE_INTO_CGROUP, but this works there too). */
 int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err);
 int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out);
+/* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events). */
+int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out);
 /* Kills every process in the cgroup at once (v1 freezer, v2 cgroup.kill)
  * and waits up to timeout_ms for it to be empty. */
 int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *err);

@@ -105,6 +105,7 @@ struct sbx_usage {
   uint64_t memory_peak_bytes; /* high-water mark */
   uint64_t oom_kills;         /* times the kernel's OOM killer fired in it */
   uint64_t pids_current;
+  uint64_t pids_max_hits;     /* times a fork failed at the pids ceiling (pids.events max) */
 };
 
 struct sbx_driver;
@@ -123,9 +124,6 @@ struct sbx_sandbox {
    * root of its own); otherwise the host directory that file operations
    * call "/" while the workload sees host paths (the process driver). */
   char host_root[4096];
-  /* OOM kills already attributed to an exec (core/run.c), so a later
-   * SIGKILL is reported as oom_killed only if the counter moved past it. */
-  uint64_t oom_kills_seen;
   /* Issue 6.  No fd can leave this sandbox (its READY said FDIN: gVisor),
    * so the sandbox client uses the fd-in forms of init/proto.h (files are
    * copied through sbx-init, terminals and ports relayed by it).  Set by
@@ -182,6 +180,13 @@ struct sbx_driver {
    * "ptrace"/"systrap"/"kvm"), shown as "platform" by GET
    * /v1/sandbox/profiles; NULL or "" when there is nothing to say. */
   const char *(*describe)(void);
+
+  /* MAY (at the end so older tables stay valid).  The sandbox cgroup's
+   * OOM-kill counter alone, in one small read: the exec path reads it
+   * before and after every exec to decide oom_killed whatever the process
+   * tree did (runtime/sandbox.c).  NULL: usage() is read instead, or
+   * nothing without it. */
+  int (*oom_kills)(struct sbx_sandbox *sb, uint64_t *out);
 };
 
 /* The built-in drivers (runtime/drivers/). */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/capture.h"
+#include "common/quantity.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "init/proto.h"
@@ -58,6 +59,8 @@ struct run {
   uint32_t stage, wstatus;
   uint64_t cpu_us, maxrss_kb;
   uint64_t deadline, kill_at, exited_at;
+  bool oom_known;      /* oom_before was read */
+  uint64_t oom_before; /* the cgroup's OOM-kill counter when the exec started */
 };
 
 void sbx_exec_result_free(struct sbx_exec_result *r)
@@ -534,42 +537,137 @@ static void classify(struct run *run, struct sbx_exec_result *res)
   }
 }
 
-/* The exec's sbx-init died under it: the host OOM killer's doing?  (Under
- * gVisor it picks the Sentry, which holds the workload's memory, so the
- * whole sandbox goes with the exec: issue 6.)  Peeks only: core/run.c
- * attributes the kill (sb->oom_kills_seen) when it sees a SIGKILL. */
-static bool lost_to_oom(struct sbx_sandbox *sb, const struct run *run)
+/* The sandbox cgroup's OOM-kill counter: the driver's one-file read, else
+ * its whole usage(); -1 without a cgroup (process driver). */
+static int read_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
 {
+  struct sbx_usage u;
+  if (!sb->driver)
+    return -1;
+  if (sb->driver->oom_kills)
+    return sb->driver->oom_kills(sb, out);
+  if (!sb->driver->usage || sb->driver->usage(sb, &u) < 0)
+    return -1;
+  *out = u.oom_kills;
+  return 0;
+}
+
+/* ctl hung up before a final report: the shepherd died, or all of
+ * sbx-init did.  Only a round trip on the channel tells them apart: under
+ * gVisor the channel's far end is runsc's, which may outlive the Sentry for
+ * a moment, so a hang-up poll alone could call a dead sandbox alive.
+ * Either sbx-init answers, or its channel hangs up (or stays silent for
+ * the reply timeout) because it is gone.  Only on this rare path. */
+static bool init_answers(struct sbx_sandbox *sb)
+{
+  struct sbx_chan_reply rep;
+  struct sbx_error e = {0};
+  if (sbx_chan_call(sb, SBX_MSG_PING, NULL, 0, "ping", &rep, &e) < 0)
+    return false;
+  if (rep.fd >= 0)
+    close(rep.fd);
+  return true;
+}
+
+static void lost_result(struct sbx_sandbox *sb, struct sbx_exec_result *res)
+{
+  res->exit_code = -1;
+  res->signal = SIGKILL;
+  if (init_answers(sb)) {
+    /* A workload may SIGKILL its own shepherd: they share the sandbox
+     * uid (init/shepherd.c says why that cannot be helped).  Its main
+     * process went with it (PR_SET_PDEATHSIG); the session lives on. */
+    res->status = SBX_ST_KILLED;
+    res->reason = SBX_RS_SHEPHERD_LOST;
+    set_error(res, "the exec's supervisor (its shepherd inside the sandbox) was killed, by a "
+                   "process of the sandbox (kill -9 -1?): the command was killed with it");
+    return;
+  }
   struct sbx_usage u = {0};
-  return run->lost && !run->killed && !run->init_err && sb->driver && sb->driver->usage &&
-         sb->driver->usage(sb, &u) == 0 &&
-         u.oom_kills > __atomic_load_n(&sb->oom_kills_seen, __ATOMIC_RELAXED);
+  if (sb->driver && sb->driver->usage && sb->driver->usage(sb, &u) == 0 && u.pids_max_hits) {
+    /* gVisor: the host cgroup's pids ceiling also holds the Sentry's own
+     * threads; a fork past it can take the whole sandbox. */
+    res->status = SBX_ST_KILLED;
+    res->reason = SBX_RS_PIDS;
+    set_error(res, "the sandbox reached its pids limit and was lost with the command");
+    return;
+  }
+  res->status = SBX_ST_ERROR;
+  res->reason = SBX_RS_SANDBOX_LOST;
+  set_error(res, "sandbox lost: sbx-init went away during the exec");
+}
+
+/* sbx-init could not fork the shepherd or the shepherd the workload: a
+ * full pids (or memory) limit is the sandbox's, and a result says so;
+ * anything else is the service's failure. */
+static int init_err_result(struct run *run, struct sbx_exec_result *res, struct sbx_error *err)
+{
+  int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : 0;
+  char msg[300];
+  if (e != EAGAIN && e != ENOMEM) {
+    sbx_err_set(err, SBX_E_INTERNAL, e, "sbx-init could not start the command: %s",
+                strerror(e));
+    res->status = SBX_ST_ERROR;
+    res->reason = SBX_RS_NONE;
+    res->exit_code = -1;
+    set_error(res, err ? err->msg : "sbx-init could not start the command");
+    return -1;
+  }
+  bool pids = e == EAGAIN;
+  snprintf(msg, sizeof msg, "sbx: cannot start %.200s: %s (the sandbox's %s limit)\n",
+           run->req->argv[0], strerror(e), pids ? "pids" : "memory");
+  emit(run, 2, msg, strlen(msg));
+  res->status = SBX_ST_FAILED;
+  res->reason = pids ? SBX_RS_PIDS : SBX_RS_MEMORY;
+  res->exit_code = 126;
+  set_error(res, pids ? "the command could not start: the sandbox's pids limit is reached"
+                      : "the command could not start: out of memory in the sandbox");
+  return 0;
+}
+
+/* OOM from the cgroup's counter over the exec, whatever the tree did with
+ * the kill (a shell that reaps its OOM-killed child exits 137 itself):
+ * oom_killed whenever the counter moved and the exec did not exit 0.  The
+ * daemon's own kills (timeout, cancel) keep their status: they are what
+ * ended the exec.  Concurrent execs of a session share its cgroup, so each
+ * of them that fails while a kill happens is reported oom_killed: the
+ * counter does not say whose process it took, and the limit is the
+ * session's (docs/isolation.md, "OOM"). */
+static void apply_oom(struct sbx_sandbox *sb, const struct run *run, struct sbx_exec_result *res)
+{
+  if (!res->oom_kills || res->status == SBX_ST_SUCCEEDED || run->killed)
+    return;
+  if (res->status == SBX_ST_ERROR && res->reason == SBX_RS_NONE)
+    return; /* the service failed, not the command */
+  char mem[32];
+  sbx_format_bytes(sb->limits.memory_bytes, mem, sizeof mem);
+  res->status = SBX_ST_OOM_KILLED;
+  res->reason = SBX_RS_MEMORY;
+  snprintf(res->error, sizeof res->error, "memory limit of %s reached: the kernel's OOM "
+           "killer ended %llu process%s during the exec", mem,
+           (unsigned long long)res->oom_kills, res->oom_kills == 1 ? "" : "es");
 }
 
 static int fill_result(struct sbx_sandbox *sb, struct run *run, struct sbx_exec_result *res,
                        uint64_t t0, struct sbx_error *err)
 {
   int r = 0;
-  if (lost_to_oom(sb, run)) {
-    /* Reported like an OOM-killed tree (SIGKILL; core/run.c makes it
-     * oom_killed); the sandbox itself is gone and later calls say so. */
-    run->exited = true;
-    run->wstatus = SIGKILL;
-    run->lost = false;
-  }
-  if (run->init_err || (run->lost && !run->killed) || (!run->exited && !run->exec_failed &&
-                                                       !run->killed)) {
-    int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : 0;
-    r = run->init_err ? sbx_err_set(err, SBX_E_INTERNAL, e, "sbx-init could not start the "
-                                    "command: %s", strerror(e))
-                      : sbx_err_set(err, SBX_E_INTERNAL, 0,
-                                    "sandbox lost: sbx-init went away during the exec");
-    res->status = SBX_ST_ERROR;
-    res->reason = run->init_err ? SBX_RS_NONE : SBX_RS_SANDBOX_LOST;
+  if (run->init_err)
+    r = init_err_result(run, res, err);
+  else if (run->lost && !run->killed)
+    lost_result(sb, res);
+  else if (!run->exited && !run->exec_failed && !run->killed) {
+    res->status = SBX_ST_ERROR; /* the pump failed (poll): nothing to report */
+    res->reason = SBX_RS_NONE;
     res->exit_code = -1;
-    set_error(res, err ? err->msg : "sandbox lost");
+    r = sbx_err_set(err, SBX_E_INTERNAL, errno, "exec: waiting for the command failed");
+    set_error(res, err ? err->msg : "exec failed");
   } else
     classify(run, res);
+  uint64_t after;
+  if (run->oom_known && read_oom_kills(sb, &after) == 0 && after > run->oom_before)
+    res->oom_kills = after - run->oom_before;
+  apply_oom(sb, run, res);
   res->duration_ms = sbx_now_ms() - t0;
   res->cpu_seconds = (double)run->cpu_us / 1e6;
   res->memory_peak_bytes = run->maxrss_kb * 1024;
@@ -610,10 +708,23 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
   res->exit_code = -1;
   struct run run;
   uint64_t t0 = sbx_now_ms();
-  if (run_init(&run, req, err) < 0 || start(sb, &run, err) < 0) {
-    set_error(res, err ? err->msg : "exec failed");
+  /* One small cgroupfs read before and one after (~10 us each here): an
+   * OOM kill anywhere in the tree is seen, whoever reaped its victim. */
+  int rc = run_init(&run, req, err);
+  if (rc == 0)
+    run.oom_known = read_oom_kills(sb, &run.oom_before) == 0;
+  if (rc == 0 && start(sb, &run, err) < 0)
+    rc = sbx_sandbox_alive(sb) ? -1 : 1;
+  if (rc != 0) {
+    /* A sandbox found gone at the start (its sbx-init died since the last
+     * exec, before the reaper noticed) is a result like one lost midway. */
+    if (rc > 0) {
+      res->status = SBX_ST_ERROR;
+      res->reason = SBX_RS_SANDBOX_LOST;
+    }
+    set_error(res, rc > 0 ? "sandbox lost: sbx-init is gone" : err ? err->msg : "exec failed");
     run_free(&run);
-    return -1;
+    return rc > 0 ? 0 : -1;
   }
   if (req->timeout_ms)
     run.deadline = t0 + req->timeout_ms;

@@ -43,6 +43,9 @@ enum sbx_reason {
   SBX_RS_DISK, SBX_RS_OUTPUT, SBX_RS_CANCELLED, SBX_RS_SESSION_DELETED,
   SBX_RS_DAEMON_RESTARTED, SBX_RS_DAEMON_SHUTDOWN, SBX_RS_RUNTIME_UNAVAILABLE,
   SBX_RS_SANDBOX_LOST,
+  /* The exec's shepherd died under it (a workload's kill -9 -1 reaches it)
+   * while the sandbox lives on. */
+  SBX_RS_SHEPHERD_LOST,
 };
 const char *sbx_status_name(enum sbx_status s);
 const char *sbx_reason_name(enum sbx_reason r);
@@ -96,6 +99,11 @@ struct sbx_exec_result {
   uint64_t duration_ms;
   double cpu_seconds;        /* user+sys of the whole exec tree */
   uint64_t memory_peak_bytes;/* max RSS seen in the tree */
+  /* OOM kills in the sandbox's cgroup while the exec ran (its counter read
+   * before and after).  Concurrent execs of one session share the cgroup,
+   * so a kill counts in every exec running at the time.  0 without a
+   * cgroup (process driver). */
+  uint64_t oom_kills;
   char error[256];           /* which limit was hit, or the service failure */
 };
 void sbx_exec_result_free(struct sbx_exec_result *r);

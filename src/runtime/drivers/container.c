@@ -230,6 +230,14 @@ static int ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   return sbx_cg_usage(&priv->box->cg, out);
 }
 
+static int ctr_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
+{
+  struct ctr_priv *priv = sb->priv;
+  if (!priv || !priv->box)
+    return -1;
+  return sbx_cg_oom_kills(&priv->box->cg, out);
+}
+
 static int ctr_recover(const struct sbx_driver_env *env)
 {
   (void)env;
@@ -266,6 +274,7 @@ const struct sbx_driver sbx_drv_container = {
     .create = ctr_create,
     .destroy = ctr_destroy,
     .usage = ctr_usage,
+    .oom_kills = ctr_oom_kills,
     .recover = ctr_recover,
     .shutdown = ctr_shutdown,
 };

@@ -514,6 +514,16 @@ static int gvisor_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   return sbx_cg_usage(&pv->cg, out);
 }
 
+/* The host cgroup around runsc: the Sentry, which maps the workload's
+ * memory, is what its OOM killer takes. */
+static int gvisor_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
+{
+  struct sbx_gv_priv *pv = sb->priv;
+  if (!pv)
+    return -1;
+  return sbx_cg_oom_kills(&pv->cg, out);
+}
+
 /* ---- recover ---------------------------------------------------------- */
 
 static int gvisor_recover(const struct sbx_driver_env *env)
@@ -571,4 +581,5 @@ const struct sbx_driver sbx_drv_gvisor = {
     .prewarm = gvisor_prewarm,
     .shutdown = gvisor_shutdown,
     .describe = gvisor_describe,
+    .oom_kills = gvisor_oom_kills,
 };
