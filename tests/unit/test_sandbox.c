@@ -685,10 +685,33 @@ static void test_init_killed(void)
   char *echo[] = {"echo", "x", NULL};
   struct sbx_exec_request req = {.argv = echo, .env = envp};
   struct sbx_error err = {0};
-  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) < 0 && err.code == SBX_E_INTERNAL);
-  CHECK(strstr(err.msg, "sandbox lost") != NULL);
+  /* A result, not an error: the sandbox is gone and the result says so. */
+  CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
+  CHECK(res.status == SBX_ST_ERROR && res.reason == SBX_RS_SANDBOX_LOST);
+  CHECK(strstr(res.error, "sandbox lost") != NULL);
   sbx_exec_result_free(&res);
   CHECK(!sbx_sandbox_alive(sb));
+  sbx_drv_process.destroy(sb);
+}
+
+/* The workload kills its own shepherd (its parent): sbx-init still
+ * answers, so the exec is killed/shepherd_lost and the sandbox serves on. */
+static void test_shepherd_killed(void)
+{
+  struct sbx_sandbox *sb = make_sandbox("t_shepherd");
+  struct sbx_exec_result res;
+  CHECK(sh(sb, &res, 20000, "echo before; kill -9 $PPID; sleep 5; echo after") == 0);
+  CHECK(res.status == SBX_ST_KILLED && res.reason == SBX_RS_SHEPHERD_LOST);
+  CHECK(res.stdout_buf && !strstr(res.stdout_buf, "after"));
+  CHECK(res.oom_kills == 0 && res.error[0]);
+  CHECK(!strcmp(sbx_reason_name(SBX_RS_SHEPHERD_LOST), "shepherd_lost"));
+  sbx_exec_result_free(&res);
+  CHECK(sbx_sandbox_alive(sb));
+  for (int i = 0; i < 3; i++) { /* the spare went too: the next execs fork afresh */
+    CHECK(sh(sb, &res, 20000, "echo ok") == 0);
+    CHECK(res.status == SBX_ST_SUCCEEDED && res.stdout_buf && !strcmp(res.stdout_buf, "ok\n"));
+    sbx_exec_result_free(&res);
+  }
   sbx_drv_process.destroy(sb);
 }
 
@@ -851,6 +874,7 @@ int main(void)
   }
   sbx_drv_process.destroy(sb);
   test_init_killed();
+  test_shepherd_killed();
   test_destroy();
   test_creator_thread_exits();
   test_recover();
