@@ -109,6 +109,32 @@ def test_gvisor_fork_bomb_is_a_result(alice, profile, profile_table):
         alice.delete(f"/v1/sandbox/sessions/{s['id']}")
 
 
+TYPED_AFTER_BOMB = {("succeeded", "exit"), ("failed", "pids"), ("killed", "pids"),
+                    ("error", "sandbox_lost")}
+
+
+def test_gvisor_bash_fork_bomb_then_the_session(alice, profile, profile_table):
+    """A self-replicating bomb under the profile's default limits: its exec
+    and every exec after it are results (or 409 once the session ended),
+    never a 500 — whether the leftovers fill the pids limit or not."""
+    if not gvisor(profile_table, profile):
+        pytest.skip("gvisor only: the container's freezer kill ends the bomb (test_exec)")
+    s = alice.new_session(profile)
+    try:
+        sid = s["id"]
+        r = alice.post(f"/v1/sandbox/sessions/{sid}/exec", json={
+            "command": ["bash", "-c", "b(){ b|b& }; b; sleep 60"], "timeout_s": 15})
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] in ("timeout", "killed", "failed"), brief(r.json())
+        for _ in range(3):
+            r = alice.post(f"/v1/sandbox/sessions/{sid}/exec", json={"command": ["true"]})
+            assert r.status_code in (200, 409), r.text
+            if r.status_code == 200:
+                assert (r.json()["status"], r.json()["reason"]) in TYPED_AFTER_BOMB, r.text
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
 def test_gvisor_memory_bomb_is_a_result(alice, profile, profile_table):
     if not gvisor(profile_table, profile):
         pytest.skip("gvisor only: a container's OOM costs only the exec (test_exec)")
