@@ -109,9 +109,13 @@ struct sbx_exec_result {
 void sbx_exec_result_free(struct sbx_exec_result *r);
 
 /* Run one command to completion (or timeout/cancel) and fill res.  Returns 0
- * when the command ran (whatever its exit), -1 with err when the sandbox
- * could not run it (init gone, argv[0] not found is NOT an error: that is
- * status failed, exit 127, message on stderr). */
+ * when there is a result, whatever it says: the command's exit (argv[0] not
+ * found is status failed, exit 127, message on stderr), oom_killed/memory
+ * when the cgroup's OOM counter moved and it did not exit 0, killed/
+ * shepherd_lost when its shepherd died while sbx-init lives, error/
+ * sandbox_lost when sbx-init is gone (before or during the exec), failed/
+ * pids when no process could be forked for it.  -1 with err only when the
+ * service failed (a bad request, out of memory, an unexpected errno). */
 int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
                      struct sbx_exec_result *res, struct sbx_error *err);
 

@@ -101,6 +101,13 @@ int main(void)
   CHECK(u.memory_peak_bytes == 99999);
   CHECK(u.oom_kills == 2);
   CHECK(u.pids_current == 7);
+  CHECK(u.pids_max_hits == 0); /* no pids.events in the fake tree */
+  snprintf(rel, sizeof rel, "%s/pids.events", leaf);
+  put(rel, "max 3\n");
+  CHECK(sbx_cg_usage(&cg, &u) == 0 && u.pids_max_hits == 3);
+  /* the exec path's one-file read: memory.events' oom_kill, not oom */
+  uint64_t ooms = 0;
+  CHECK(sbx_cg_oom_kills(&cg, &ooms) == 0 && ooms == 2);
 
   /* kill: writes cgroup.kill, then waits for populated 0 */
   snprintf(rel, sizeof rel, "%s/cgroup.events", leaf);
