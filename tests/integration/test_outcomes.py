@@ -163,6 +163,47 @@ def test_gvisor_memory_bomb_is_a_result(alice, profile, profile_table):
         alice.delete(f"/v1/sandbox/sessions/{s['id']}")
 
 
+# Forks sleepers until the pids limit says no, and keeps it full.
+FILLER = ("import os, time\n"
+          "while True:\n"
+          "    try:\n"
+          "        if os.fork() == 0:\n"
+          "            time.sleep(300)\n"
+          "            os._exit(0)\n"
+          "    except OSError:\n"
+          "        time.sleep(0.02)\n")
+
+
+def test_full_pids_limit_is_a_result(alice, walled):
+    """Background sleepers fill the session's pids limit; an exec then cannot
+    be forked at all: a failed/pids result naming the limit, not a 500.
+    Once they are gone, execs run again."""
+    s = alice.new_session(walled, limits={"pids": 16})
+    try:
+        sid = s["id"]
+        r = alice.post(f"/v1/sandbox/sessions/{sid}/exec", json={
+            "command": ["python3", "-c", FILLER],
+            "background": True})
+        assert r.status_code == 202, r.text
+        filler = r.json()["pid"]
+
+        def full():
+            r = alice.post(f"/v1/sandbox/sessions/{sid}/exec", json={"command": ["true"]})
+            assert r.status_code == 200, r.text
+            return r.json() if r.json()["status"] != "succeeded" else None
+        res = wait_until(full, 60, interval=0.5, what="the pids limit to fill")
+        assert (res["status"], res["reason"]) == ("failed", "pids"), brief(res)
+        assert "pids" in res["error"]["message"] and res["exit_code"] == 126, brief(res)
+        r = alice.post(f"/v1/sandbox/sessions/{sid}/processes/{filler}/signal",
+                       json={"signal": "KILL"})
+        assert r.status_code == 200, r.text
+        ok = wait_until(lambda: alice.exec(sid, command=["true"])["status"] == "succeeded",
+                        60, interval=0.5, what="execs to run again")
+        assert ok
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
 def test_dev_tty_is_a_client_error(alice, walled):
     s = alice.new_session(walled)
     try:
