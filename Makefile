@@ -50,7 +50,7 @@ test-integration-pg: all
 # case on gvisor (runsc must work: an unavailable gvisor fails, never skips).
 # Not the whole suite: it takes 12+ min on 2 cores (docs/testing.md).
 GVISOR_TESTS ?= exec files files_archive terminal contexts watch ports processes streaming \
-                executions
+                executions outcomes
 test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
