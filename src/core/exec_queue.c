@@ -10,8 +10,8 @@
  * a worker free for the next tenant even when one tenant's executions are
  * all long.
  *
- * Tenants are a list in order of arrival with a cursor on the one to serve
- * next; a tenant leaves the list once it has nothing queued, reserved or
+ * Tenants are a list in order of arrival with a cursor on the one served
+ * last (a tenant arriving later is served before the turn wraps); a tenant leaves the list once it has nothing queued, reserved or
  * running, so the list is bounded by total_max plus the workers. */
 #include "core/exec_queue.h"
 
@@ -39,7 +39,7 @@ struct sbx_exec_queue {
   size_t total_max, tenant_max;
   size_t total; /* queued + reserved, all tenants */
   struct tenant *first, *last;
-  struct tenant *cursor; /* served next; NULL: first */
+  struct tenant *served; /* served last; NULL: none yet, or the first is next */
 };
 
 struct sbx_exec_queue *sbx_exec_queue_new(size_t total_max, size_t tenant_max)
@@ -101,8 +101,8 @@ static void maybe_drop(struct sbx_exec_queue *q, struct tenant *t)
 {
   if (t->head || t->reserved || t->running)
     return;
-  if (q->cursor == t)
-    q->cursor = t->next;
+  if (q->served == t) /* its successor keeps its turn */
+    q->served = t->prev;
   if (t->prev)
     t->prev->next = t->next;
   else
@@ -178,14 +178,14 @@ static void take_head(struct sbx_exec_queue *q, struct tenant *t, struct sbx_exe
 bool sbx_exec_queue_pop(struct sbx_exec_queue *q, unsigned running_cap,
                         struct sbx_exec_item *out)
 {
-  struct tenant *start = q->cursor ? q->cursor : q->first;
+  struct tenant *start = q->served && q->served->next ? q->served->next : q->first;
   if (!start)
     return false;
   struct tenant *t = start;
   do {
     if (t->head && t->running < running_cap) {
       take_head(q, t, out);
-      q->cursor = t->next; /* the next tenant in line gets the next worker */
+      q->served = t; /* the next tenant in line gets the next worker */
       return true;
     }
     t = t->next ? t->next : q->first;
