@@ -318,3 +318,17 @@ def test_unpullable_image_is_image_unavailable(alice, profile, profile_table):
     assert f["error"] and f["error"]["reason"] == "image_unavailable", f
     assert "127.0.0.1:1" in f["error"]["message"] or "nope" in f["error"]["message"], f
     assert f["exit_code"] is None, f
+
+
+def test_input_files_past_the_disk_limit_are_disk(alice, profile, profile_table):
+    """Input files that fill the sandbox's disk end it with reason disk (the
+    command never ran), not a reason-less error."""
+    if profile_table[profile]["class"] == "none":
+        pytest.skip(f"profile {profile} enforces no disk limit")
+    big = base64.b64encode(os.urandom(12 << 20)).decode()
+    e = alice.new_execution(profile, command=["sh", "-c", "echo ran"], limits={"disk": "4Mi"},
+                            files=[{"path": "/work/big", "content": big, "encoding": "base64"}])
+    f = alice.wait_execution(e["id"], timeout=120)
+    assert_named_cause(f)
+    assert (f["status"], f["reason"]) == ("error", "disk"), f
+    assert "/work/big" in f["error"]["message"] and f["stdout"] == "", f

@@ -277,3 +277,17 @@ def test_image_user_unknown_is_refused(cl, registry):
     r = cl.post("/v1/sandbox/sessions", json={"profile": PROFILE, "image": ref})
     assert_error(r, 400, "invalid_request", field="image")
     assert "ghost" in r.json()["error"]["message"]
+
+
+def test_execution_the_image_cannot_run_is_invalid_request(cl, registry):
+    """An execution's image is only looked at by its worker: one whose User
+    the image does not define ends with error/invalid_request, not a
+    reason-less error."""
+    img = w.Image([w.rootfs_entries()], config={"User": "ghost"})
+    ref = registry.push(img, "tests/ghost-exec:1")
+    r = cl.post("/v1/sandbox/executions", json={"profile": PROFILE, "image": ref,
+                                                "command": ["/bin/busybox", "true"]})
+    assert r.status_code == 202, r.text
+    e = cl.wait_execution(r.json()["id"], timeout=120)
+    assert (e["status"], e["reason"]) == ("error", "invalid_request"), e
+    assert e["error"]["reason"] == "invalid_request" and "ghost" in e["error"]["message"], e
