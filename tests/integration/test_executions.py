@@ -275,6 +275,9 @@ def test_every_final_result_names_its_cause(daemon, alice, profile):
         # a directory matched by collect is not collected: a warning, not a new cause
         "collect_warning": ({"command": ["mkdir", "-p", "out/d"],
                              "collect": ["/work/out/*"]}, "succeeded", "exit"),
+        # output past output_bytes truncates; the program's own exit is the cause
+        "output": ({"command": ["sh", "-c", "head -c 200000 /dev/zero"],
+                    "limits": {"output_bytes": 1024}}, "succeeded", "exit"),
         "cancelled": ({"command": sleeper(mark, 60)}, "killed", "cancelled"),
     }
     ids = {k: alice.new_execution(profile, **body)["id"] for k, (body, _, _) in cases.items()}
@@ -284,6 +287,8 @@ def test_every_final_result_names_its_cause(daemon, alice, profile):
         e = alice.wait_execution(ids[k], timeout=90)
         assert_named_cause(e)
         assert (k, e["status"], e["reason"]) == (k, status, reason), e
+    o = alice.get(f"/v1/sandbox/executions/{ids['output']}").json()
+    assert o["stdout_truncated"] and o["stdout_dropped_bytes"] > 0, o
     f = alice.get(f"/v1/sandbox/executions/{ids['input_files']}").json()
     assert "/work/f/g" in f["error"]["message"], f
     assert f["started_at"] and f["exit_code"] is None, f
