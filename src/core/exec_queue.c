@@ -163,6 +163,8 @@ void sbx_exec_queue_unreserve(struct sbx_exec_queue *q, struct sbx_exec_slot_rsv
   maybe_drop(q, t);
 }
 
+void sbx_exec_queue_rsv_free(struct sbx_exec_slot_rsv *r) { free(r); }
+
 static void take_head(struct sbx_exec_queue *q, struct tenant *t, struct sbx_exec_item *out)
 {
   struct sbx_exec_slot_rsv *n = t->head;

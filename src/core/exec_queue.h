@@ -52,6 +52,9 @@ enum sbx_exec_queue_full sbx_exec_queue_reserve(struct sbx_exec_queue *q, int64_
 void sbx_exec_queue_commit(struct sbx_exec_queue *q, struct sbx_exec_slot_rsv *r,
                            const char *id);
 void sbx_exec_queue_unreserve(struct sbx_exec_queue *q, struct sbx_exec_slot_rsv *r);
+/* A reservation outliving its queue (sbx_exec_queue_free does not free
+ * reservations not yet committed): frees r alone. */
+void sbx_exec_queue_rsv_free(struct sbx_exec_slot_rsv *r);
 
 /* The next execution to run (round robin, see above), counted as running
  * for its tenant until sbx_exec_queue_done.  false when nothing queued is

@@ -224,10 +224,15 @@ static int queue_reserve(struct sbx_core *core, int64_t tenant, bool force,
   return why == SBX_EXQ_OK ? 0 : queue_full_error(core, why, err);
 }
 
+/* The queue is gone once shutdown ran: a request that reserved before
+ * leaves its row queued in the store, for the next start. */
 static void queue_commit(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv, const char *id)
 {
   pthread_mutex_lock(&core->q_lock);
-  sbx_exec_queue_commit(core->exq, rsv, id);
+  if (core->exq)
+    sbx_exec_queue_commit(core->exq, rsv, id);
+  else
+    sbx_exec_queue_rsv_free(rsv);
   pthread_cond_signal(&core->q_cond);
   pthread_mutex_unlock(&core->q_lock);
 }
@@ -235,7 +240,10 @@ static void queue_commit(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv, c
 static void queue_unreserve(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv)
 {
   pthread_mutex_lock(&core->q_lock);
-  sbx_exec_queue_unreserve(core->exq, rsv);
+  if (core->exq)
+    sbx_exec_queue_unreserve(core->exq, rsv);
+  else
+    sbx_exec_queue_rsv_free(rsv);
   pthread_mutex_unlock(&core->q_lock);
 }
 
