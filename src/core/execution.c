@@ -481,35 +481,13 @@ static bool disk_full(const struct sbx_error *err)
   return err->errnum == ENOSPC || err->errnum == EDQUOT;
 }
 
-/* Every final status names a cause (DESIGN §4): a runtime result without
- * one gets the status's own. */
-static const char *reason_of(const struct sbx_exec_result *res)
-{
-  const char *r = sbx_reason_name(res->reason);
-  if (r[0])
-    return r;
-  switch (res->status) {
-  case SBX_ST_SUCCEEDED:
-  case SBX_ST_FAILED:
-    return "exit";
-  case SBX_ST_TIMEOUT:
-    return "timeout";
-  case SBX_ST_OOM_KILLED:
-    return "memory";
-  case SBX_ST_KILLED:
-    return "signal";
-  default:
-    return RS_INTERNAL;
-  }
-}
-
 /* Copies res into row; row's own output/error buffers are released and
  * replaced by res's (which res keeps owning).  reason NULL: res's. */
 static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_result *res,
                        const char *reason)
 {
   if (!reason)
-    reason = reason_of(res);
+    reason = sbx_result_reason(res);
   free(row->stdout_buf);
   free(row->stderr_buf);
   free(row->error_json);

@@ -179,6 +179,10 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
                     struct sbx_error *err);
 /* Result object of DESIGN §4 (status, reason, exit_code, …). */
 json_t *sbx_result_json(const struct sbx_exec_result *res);
+/* The result's reason name, never "": a result whose runtime named no
+ * cause gets its status's own (exit, signal, timeout, memory; internal for
+ * a service error), so every final result says why it ended. */
+const char *sbx_result_reason(const struct sbx_exec_result *res);
 /* Adds "<name>" and "<name>_encoding" to o: a JSON string if valid UTF-8,
  * else base64. */
 void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len);
