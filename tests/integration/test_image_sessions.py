@@ -291,3 +291,24 @@ def test_execution_the_image_cannot_run_is_invalid_request(cl, registry):
     e = cl.wait_execution(r.json()["id"], timeout=120)
     assert (e["status"], e["reason"]) == ("error", "invalid_request"), e
     assert e["error"]["reason"] == "invalid_request" and "ghost" in e["error"]["message"], e
+
+
+def test_image_root_with_the_pre_6_7_layer_list(registry, daemon_factory):
+    """The overlay form kernels before 6.7 take (one lowerdir= list; Debian
+    12's 6.1), forced here: the same image view, ownership and whiteouts,
+    and the root's mount options show that form was used."""
+    ref = registry.push(app_image("list"), "tests/list:1")
+    d = daemon_factory(env={"SANDBOXD_OVERLAY_LAYERS": "string"})
+    d.start()
+    c = d.client(d.create_key("list"))
+    sid = c.new_session(PROFILE, image=ref)["id"]
+    try:
+        r = sh(c, sid, "cat /hello.txt; ls /gone.txt 2>&1; ls /opq; stat -c '%u %a' /hello.txt;"
+                       "grep ' / / ' /proc/self/mountinfo")
+        assert r["exit_code"] == 0, r
+        out = r["stdout"]
+        assert "hello list" in out and "No such file" in out and "new.txt" in out, out
+        assert "old.txt" not in out and "\n0 644\n" in out, out
+        assert "lowerdir=" in out and "lowerdir+=" not in out, out
+    finally:
+        c.delete(f"/v1/sandbox/sessions/{sid}")
