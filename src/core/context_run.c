@@ -217,7 +217,7 @@ int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, cons
   if (!c)
     return -1;
   struct run_args a = {0};
-  int rc = parse_run(body, ls->profile->limits.timeout_s, &a, err);
+  int rc = parse_run(body, ls->profile->max.timeout_s, &a, err);
   if (rc == 0) {
     double t = a.timeout_s > 0 ? a.timeout_s : (double)ls->limits.timeout_s;
     if (!(t > 0))

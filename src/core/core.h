@@ -50,6 +50,12 @@ struct sbx_core_config {
   /* issue 7: pull an image a request names when it is not in the store
    * (SBX_IMAGE_PULL_MISSING, 0) or answer 404 (SBX_IMAGE_PULL_NEVER) */
   int image_pull;
+  /* Start probes run in the background (core/profile.h): each driver's
+   * probe command is bounded by probe_timeout_s (runsc's KVM platform by
+   * gvisor_kvm_timeout_s; gvisor_kvm_off skips it), and a request for a
+   * profile still probing waits up to probe_wait_s, then 503s.  0: 10, 5, 2. */
+  unsigned probe_timeout_s, probe_wait_s, gvisor_kvm_timeout_s;
+  bool gvisor_kvm_off;
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
@@ -64,7 +70,8 @@ void sbx_core_free(struct sbx_core *core);
 
 struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
-/* Readiness for /readyz: store reachable and at least one profile usable. */
+/* Readiness for /readyz: store reachable, the default profile probed,
+ * at least one profile usable; lists the profiles still probing. */
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready);
 /* Counts one HTTP request (metrics). */
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us);

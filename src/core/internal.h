@@ -104,7 +104,21 @@ void sbx_executions_shutdown(struct sbx_core *core);
 int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id);
 
 /* core/recovery.c */
+/* The store's side of recovery, at start (no driver needed). */
 void sbx_recover(struct sbx_core *core);
+/* One driver's leftovers, from its probe thread once it probed usable,
+ * before any of its profiles is available. */
+void sbx_recover_driver(struct sbx_core *core, const struct sbx_driver *d);
+
+/* core/core.c */
+/* 0 if p can take work now; waits up to probe_wait_s while it is probing,
+ * then 503 runtime_unavailable with the reason (en+fr). */
+int sbx_core_profile_ready(struct sbx_core *core, const struct sbx_profile *p,
+                           struct sbx_error *err);
+/* Waits until p's probe has finished (or the daemon stops): for work that
+ * is already accepted (queued executions).  Its final state. */
+enum sbx_profile_state sbx_core_profile_settle(struct sbx_core *core,
+                                               const struct sbx_profile *p);
 
 /* core/run.c — what a session exec and an execution share. */
 /* The environment of a workload: base, the image's Env (issue 7), the

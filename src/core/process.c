@@ -394,7 +394,7 @@ static int parse_start(struct sbx_core *core, struct sbx_live_session *ls, json_
                                         "cwd", "timeout_s", "background", "pty", NULL};
   (void)core;
   if (sbx_schema_only(body, "", allowed, err) < 0 ||
-      sbx_schema_exec(body, ls->profile->limits.timeout_s, true, spec, err) < 0)
+      sbx_schema_exec(body, ls->profile->max.timeout_s, true, spec, err) < 0)
     return -1;
   if (sbx_core_image_exec(ls->image, spec, false, err) < 0) { /* issue 7: image config */
     sbx_exec_spec_free(spec);

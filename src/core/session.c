@@ -242,10 +242,8 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   uint64_t obs_t0 = sbx_now_ns(); /* issue 8: sandbox_session_create_seconds */
   struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
                                              cr.profile->name, cr.metadata, false);
-  if (!cr.profile->available) {
-    sbx_err_runtime_unavailable(err, cr.profile);
+  if (sbx_core_profile_ready(core, cr.profile, err) < 0) /* waits while it is probing */
     goto out;
-  }
   if (sbx_core_net_check(cr.profile, cr.policy, err) < 0) /* fail closed, before any work */
     goto out;
   if ((held = sbx_quota_session_begin(core, who, err)) < 0)

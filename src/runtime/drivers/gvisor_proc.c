@@ -8,8 +8,10 @@
  * stubs) are charged to and killed with that cgroup.  Between fork and exec
  * the child makes async-signal-safe calls only (the daemon is threaded).
  *
- * Short commands (probe, kill, delete) run with posix_spawn from the
- * calling thread, bounded in time.
+ * Short commands (kill, delete) run with posix_spawn from the calling
+ * thread, bounded in time.  The start probes go through the spawner too
+ * (sbx_gv_spawn_env), into a cgroup of their own: a hung probe is killed
+ * with its whole tree, and one the daemon's death interrupts dies with it.
  *
  * Egress allowlists: a netns holder — a forked child parked in a network
  * namespace of its own — gives the sandbox its netns before runsc starts,
@@ -48,6 +50,7 @@ static char *const runsc_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
 struct gv_req {
   char *const *argv;
+  char *const *envp; /* NULL: runsc_env */
   int in_fd, log_fd;
   bool hide_net_sysctl;
   struct sbx_cgroup *cg;
@@ -126,7 +129,7 @@ static _Noreturn void child_main(const struct gv_req *r, int go_fd)
     _exit(125);
   }
   syscall(SYS_close_range, 3u, ~0u, 0u);
-  execve(r->argv[0], r->argv, runsc_env);
+  execve(r->argv[0], r->argv, r->envp ? r->envp : runsc_env);
   _exit(127);
 }
 
@@ -198,11 +201,26 @@ static int start_spawner(struct sbx_error *err)
   return 0;
 }
 
+static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err);
+
 int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err)
 {
   struct gv_req r = {.argv = argv, .in_fd = in_fd, .log_fd = log_fd, .cg = cg,
                      .hide_net_sysctl = netns};
+  return spawn_req(&r, pid_out, err);
+}
+
+int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_fd,
+                     struct sbx_cgroup *cg, pid_t *pid_out, struct sbx_error *err)
+{
+  struct gv_req r = {.argv = argv, .envp = envp, .in_fd = in_fd, .log_fd = log_fd, .cg = cg};
+  return spawn_req(&r, pid_out, err);
+}
+
+static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err)
+{
+  struct gv_req r = *rq;
   pthread_mutex_lock(&q_lock);
   if (start_spawner(err) < 0) {
     pthread_mutex_unlock(&q_lock);
