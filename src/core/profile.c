@@ -32,9 +32,9 @@ void sbx_limits_host_max(long ncpu, uint64_t ram, struct sbx_limits *out)
 {
   memset(out, 0, sizeof *out);
   out->cpu_millis = (uint64_t)(ncpu > 0 ? ncpu : 1) * 1000;
-  uint64_t mem = ram ? ram : 1ULL << 30;
-  out->memory_bytes = mem / 2;
-  out->disk_bytes = mem / 4;
+  uint64_t mem = ram ? ram : 1ULL << 30, mib = (1ULL << 20) - 1;
+  out->memory_bytes = (mem / 2) & ~mib; /* whole MiB: shown as "12052Mi" */
+  out->disk_bytes = (mem / 4) & ~mib;
   out->pids = 4096;
   out->timeout_s = 3600;
   out->output_bytes = 16ULL << 20;
@@ -76,16 +76,26 @@ static void add_builtins(struct sbx_profile *out, size_t *n)
   out[*n - 1].pool_size = 0;
 }
 
-/* A default is always allowed: an operator who set only the old keys
- * (cpu, memory, …) above the host-derived maximum keeps them usable.
+/* A default never exceeds its maximum.  A built-in default under a lower
+ * maximum (max_pids = 100) follows it down; a default the operator set
+ * above the maximum — the old keys (cpu, memory, …) were the ceiling too —
+ * raises the maximum, so such a config keeps accepting what it did.
  * timeout_s: the default is default_timeout_s (its own key). */
 static void settle_limits(struct sbx_profile *p)
 {
+  struct sbx_profile ref;
+  sbx_profile_defaults(&ref, "", "");
   p->defaults.timeout_s = p->default_timeout_s;
-  uint64_t *d = &p->defaults.cpu_millis, *m = &p->max.cpu_millis;
+  ref.defaults.timeout_s = ref.default_timeout_s;
+  uint64_t *d = &p->defaults.cpu_millis, *m = &p->max.cpu_millis, *b = &ref.defaults.cpu_millis;
   for (size_t k = 0; k < sizeof p->max / sizeof(uint64_t); k++)
-    if (m[k] && d[k] > m[k])
-      m[k] = d[k];
+    if (m[k] && d[k] > m[k]) {
+      if (d[k] == b[k])
+        d[k] = m[k];
+      else
+        m[k] = d[k];
+    }
+  p->default_timeout_s = p->defaults.timeout_s;
 }
 
 int sbx_profiles_build(const struct sbx_profile *extra, size_t nextra, const char *default_name,

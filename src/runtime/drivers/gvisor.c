@@ -116,8 +116,9 @@ static int find_runsc(const char *want, char *out, size_t outlen)
  * under this daemon's gvisor parent, bounded in time: a late one is killed
  * with its whole tree (runsc, gofer, sandbox).  It is started by the
  * spawner thread with PR_SET_PDEATHSIG, and runsc's gofer and sandbox die
- * with runsc, so a daemon killed mid-probe leaves nothing running; its
- * TMPDIR (where `runsc do` keeps its bundle) is inside the state dir. */
+ * with runsc, so a daemon killed mid-probe leaves nothing running.  Its
+ * TMPDIR (where `runsc do` keeps a bundle, left behind by a killed runsc)
+ * is a directory of its own, removed after the probe. */
 
 enum { PROBE_OK = 0, PROBE_FAILED = -1, PROBE_LATE = -2, PROBE_CANCELLED = -3 };
 
@@ -162,14 +163,16 @@ static int probe_run(char *const argv[], const char *tag, unsigned timeout_ms,
    * later) never makes this one fail */
   snprintf(leaf, sizeof leaf, "probe-%d-%llu-%s", (int)getpid(),
            (unsigned long long)(sbx_now_ms() % 100000000), tag);
-  snprintf(tmp, sizeof tmp, "%s/probe-tmp-%s", gv.runsc_root, tag);
-  snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmp);
-  char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", tmpenv, NULL};
+  /* Not under the state dir: runsc's sandbox cannot reach its bundle
+   * through a 0700 parent (it fails "waiting for sandbox to start"). */
+  snprintf(tmp, sizeof tmp, "/tmp/sandboxd-probe-%d-%s-XXXXXX", (int)getpid(), tag);
   msg[0] = '\0';
-  if (sbx_mkdir_p(tmp, 0700) < 0) {
-    snprintf(msg, msglen, "mkdir %s: %s", tmp, strerror(errno));
+  if (!mkdtemp(tmp)) {
+    snprintf(msg, msglen, "mkdtemp %s: %s", tmp, strerror(errno));
     return PROBE_FAILED;
   }
+  snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmp);
+  char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", tmpenv, NULL};
   if (sbx_cg_create(&gv.cg, leaf, &none, &cg, &err) < 0) {
     snprintf(msg, msglen, "%s", err.msg);
     return PROBE_FAILED;
