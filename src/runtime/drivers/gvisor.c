@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,24 @@ static int probe_run(char *const argv[], const char *tag, unsigned timeout_ms,
   return rc;
 }
 
+/* The TMPDIRs of probes a killed daemon could not remove (its pid gone). */
+static void sweep_probe_tmp(void)
+{
+  DIR *d = opendir("/tmp");
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    int pid = 0;
+    if (sscanf(de->d_name, "sandboxd-probe-%d-", &pid) != 1 || pid <= 0 ||
+        kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "/tmp/%s", de->d_name);
+    sbx_rm_rf(p);
+  }
+  if (d)
+    closedir(d);
+}
+
 /* Does this runsc know the systrap platform (2023+)?  Its flag help says. */
 static bool knows_systrap(const struct sbx_driver_env *env)
 {
@@ -270,6 +289,7 @@ static int choose_platform(const struct sbx_driver_env *env, char *why, size_t w
   unsigned probe_ms = env->probe_timeout_ms ? env->probe_timeout_ms : RUNSC_CMD_MS;
   unsigned kvm_ms = env->kvm_probe_timeout_ms ? env->kvm_probe_timeout_ms : KVM_PROBE_MS;
   gv.note[0] = '\0';
+  sweep_probe_tmp();
   const char *forced = getenv("SANDBOXD_GVISOR_PLATFORM");
   if (forced && *forced) {
     snprintf(gv.platform, sizeof gv.platform, "%s", forced);
