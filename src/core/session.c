@@ -610,7 +610,7 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
     return -1;
   struct sbx_exec_spec spec;
   int rc = -1;
-  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &spec, err) < 0 ||
+  if (sbx_schema_exec(body, ls->profile->max.timeout_s, false, &spec, err) < 0 ||
       sbx_core_image_exec(ls->image, &spec, false, err) < 0) {
     sbx_exec_spec_free(&spec);
     sbx_session_release(core, ls);

@@ -139,7 +139,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   job->ls = ls;
   job->tenant = who->tenant_id;
   job->sink = *sink;
-  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &job->spec, err) < 0 ||
+  if (sbx_schema_exec(body, ls->profile->max.timeout_s, false, &job->spec, err) < 0 ||
       sbx_core_image_exec(ls->image, &job->spec, false, err) < 0) /* issue 7: image config */
     goto fail;
   if (!(job->env = sbx_session_run_env(ls, job->spec.env)) ||
