@@ -221,3 +221,59 @@ def test_sigkill_during_real_kvm_probe_leaves_no_process(daemon_factory):
     os.kill(d.pid, signal.SIGKILL)
     d.proc.wait(10)
     wait_until(lambda: not probe_leftovers(d), 10, what="no probe process left")
+
+
+def test_queued_execution_waits_for_its_profile_probe(daemon_factory, tmp_path):
+    """An execution queued before a kill -9 goes back in the queue at the
+    next start, and does not start (nor fail) while its profile probes: it
+    ends only once the probe did, with the probe's reason."""
+    if os.geteuid() != 0:
+        pytest.skip("the gvisor driver needs root")
+    mode = tmp_path / "mode"
+    mode.write_text("ok")
+    runsc = tmp_path / "runsc"
+    runsc.write_text("#!/bin/sh\n"
+                     f'if [ "$(cat {mode})" = hang ]; then\n'
+                     '  case " $* " in *" do "*) exec sleep 3600.5;; esac\n'
+                     "fi\n"
+                     "exit 0\n")
+    runsc.chmod(0o755)
+    env = {"SANDBOXD_RUNSC": str(runsc), "SANDBOXD_GVISOR_PLATFORM": "",
+           "SANDBOXD_GVISOR_POOL_SIZE": "0"}
+    d = daemon_factory(extra_args=["--workers", "1", "--gvisor-kvm", "off",
+                                   "--probe-timeout", "8"], env=env)
+    d.start()
+    c = d.client(d.create_key("queued"))
+    by = {p["name"]: p for p in c.get("/v1/sandbox/profiles").json()["profiles"]}
+    if not by["container"]["available"]:
+        pytest.skip(by["container"]["reason"])
+    assert by["gvisor"]["available"], by["gvisor"]  # the fake's probe passes
+    busy = c.post("/v1/sandbox/executions", json={"profile": "container",
+                                                   "command": ["sleep", "120"]})
+    assert busy.status_code in (200, 201, 202), busy.text
+    wait_until(lambda: c.get(f"/v1/sandbox/executions/{busy.json()['id']}").json()["status"]
+               == "running", 30, what="the worker busy")
+    q = c.post("/v1/sandbox/executions", json={"profile": "gvisor", "command": ["true"]})
+    assert q.status_code in (200, 201, 202), q.text
+    qid = q.json()["id"]
+    assert c.get(f"/v1/sandbox/executions/{qid}").json()["status"] == "queued"
+    d.kill9()
+    mode.write_text("hang")
+    t0 = time.monotonic()
+    d.start(probed=False)
+    wait_until(lambda: c.get(f"/v1/sandbox/executions/{busy.json()['id']}").json()["status"]
+               not in ("queued", "running"), 30, what="the running one recovered")
+    # still probing: the recovered execution waits, queued
+    ps = {p["name"]: p for p in c.get("/v1/sandbox/profiles").json()["profiles"]}
+    assert ps["gvisor"]["state"] == "probing", ps["gvisor"]
+    assert c.get(f"/v1/sandbox/executions/{qid}").json()["status"] == "queued"
+    e = c.wait_execution(qid, timeout=60)
+    assert time.monotonic() - t0 >= 7, "ended before its profile's probe did"
+    assert e["status"] == "error" and e["reason"] == "runtime_unavailable", e
+    assert "timed out" in json_text(e), e
+    assert d.stop(timeout=15) == 0
+
+
+def json_text(o):
+    import json
+    return json.dumps(o)
