@@ -176,6 +176,7 @@ static int probe_run(char *const argv[], const char *tag, unsigned timeout_ms,
   char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", tmpenv, NULL};
   if (sbx_cg_create(&gv.cg, leaf, &none, &cg, &err) < 0) {
     snprintf(msg, msglen, "%s", err.msg);
+    sbx_rm_rf(tmp);
     return PROBE_FAILED;
   }
   _cleanup_close_ int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -235,18 +236,6 @@ static bool knows_systrap(const struct sbx_driver_env *env)
   return yes;
 }
 
-static void first_line(int fd, char *msg, size_t msglen)
-{
-  char buf[1024];
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  buf[n > 0 ? n : 0] = '\0';
-  char *s = buf;
-  while (*s == '\n' || *s == ' ')
-    s++;
-  s[strcspn(s, "\n")] = '\0';
-  snprintf(msg, msglen, "%s", s);
-}
-
 /* `runsc do true` on platform p: proves runsc can build a sandbox here
  * (namespaces, ptrace/kvm, gofer) before any profile says "available".
  * A PROBE_* code; why says what went wrong. */
@@ -267,7 +256,7 @@ static int start_probe(const char *p, unsigned timeout_ms, const struct sbx_driv
   if (rc == PROBE_OK && WIFEXITED(st) && WEXITSTATUS(st) == 0)
     return PROBE_OK;
   if (rc == PROBE_OK) {
-    first_line(out, msg, sizeof msg);
+    sbx_gv_first_line_fd(out, msg, sizeof msg);
     rc = PROBE_FAILED;
   }
   sbx_rm_rf(rootarg + strlen("--root=")); /* the state of a runsc that did not finish */

@@ -124,5 +124,7 @@ void sbx_gv_netns_release(pid_t *pid, int *fd);
 
 /* Reads the first line of a log file into msg ("" if none). */
 void sbx_gv_first_line(const char *path, char *msg, size_t msglen);
+/* Same for an open file (read from offset 0). */
+void sbx_gv_first_line_fd(int fd, char *msg, size_t msglen);
 
 #endif

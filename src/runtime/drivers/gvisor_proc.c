@@ -261,7 +261,7 @@ int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first)
   }
 }
 
-static void first_line_fd(int fd, char *msg, size_t msglen)
+void sbx_gv_first_line_fd(int fd, char *msg, size_t msglen)
 {
   char buf[1024];
   ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -279,7 +279,7 @@ void sbx_gv_first_line(const char *path, char *msg, size_t msglen)
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
   msg[0] = '\0';
   if (fd >= 0)
-    first_line_fd(fd, msg, msglen);
+    sbx_gv_first_line_fd(fd, msg, msglen);
 }
 
 int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen)
@@ -321,7 +321,7 @@ int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen
     }
     usleep(2000);
   }
-  first_line_fd(out, msg, msglen);
+  sbx_gv_first_line_fd(out, msg, msglen);
   return status;
 }
 
