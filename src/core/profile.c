@@ -236,18 +236,6 @@ void sbx_profiles_probe_stop(struct sbx_profile_set *set)
     }
 }
 
-void sbx_profiles_probe(struct sbx_profile_set *set, struct sbx_driver_env *env)
-{
-  struct sbx_error err = {0};
-  if (sbx_profiles_probe_start(set, env, NULL, &err) < 0)
-    sbx_warn("core", "%s", err.msg);
-  for (size_t i = 0; i < set->nprobers; i++)
-    if (set->probers[i].started) {
-      pthread_join(set->probers[i].thread, NULL);
-      set->probers[i].started = false;
-    }
-}
-
 void sbx_profiles_free(struct sbx_profile_set *set)
 {
   if (set->probers)

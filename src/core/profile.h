@@ -78,8 +78,6 @@ int sbx_profiles_build(const struct sbx_profile *extra, size_t nextra, const cha
  * outlive the probes (sbx_profiles_probe_stop); its cancel is set here. */
 int sbx_profiles_probe_start(struct sbx_profile_set *set, struct sbx_driver_env *env,
                              const struct sbx_probe_hooks *hooks, struct sbx_error *err);
-/* Probes and waits for every result (tools and tests). */
-void sbx_profiles_probe(struct sbx_profile_set *set, struct sbx_driver_env *env);
 /* Asks running probes to give up, wakes waiters, joins the threads. */
 void sbx_profiles_probe_stop(struct sbx_profile_set *set);
 void sbx_profiles_free(struct sbx_profile_set *set);
