@@ -33,6 +33,8 @@ struct sbx_core_config {
   const char *default_profile;  /* "container" */
   unsigned workers;             /* execution workers */
   unsigned queue_max;           /* queued executions before 429 */
+  unsigned queue_max_per_tenant; /* one tenant's queued executions before 429 (0: 256) */
+  unsigned workers_per_tenant;  /* one tenant's running executions (0: workers-1, min 1) */
   int64_t default_ttl_s;        /* session TTL when the request gives none */
   int64_t max_ttl_s;
   int64_t idle_timeout_s;       /* 0: no idle expiry */

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "core/exec_queue.h"
 #include "core/quota.h"
 #include "core/schema.h"
 #include "obs/trace.h"
@@ -44,11 +45,6 @@ struct sbx_live_session {
   struct sbx_live_session *next;
 };
 
-struct sbx_queue_item {
-  char id[64];
-  int64_t tenant_id;
-};
-
 /* An execution being run by a worker, so cancel can reach it. */
 struct sbx_running_exec {
   char id[64];
@@ -70,8 +66,8 @@ struct sbx_core {
   pthread_mutex_t q_lock;
   pthread_cond_t q_cond;        /* work available / stopping */
   pthread_cond_t done_cond;     /* an execution reached a final status */
-  struct sbx_queue_item *queue; /* ring of cfg.queue_max */
-  size_t q_head, q_len;
+  struct sbx_exec_queue *exq;   /* the scheduler (core/exec_queue.h), under q_lock */
+  unsigned tenant_running_cap;  /* cfg.workers_per_tenant or workers-1 (at least 1) */
   struct sbx_running_exec *running;
   pthread_t *workers;
   unsigned nworkers;
@@ -101,6 +97,8 @@ void sbx_sessions_shutdown(struct sbx_core *core);
 /* core/execution.c */
 int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err);
 void sbx_executions_shutdown(struct sbx_core *core);
+/* Queues a stored `queued` row again (recovery): over the tenant's queue
+ * bound if need be, never over the whole queue's (-1: full). */
 int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id);
 
 /* core/recovery.c */
@@ -195,6 +193,10 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
                     struct sbx_error *err);
 /* Result object of DESIGN §4 (status, reason, exit_code, …). */
 json_t *sbx_result_json(const struct sbx_exec_result *res);
+/* The result's reason name, never "": a result whose runtime named no
+ * cause gets its status's own (exit, signal, timeout, memory; internal for
+ * a service error), so every final result says why it ended. */
+const char *sbx_result_reason(const struct sbx_exec_result *res);
 /* Adds "<name>" and "<name>_encoding" to o: a JSON string if valid UTF-8,
  * else base64. */
 void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len);

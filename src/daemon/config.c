@@ -27,6 +27,7 @@ void sbx_config_defaults(struct sbx_config *c)
   c->max_body = 32ULL << 20;
   c->workers = 4;
   c->queue_max = 1024;
+  c->queue_max_per_tenant = 256;
   c->session_ttl_s = 3600;
   c->session_max_ttl_s = 7 * 24 * 3600;
   c->idle_timeout_s = 0;
@@ -151,6 +152,8 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   } nums[] = {
       {"workers", 256, &c->workers, 0},
       {"queue_max", 1000000, &c->queue_max, 0},
+      {"queue_max_per_tenant", 1000000, &c->queue_max_per_tenant, 0},
+      {"workers_per_tenant", 256, &c->workers_per_tenant, 0},
       {"max_sessions_per_tenant", 1000000, &c->max_sessions_per_tenant, 0},
       {"session_ttl", 365 * 86400, &c->session_ttl_s, 1},
       {"session_max_ttl", 365 * 86400, &c->session_max_ttl_s, 1},
@@ -292,6 +295,8 @@ static const struct {
     {"SANDBOXD_PULL", "pull"}, /* issue 7 */
     {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"}, {"SANDBOXD_PROBE_WAIT", "probe_wait"},
     {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"}, {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
+    {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
+    {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -318,6 +323,8 @@ static const struct {
     {"--pull", "pull"}, /* issue 7 */
     {"--probe-timeout", "probe_timeout"}, {"--probe-wait", "probe_wait"},
     {"--gvisor-kvm", "gvisor_kvm"}, {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
+    {"--workers-per-tenant", "workers_per_tenant"},
+    {"--queue-max-per-tenant", "queue_max_per_tenant"},
     {"--enable-unsafe-process-driver", NULL},
 };
 

@@ -26,6 +26,8 @@ struct sbx_config {
   uint64_t max_body;
   unsigned workers;
   unsigned queue_max;
+  unsigned queue_max_per_tenant; /* one tenant's queued executions */
+  unsigned workers_per_tenant;   /* one tenant's running executions; 0: workers-1 */
   int64_t session_ttl_s;
   int64_t session_max_ttl_s;
   int64_t idle_timeout_s;
