@@ -150,6 +150,21 @@ def test_request_during_probe_waits_then_503(daemon_factory, hanging):
     wait_until(lambda: not procs_with(mark), 10, what="the hung probe killed at stop")
 
 
+def test_not_ready_until_the_default_profile_is_probed(daemon_factory, hanging):
+    runsc, mark = hanging
+    d = own_daemon(daemon_factory, runsc, "--probe-timeout", "5", "--gvisor-kvm", "off",
+                   "--default-profile", "gvisor")
+    assert start_timed(d) < HEALTHZ_BOUND_S
+    r = readyz(d)
+    assert r.status_code == 503, r.text
+    assert r.json()["status"] == "not_ready" and "gvisor" in r.json()["checks"]["probing"]
+    # probed (unavailable here): ready again, since other profiles work
+    wait_until(lambda: readyz(d).json()["checks"]["probing"] == [], 30, what="probes ended")
+    r = readyz(d)
+    assert r.status_code == 200 and "timed out" in r.json()["checks"]["profiles"]["gvisor"], r.text
+    assert d.stop(timeout=10) == 0
+
+
 def test_sigkill_during_probe_leaves_no_process(daemon_factory, hanging):
     runsc, mark = hanging
     d = own_daemon(daemon_factory, runsc, "--probe-timeout", "120", "--gvisor-kvm", "off")
