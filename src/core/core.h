@@ -168,7 +168,8 @@ int sbx_signal_parse(const char *name);
  * detach drops it.  next() waits up to timeout_ms for kept output past
  * off[] and fills one chunk (1), or 0 on timeout, or -1 once the process
  * has ended and everything kept was read (*result = its result object, a
- * new reference).  A chunk whose gap_from < offset skipped the dropped
+ * new reference), or -2 at once when its session ended (*result =
+ * {"reason": "session_deleted" | "session_expired" | …}).  A chunk whose gap_from < offset skipped the dropped
  * bytes [gap_from, offset) of its stream. */
 struct sbx_proc;
 struct sbx_proc_chunk {
