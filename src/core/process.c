@@ -22,7 +22,7 @@
 #define START_WAIT_MS 30000
 #define DEFAULT_BUF (1024 * 1024)
 /* The smallest capture a process gets when the retained-output budget is
- * short (per stream); below it the start is refused. */
+ * short (per stream). */
 #define MIN_BUF (16 * 1024)
 
 /* Threads (process and streamed exec) still running: shutdown waits. */
@@ -310,18 +310,14 @@ static void reclaim_ended(struct sbx_core *core, int64_t tenant, uint64_t need)
   pthread_mutex_unlock(&core->sess_lock);
 }
 
-static int reserve_output(struct sbx_core *core, int64_t tenant, size_t bufcap, size_t *per,
-                          uint64_t *got, struct sbx_error *err)
+static size_t reserve_output(struct sbx_core *core, int64_t tenant, size_t bufcap,
+                             uint64_t *got)
 {
   uint64_t want = 2 * (uint64_t)bufcap, min = 2 * (uint64_t)(bufcap < MIN_BUF ? bufcap : MIN_BUF);
-  struct sbx_error tmp = {0};
-  if (sbx_res_mem_take(core, tenant, want, want, got, &tmp) < 0) {
-    reclaim_ended(core, tenant, want);
-    if (sbx_res_mem_take(core, tenant, want, min, got, err) < 0)
-      return -1;
-  }
-  *per = (size_t)(*got / 2);
-  return 0;
+  if (sbx_res_mem_room(core, tenant) < 8 * want)
+    reclaim_ended(core, tenant, 8 * want);
+  *got = sbx_res_mem_take(core, tenant, want, min);
+  return (size_t)(*got / 2);
 }
 
 static void on_started(void *ctx, pid_t pid, int ctl_fd, int pty_fd)
@@ -512,8 +508,7 @@ static struct proc_job *job_new(struct sbx_core *core, struct sbx_live_session *
 {
   size_t bufcap = ls->limits.output_bytes ? (size_t)ls->limits.output_bytes : DEFAULT_BUF;
   uint64_t mem = 0;
-  if (reserve_output(core, who->tenant_id, bufcap, &bufcap, &mem, err) < 0)
-    return NULL;
+  bufcap = reserve_output(core, who->tenant_id, bufcap, &mem);
   struct proc_job *job = calloc(1, sizeof *job);
   if (!job)
     sbx_res_mem_give(who->tenant_id, mem);

@@ -84,42 +84,46 @@ static int exceeded(struct sbx_error *err, const char *limit, uint64_t value)
   return -1;
 }
 
-static int mem_error(struct sbx_error *err, bool tenant, uint64_t limit)
-{
-  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: the output kept for %s's background "
-              "processes reached %llu MiB; end or delete processes or sessions first",
-              tenant ? "this tenant" : "every tenant", (unsigned long long)(limit >> 20));
-  sbx_err_fr(err, "Quota dépassé : la sortie conservée des processus en arrière-plan %s a "
-             "atteint %llu Mio ; terminez des processus ou des sessions d'abord",
-             tenant ? "de ce locataire" : "de tous les locataires",
-             (unsigned long long)(limit >> 20));
-  return exceeded(err, tenant ? "output_memory_per_tenant" : "output_memory", limit);
-}
-
-int sbx_res_mem_take(struct sbx_core *core, int64_t tenant, uint64_t want, uint64_t min,
-                     uint64_t *got, struct sbx_error *err)
+/* Room left for tenant in both budgets (lock held). */
+static uint64_t room_locked(struct sbx_core *core, const struct tres *t)
 {
   uint64_t glim = sbx_res_output_memory(core), tlim = sbx_res_output_memory_per_tenant(core);
+  uint64_t troom = t && t->mem < tlim ? tlim - t->mem : 0;
+  uint64_t groom = mem_total < glim ? glim - mem_total : 0;
+  if (!t)
+    troom = tlim;
+  return troom < groom ? troom : groom;
+}
+
+uint64_t sbx_res_mem_room(struct sbx_core *core, int64_t tenant)
+{
+  pthread_mutex_lock(&lock);
+  struct tres *t = tenants;
+  while (t && t->tenant != tenant)
+    t = t->next;
+  uint64_t r = room_locked(core, t);
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+uint64_t sbx_res_mem_take(struct sbx_core *core, int64_t tenant, uint64_t want, uint64_t min)
+{
   pthread_mutex_lock(&lock);
   struct tres *t = tres_locked(tenant);
   if (!t) {
     pthread_mutex_unlock(&lock);
-    return sbx_err_sys(err, ENOMEM, "resources");
+    return min;
   }
-  uint64_t troom = t->mem < tlim ? tlim - t->mem : 0;
-  uint64_t groom = mem_total < glim ? glim - mem_total : 0;
-  uint64_t room = troom < groom ? troom : groom;
-  uint64_t n = want < room ? want : room;
-  if (n < min) {
-    tres_gc_locked(t);
-    pthread_mutex_unlock(&lock);
-    return troom < min ? mem_error(err, true, tlim) : mem_error(err, false, glim);
-  }
+  /* An eighth of what is left at most: the room shrinks geometrically, so
+   * the sixty-fourth process still gets a useful buffer instead of the
+   * first ones taking everything. */
+  uint64_t n = room_locked(core, t) / 8;
+  n = n < want ? n : want;
+  n = n > min ? n : min;
   t->mem += n;
   mem_total += n;
   pthread_mutex_unlock(&lock);
-  *got = n;
-  return 0;
+  return n;
 }
 
 void sbx_res_mem_give(int64_t tenant, uint64_t n)

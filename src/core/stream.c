@@ -16,6 +16,7 @@
 #include "api/http.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "core/resources.h"
 
 struct stream_job {
   struct sbx_core *core;
@@ -95,6 +96,7 @@ static void *stream_main(void *arg)
   sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, true); /* after the record */
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
+  sbx_res_fds_give(job->tenant, job->ls->id, SBX_RES_FDS_PROCESS);
   sbx_session_touch(job->core, job->ls);
   sbx_session_release(job->core, job->ls);
   job->sink.exit(job->sink.ctx, result);
@@ -130,8 +132,13 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls)
     return -1;
+  if (sbx_res_fds_take(core, who->tenant_id, ls->id, SBX_RES_FDS_PROCESS, err) < 0) {
+    sbx_session_release(core, ls);
+    return -1;
+  }
   struct stream_job *job = calloc(1, sizeof *job);
   if (!job) {
+    sbx_res_fds_give(who->tenant_id, ls->id, SBX_RES_FDS_PROCESS);
     sbx_session_release(core, ls);
     return sbx_err_sys(err, ENOMEM, "exec");
   }
@@ -159,6 +166,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   }
   return 0;
 fail:
+  sbx_res_fds_give(who->tenant_id, ls->id, SBX_RES_FDS_PROCESS);
   sbx_session_release(core, ls);
   job_free(job);
   return -1;

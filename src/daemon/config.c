@@ -268,6 +268,9 @@ static const struct {
     {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"}, /* issue 5 */
     {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
     {"SANDBOXD_PULL", "pull"}, /* issue 7 */
+    {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
+    {"SANDBOXD_OUTPUT_MEMORY_PER_TENANT", "output_memory_per_tenant"},
+    {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"}, {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)

@@ -239,6 +239,8 @@ def test_rss_bounded_under_heavy_output(daemon_factory):
         return True
     wait_until(all_done, 180, interval=0.5, what="every writer to end")
     grown_mib = (vm_rss_kib(d.pid) - base) / 1024
+    print(f"daemon RSS: {base // 1024} MiB before, grew by {grown_mib:.0f} MiB; "
+          f"fds: {len(os.listdir(f'/proc/{d.pid}/fd'))}")
     # The bound stated in docs/configuration.md: the per-tenant budget plus
     # 48 MiB for threads, allocator slack and the store.
     assert grown_mib <= 64 + 48, f"daemon RSS grew by {grown_mib:.0f} MiB"
