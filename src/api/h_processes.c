@@ -102,6 +102,8 @@ static bool send_chunk(struct follower *f, const struct sbx_proc_chunk *c)
                                          "dropped_bytes",
                                          (json_int_t)(c->offset - c->gap_from))))
     return false;
+  if (c->len == 0) /* nothing kept past the gap */
+    return true;
   json_t *ev = sbx_api_chunk_json(c->data, c->len, c->offset);
   return ev && push_all(f->sse, name, ev);
 }

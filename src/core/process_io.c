@@ -261,7 +261,7 @@ int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk 
       uint64_t at = off[i];
       bool gap;
       size_t n = cap_read(&p->cap[i], &at, c->data, sizeof c->data, &gap);
-      if (n == 0)
+      if (n == 0 && !(gap && at > off[i])) /* a released log: only the gap is left */
         continue;
       c->stream = i + 1;
       c->len = n;

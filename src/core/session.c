@@ -74,6 +74,9 @@ static void live_kill_locked(struct sbx_core *core, struct sbx_live_session *ls,
   ls->dying = true;
   ls->dying_reason = why;
   live_unlink_locked(core, ls);
+  /* Followers first: they end with `end` {reason}, not with the exit of a
+   * process the cancel below kills (lock order: sess_lock, table, process). */
+  sbx_procs_session_end(ls->procs, sbx_session_end_reason(why));
   for (struct sbx_exec_slot *s = ls->execs; s; s = s->next)
     sbx_cancel_fire(&s->cancel, why);
 }
@@ -488,10 +491,6 @@ static void end_session(struct sbx_core *core, struct sbx_live_session *ls, cons
                                           sbx_reason_name(why), &err) < 0)
     sbx_warn("session", "recording %s as %s: %s", ls->id, status, err.msg);
   sbx_info("session", "%s %s (%s)", ls->id, status, sbx_reason_name(why));
-  pthread_mutex_lock(&core->sess_lock);
-  struct sbx_proc_table *procs = ls->procs;
-  pthread_mutex_unlock(&core->sess_lock);
-  sbx_procs_session_end(procs, sbx_session_end_reason(why)); /* followers end now */
   /* A delete through the API is audited by the dispatcher; endings the
    * daemon decides (expiry, a dead sandbox, shutdown) are audited here. */
   if (why != SBX_RS_SESSION_DELETED)

@@ -185,6 +185,21 @@ def test_follower_and_watch_end_at_once_on_session_delete(alice, capable):
         watch.close()
 
 
+def test_follower_ends_when_the_session_expires(alice, profile):
+    s = alice.new_session(profile, ttl_s=3)
+    sid = s["id"]
+    pid = start(alice, sid, command=["sh", "-c", "echo hi; exec sleep 300"])
+    follow = Stream(alice, proc_url(sid, pid, "/output"))
+    try:
+        follow.until(lambda e, d: e == "stdout", 10, "the first output")
+        # TTL 3 s, reaper tick 1 s: generous for a loaded machine.
+        _, d = follow.until(lambda e, d: e == "end", 20, "the follower's end event")
+        assert d == {"reason": "session_expired"}, d
+        follow.until(lambda e, d: e == "<eof>", 5, "the follower to close")
+    finally:
+        follow.close()
+
+
 # ---- fds: bounded per tenant, the others unaffected ----
 
 def test_fd_bound_refuses_one_tenant_cleanly(daemon_factory):
@@ -214,40 +229,80 @@ def test_fd_bound_refuses_one_tenant_cleanly(daemon_factory):
 # ---- memory: the output kept for one tenant is bounded ----
 
 def test_rss_bounded_under_heavy_output(daemon_factory):
-    """Two sessions x 64 background processes (the per-session cap), each
-    printing 3 MB to stdout and to stderr (more than its 1 MiB per stream
-    buffer): what the daemon keeps is bounded by the per-tenant budget
-    (64 MiB by default), not 128 x 2 x 2 MiB."""
-    d = own_daemon(daemon_factory, "[server]\nquota_sessions = 2\n")
+    """The heaviest load the defaults allow one tenant: background processes
+    until fds_per_tenant (1024) refuses the next (170 of them, over three
+    sessions: at most 64 per session), each printing 3 MB to stdout and to
+    stderr (more than its 1 MiB per stream) and staying alive.  What the
+    daemon keeps is bounded by the per-tenant budget (64 MiB by default),
+    not 170 x 2 x 2 MiB."""
+    d = own_daemon(daemon_factory, "[server]\nquota_sessions = 3\n")
     c = client(d, "heavy")
-    sids = [c.new_session("process")["id"] for _ in range(2)]
+    sids = [c.new_session("process")["id"] for _ in range(3)]
     base = vm_rss_kib(d.pid)
-    script = "head -c 3000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2"
-    started = []
+    script = ("head -c 3000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2;"
+              " exec sleep 300")
+    started, refused = [], None
     for sid in sids:
         for _ in range(64):
             r = c.post(f"/v1/sandbox/sessions/{sid}/exec",
                        json={"command": ["sh", "-c", script], "background": True})
-            assert r.status_code == 202, r.text
+            if r.status_code != 202:
+                refused = r
+                break
             started.append((sid, r.json()["pid"]))
+        if refused is not None:
+            break
+    e = assert_error(refused, 429, "quota_exceeded")
+    assert e["details"] == {"limit": "fds_per_tenant", "value": 1024}, e
+    assert len(started) == 1024 // 6, len(started)
 
-    def all_done():
-        for sid in sids:
-            ps = c.get(f"/v1/sandbox/sessions/{sid}/processes").json()["processes"]
-            if any(p["status"] != "exited" for p in ps):
+    def all_written():
+        for sid, pid in started:
+            p = c.get(proc_url(sid, pid)).json()
+            if p["stdout_bytes"] < 3000000 or p["stderr_bytes"] < 3000000:
                 return False
         return True
-    wait_until(all_done, 180, interval=0.5, what="every writer to end")
+    wait_until(all_written, 180, interval=0.5, what="every writer to finish writing")
     grown_mib = (vm_rss_kib(d.pid) - base) / 1024
-    print(f"daemon RSS: {base // 1024} MiB before, grew by {grown_mib:.0f} MiB; "
-          f"fds: {len(os.listdir(f'/proc/{d.pid}/fd'))}")
+    print(f"daemon RSS: {base // 1024} MiB before, grew by {grown_mib:.0f} MiB with "
+          f"{len(started)} processes; fds: {len(os.listdir(f'/proc/{d.pid}/fd'))}")
     # The bound stated in docs/configuration.md: the per-tenant budget plus
     # 48 MiB for threads, allocator slack and the store.
     assert grown_mib <= 64 + 48, f"daemon RSS grew by {grown_mib:.0f} MiB"
-    # What is kept still reads back with correct offsets (the newest ones).
-    sid, pid = started[-1]
-    out = c.get(proc_url(sid, pid, "/output")).json()
-    assert out["stdout_next_offset"] == 3000000
-    kept = len(out["stdout"])
-    assert kept + out["stdout_dropped_bytes"] == 3000000
+    # What is kept still reads back with correct offsets and counts.
+    for sid, pid in (started[0], started[-1]):
+        out = c.get(proc_url(sid, pid, "/output")).json()
+        assert out["stdout_next_offset"] == 3000000
+        assert len(out["stdout"]) + out["stdout_dropped_bytes"] == 3000000
+        assert set(out["stdout"]) <= {"x"} and set(out["stderr"]) <= {"y"}
     assert d.healthy()
+
+
+def test_ended_logs_give_their_memory_back(daemon_factory):
+    """Ended processes' logs are retained too, within the same budget: when
+    it runs short the oldest ended ones are dropped (counted, offsets kept),
+    and a follower replaying one is told about the gap."""
+    d = own_daemon(daemon_factory, "[server]\noutput_memory_per_tenant = 8Mi\n")
+    c = client(d, "logs")
+    sid = c.new_session("process")["id"]
+    script = "head -c 3000000 /dev/zero | tr '\\0' x"
+    pids = []
+    for _ in range(20):
+        pids.append(start(c, sid, command=["sh", "-c", script]))
+        pid = pids[-1]
+        wait_until(lambda: c.get(proc_url(sid, pid)).json()["status"] == "exited", 30,
+                   interval=0.1, what="the writer to end")
+    first = c.get(proc_url(sid, pids[0], "/output")).json()
+    assert first["stdout"] == "" and first["stdout_dropped_bytes"] == 3000000, \
+        len(first["stdout"])
+    assert first["stdout_next_offset"] == 3000000
+    last = c.get(proc_url(sid, pids[-1], "/output")).json()
+    assert len(last["stdout"]) > 0 and last["stdout_next_offset"] == 3000000
+    follow = Stream(c, proc_url(sid, pids[0], "/output"))
+    try:
+        _, g = follow.until(lambda e, d: e == "gap", 10, "the gap event")
+        assert g["from"] == 0 and g["to"] == 3000000, g
+        _, r = follow.until(lambda e, d: e == "exit", 10, "the exit event")
+        assert r["exit_code"] == 0 and r["stdout_dropped_bytes"] == 3000000, r
+    finally:
+        follow.close()
