@@ -314,10 +314,11 @@ static void *ctx_thread(void *arg)
   return NULL;
 }
 
-void sbx_contexts_quota_stop(struct sbx_live_session *ls)
+unsigned sbx_contexts_quota_stop(struct sbx_live_session *ls)
 {
   struct sbx_context *v[MAX_PER_SESSION];
   size_t n = 0;
+  unsigned stopped = 0;
   pthread_mutex_lock(&reg_lock);
   for (struct sbx_context *c = registry; c && n < MAX_PER_SESSION; c = c->next)
     if (c->ls == ls) {
@@ -330,10 +331,12 @@ void sbx_contexts_quota_stop(struct sbx_live_session *ls)
     if (v[i]->state != SBX_CTX_DEAD && v[i]->slot) {
       sbx_ctx_poke_locked(v[i], SBX_CTX_KILL_QUOTA);
       sbx_info("contexts", "%s: context %s stopped: CPU quota used up", ls->id, v[i]->id);
+      stopped++;
     }
     pthread_mutex_unlock(&v[i]->lock);
     sbx_ctx_unref(v[i]);
   }
+  return stopped;
 }
 
 void sbx_contexts_drain(void)

@@ -235,13 +235,14 @@ void sbx_sessions_cpu_tick(struct sbx_core *core);
 const char *sbx_session_end_reason(enum sbx_reason why);
 
 /* core/process.c: every running process of the table is killed with result
- * reason `why` (the CPU quota); and the followers of each are told the
+ * reason `why` (the CPU quota; returns how many); and the followers of each are told the
  * session ended (`end` {reason}). */
-void sbx_procs_stop(struct sbx_proc_table *t, const char *why);
+unsigned sbx_procs_stop(struct sbx_proc_table *t, const char *why);
 void sbx_procs_session_end(struct sbx_proc_table *t, const char *reason);
-/* core/context.c: kills the interpreters of ls's contexts (the CPU quota);
+/* core/context.c: kills the interpreters of ls's contexts (the CPU quota;
+ * returns how many);
  * a later run or restart is refused while the quota is used up. */
-void sbx_contexts_quota_stop(struct sbx_live_session *ls);
+unsigned sbx_contexts_quota_stop(struct sbx_live_session *ls);
 
 /* ---- issue 4, engineer C: contexts (core/context*.c) ---- */
 /* Waits (bounded) until every context thread has ended (daemon shutdown,

@@ -251,10 +251,11 @@ static void on_output(void *ctx, int stream, const char *data, size_t len, uint6
 
 /* ---- stopping, the session's end ---- */
 
-void sbx_procs_stop(struct sbx_proc_table *t, const char *why)
+unsigned sbx_procs_stop(struct sbx_proc_table *t, const char *why)
 {
+  unsigned n = 0;
   if (!t)
-    return;
+    return 0;
   pthread_mutex_lock(&t->lock);
   for (struct sbx_proc *p = t->head; p; p = p->next) {
     pthread_mutex_lock(&p->lock);
@@ -262,10 +263,12 @@ void sbx_procs_stop(struct sbx_proc_table *t, const char *why)
       p->stop_reason = why;
       sbx_cancel_fire(&p->slot->cancel, SBX_RS_CANCELLED);
       sbx_info("process", "pid %d stopped: %s", (int)p->pid, why);
+      n++;
     }
     pthread_mutex_unlock(&p->lock);
   }
   pthread_mutex_unlock(&t->lock);
+  return n;
 }
 
 void sbx_procs_session_end(struct sbx_proc_table *t, const char *reason)

@@ -42,7 +42,9 @@ static void record(struct sbx_core *core, struct sbx_live_session *ls, double cp
   sbx_session_row_free(&srow);
 }
 
-void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, bool final)
+/* flush: write what is pending now (the usage report then matches what
+ * the quota counted). */
+static void charge(struct sbx_core *core, struct sbx_live_session *ls, bool flush, bool final)
 {
   if (!ls->cpu_metered)
     return;
@@ -59,7 +61,8 @@ void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, 
   int64_t now = sbx_wall_s();
   double take = 0;
   if (ls->cpu_unrecorded >= RECORD_MIN_S &&
-      (final || ls->cpu_unrecorded >= RECORD_BATCH_S || now - ls->cpu_recorded_at >= RECORD_EVERY_S)) {
+      (flush || ls->cpu_unrecorded >= RECORD_BATCH_S ||
+       now - ls->cpu_recorded_at >= RECORD_EVERY_S)) {
     take = ls->cpu_unrecorded;
     ls->cpu_unrecorded = 0;
     ls->cpu_recorded_at = now;
@@ -68,6 +71,11 @@ void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, 
   sbx_quota_cpu_charge(core, ls->tenant_id, d);
   if (take > 0)
     record(core, ls, take, final);
+}
+
+void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, bool final)
+{
+  charge(core, ls, final, final);
 }
 
 void sbx_session_cpu_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
@@ -92,8 +100,9 @@ static void stop_overdrawn(struct sbx_core *core, struct sbx_live_session *ls)
   pthread_mutex_lock(&core->sess_lock);
   struct sbx_proc_table *t = ls->procs;
   pthread_mutex_unlock(&core->sess_lock);
-  sbx_procs_stop(t, "quota");
-  sbx_contexts_quota_stop(ls);
+  unsigned n = sbx_procs_stop(t, "quota") + sbx_contexts_quota_stop(ls);
+  if (n) /* the usage report then shows what the quota counted */
+    charge(core, ls, true, false);
 }
 
 void sbx_sessions_cpu_tick(struct sbx_core *core)

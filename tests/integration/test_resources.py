@@ -159,6 +159,32 @@ def test_background_cpu_is_charged_then_refused_and_stopped(daemon_factory):
     start(o, osid, command=["true"])
 
 
+def test_context_run_is_charged_and_stopped(daemon_factory):
+    d = own_daemon(daemon_factory, "[tenant.ctxburner]\nquota_cpu_seconds_per_day = 2\n")
+    c = client(d, "ctxburner")
+    prof = available(c, "container")
+    if not prof or "contexts" not in (prof.get("capabilities") or []):
+        pytest.skip("no container profile with contexts here")
+    sid = c.new_session("container")["id"]
+    r = c.post(f"/v1/sandbox/sessions/{sid}/contexts", json={"language": "python"})
+    if r.status_code != 201:
+        pytest.skip(f"no python interpreter for contexts: {r.text}")
+    cid = r.json()["id"]
+    # A run that would burn CPU for ten minutes: the quota ends it first.
+    t0 = time.monotonic()
+    r = c.post(f"/v1/sandbox/sessions/{sid}/contexts/{cid}/run",
+               json={"code": "while True: pass", "timeout_s": 600})
+    assert r.status_code == 200, r.text
+    res = r.json()
+    assert res["status"] == "killed" and res["reason"] == "quota", res
+    assert time.monotonic() - t0 < 60
+    assert c.get("/v1/sandbox/usage").json()["total"]["cpu_seconds"] >= 2.0
+    for path in (f"contexts/{cid}/run", f"contexts/{cid}/restart"):
+        r = c.post(f"/v1/sandbox/sessions/{sid}/{path}", json={"code": "1"}
+                   if path.endswith("run") else None)
+        assert_error(r, 429, "quota_exceeded")
+
+
 # ---- streams end with their session ----
 
 def test_follower_and_watch_end_at_once_on_session_delete(alice, capable):
