@@ -383,7 +383,11 @@ static void *proc_main(void *arg)
     sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* metrics + its usage record */
   sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, rc == 0 && p->started);
   sbx_exec_result_free(&res);
-  sbx_res_fds_give(job->tenant, job->ls->id, SBX_RES_FDS_PROCESS);
+  pthread_mutex_lock(&p->lock);
+  unsigned fds = p->fds; /* less what a closed stdin gave back already */
+  p->fds = 0;
+  pthread_mutex_unlock(&p->lock);
+  sbx_res_fds_give(job->tenant, job->ls->id, fds);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
   sbx_session_touch(job->core, job->ls);
   sbx_session_release(job->core, job->ls);
@@ -574,6 +578,7 @@ int sbx_process_start(struct sbx_core *core, const struct sbx_principal *who, co
     goto fail;
   }
   struct sbx_proc *p = job->proc;
+  p->fds = SBX_RES_FDS_PROCESS;
   sbx_proc_ref(p); /* ours, for the wait below */
   if (table_add(t, p, err) < 0) {
     sbx_proc_unref(p);

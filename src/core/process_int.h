@@ -33,6 +33,7 @@ struct sbx_proc {
   json_t *result;            /* once done: the result, without the output (in cap) */
   int64_t tenant;
   uint64_t mem;              /* retained-output bytes reserved (core/resources.c) */
+  unsigned fds;              /* daemon fds charged to its session (core/resources.c) */
   struct sbx_exec_slot *slot; /* the running exec's, NULL once it ended */
   const char *stop_reason;   /* why the daemon stopped it ("quota"), else NULL */
   const char *end_reason;    /* set when its session ended: followers stop */

@@ -365,11 +365,15 @@ int sbx_process_stdin(struct sbx_core *core, const struct sbx_principal *who, co
     stdin_full(err, done, len);
     goto out;
   }
-  if (eof && !pty) {
+  if (eof && !pty) { /* the daemon needs the pipe no more: its fd goes back too */
     pthread_mutex_lock(&p->lock);
     close(p->stdin_w);
     p->stdin_w = -1;
+    bool give = p->fds > 0;
+    p->fds -= give;
     pthread_mutex_unlock(&p->lock);
+    if (give)
+      sbx_res_fds_give(p->tenant, sid, 1);
   }
   *out = json_pack("{s:I, s:b}", "written", (json_int_t)done, "eof", eof);
   rc = 0;

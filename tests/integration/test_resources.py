@@ -239,6 +239,12 @@ def test_fd_bound_refuses_one_tenant_cleanly(daemon_factory):
     # A follower needs an fd too: refused the same way, not a hang.
     r = hog.get(proc_url(sid, pids[0], "/output"), headers={"Accept": "text/event-stream"})
     assert_error(r, 429, "quota_exceeded")
+    # Closing a process's stdin closes the daemon's end of the pipe: that fd
+    # is given back, and now the follower fits.
+    r = hog.post(proc_url(sid, pids[1], "/stdin") + "?eof=true", data=b"")
+    assert r.status_code == 200, r.text
+    follow = Stream(hog, proc_url(sid, pids[1], "/output"))
+    follow.close()
     # The other tenant works.
     osid = other.new_session("process")["id"]
     assert other.exec(osid, command=["echo", "ok"])["stdout"] == "ok\n"
