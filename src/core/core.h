@@ -126,7 +126,9 @@ int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, c
  * token names the exec for sbx_exec_stream_cancel(). */
 struct sbx_exec_sink {
   void (*output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
-  void (*exit)(void *ctx, json_t *result);
+  /* result; session_end: why the session ended under the exec (an `end`
+   * reason such as "session_deleted"), NULL if it did not. */
+  void (*exit)(void *ctx, json_t *result, const char *session_end);
   void *ctx;
 };
 int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *who,

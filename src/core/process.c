@@ -297,12 +297,18 @@ static void reclaim_ended(struct sbx_core *core, int64_t tenant, uint64_t need)
       continue;
     struct sbx_proc_table *t = ls->procs;
     pthread_mutex_lock(&t->lock);
-    for (;;) {
+    while (freed < need) {
       struct sbx_proc *oldest = NULL;
-      for (struct sbx_proc *p = t->head; p; p = p->next)
-        if (p->done && p->mem && (!oldest || p->finished_at <= oldest->finished_at))
-          oldest = p; /* done, mem and finished_at only change under both locks */
-      if (!oldest || freed >= need)
+      int64_t at = 0;
+      for (struct sbx_proc *p = t->head; p; p = p->next) {
+        pthread_mutex_lock(&p->lock);
+        if (p->done && p->mem && (!oldest || p->finished_at <= at)) {
+          oldest = p; /* the table lock keeps it listed, hence alive */
+          at = p->finished_at;
+        }
+        pthread_mutex_unlock(&p->lock);
+      }
+      if (!oldest)
         break;
       pthread_mutex_lock(&oldest->lock);
       freed += sbx_proc_drop_output_locked(oldest);

@@ -98,8 +98,11 @@ static void *stream_main(void *arg)
   sbx_session_slot_remove(job->core, job->ls, job->slot);
   sbx_res_fds_give(job->tenant, job->ls->id, SBX_RES_FDS_PROCESS);
   sbx_session_touch(job->core, job->ls);
+  pthread_mutex_lock(&job->core->sess_lock);
+  const char *end = job->ls->dying ? sbx_session_end_reason(job->ls->dying_reason) : NULL;
+  pthread_mutex_unlock(&job->core->sess_lock);
   sbx_session_release(job->core, job->ls);
-  job->sink.exit(job->sink.ctx, result);
+  job->sink.exit(job->sink.ctx, result, end);
   job_free(job);
   sbx_procs_thread_leave();
   return NULL;

@@ -211,6 +211,31 @@ def test_follower_and_watch_end_at_once_on_session_delete(alice, capable):
         watch.close()
 
 
+def test_streamed_exec_ends_with_its_session(alice, profile):
+    s = alice.new_session(profile)
+    sid = s["id"]
+    u = urllib.parse.urlsplit(alice.base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("POST", f"/v1/sandbox/sessions/{sid}/exec",
+                 body=json.dumps({"command": ["sh", "-c", "echo hi; exec sleep 300"]}),
+                 headers=alice.headers({"Accept": "text/event-stream",
+                                        "Content-Type": "application/json"}))
+    st = Stream.__new__(Stream)
+    st.conn, st.r, st.q = conn, conn.getresponse(), queue.Queue()
+    assert st.r.status == 200
+    threading.Thread(target=st._read, daemon=True).start()
+    try:
+        st.until(lambda e, d: e == "stdout", 10, "the first output")
+        assert alice.delete(f"/v1/sandbox/sessions/{sid}").status_code == 204
+        _, r = st.until(lambda e, d: e == "exit", 5, "the exit event")
+        assert r["reason"] == "session_deleted", r
+        _, d = st.until(lambda e, d: e == "end", 5, "the end event")
+        assert d == {"reason": "session_deleted"}, d
+        st.until(lambda e, d: e == "<eof>", 5, "the stream to close")
+    finally:
+        st.close()
+
+
 def test_follower_ends_when_the_session_expires(alice, profile):
     s = alice.new_session(profile, ttl_s=3)
     sid = s["id"]
