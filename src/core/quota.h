@@ -3,8 +3,9 @@
  * Four limits per tenant, each 0 = unlimited:
  *   sessions             live sessions                  (quota_sessions)
  *   executions           queued + running executions    (quota_executions)
- *   cpu_seconds_per_day  CPU seconds of execs and executions finished
- *                        since 00:00 UTC                (quota_cpu_seconds_per_day)
+ *   cpu_seconds_per_day  CPU seconds since 00:00 UTC of executions and of
+ *                        sessions' cgroups (execs, background processes,
+ *                        contexts: core/session_cpu.c)  (quota_cpu_seconds_per_day)
  *   requests_per_second  a token bucket refilled at rate_limit_rps, holding
  *                        at most rate_limit_burst       (rate_limit_*)
  * Defaults come from [server]; a [tenant.NAME] section overrides any of them
