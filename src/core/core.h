@@ -135,7 +135,9 @@ int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, c
  * token names the exec for sbx_exec_stream_cancel(). */
 struct sbx_exec_sink {
   void (*output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
-  void (*exit)(void *ctx, json_t *result);
+  /* result; session_end: why the session ended under the exec (an `end`
+   * reason such as "session_deleted"), NULL if it did not. */
+  void (*exit)(void *ctx, json_t *result, const char *session_end);
   void *ctx;
 };
 int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *who,
@@ -177,7 +179,8 @@ int sbx_signal_parse(const char *name);
  * detach drops it.  next() waits up to timeout_ms for kept output past
  * off[] and fills one chunk (1), or 0 on timeout, or -1 once the process
  * has ended and everything kept was read (*result = its result object, a
- * new reference).  A chunk whose gap_from < offset skipped the dropped
+ * new reference), or -2 at once when its session ended (*result =
+ * {"reason": "session_deleted" | "session_expired" | …}).  A chunk whose gap_from < offset skipped the dropped
  * bytes [gap_from, offset) of its stream. */
 struct sbx_proc;
 struct sbx_proc_chunk {

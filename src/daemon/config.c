@@ -297,6 +297,9 @@ static const struct {
     {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"}, {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
     {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
     {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
+    {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
+    {"SANDBOXD_OUTPUT_MEMORY_PER_TENANT", "output_memory_per_tenant"},
+    {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"}, {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
