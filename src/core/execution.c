@@ -136,7 +136,7 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
    * (known once the image is at hand: sbx_core_image_exec). */
   p->default_command =
       p->image[0] && !json_object_get(body, "command") && !json_object_get(body, "language");
-  return sbx_schema_exec_ex(body, p->profile->limits.timeout_s, false, p->default_command,
+  return sbx_schema_exec_ex(body, p->profile->max.timeout_s, false, p->default_command,
                             &p->spec, err);
 }
 
@@ -268,8 +268,7 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
     plan_free(&plan);
     return -1;
   }
-  if (!plan.profile->available) {
-    sbx_err_runtime_unavailable(err, plan.profile);
+  if (sbx_core_profile_ready(core, plan.profile, err) < 0) { /* waits while it is probing */
     plan_free(&plan);
     return -1;
   }
@@ -573,6 +572,11 @@ static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
                  err.msg[0] ? err.msg : "stored request unreadable");
     goto out;
   }
+  /* Queued before the daemon restarted, or while its profile probes: it
+   * starts once the probe is done, never on a driver not yet recovered.
+   * Stopping: it stays queued for the next start. */
+  if (sbx_core_profile_settle(core, plan.profile) == SBX_PROFILE_PROBING)
+    goto out;
   if (core->store.ops->execution_start(core->store.st, it->tenant_id, it->id, sbx_wall_s(),
                                        &err) < 0)
     goto out; /* cancelled while queued */

@@ -1,9 +1,11 @@
 /* recovery.c — reconciliation at start (DESIGN §6): nothing stays running
- * forever.  Drivers first remove the sandboxes a previous run left (their
- * processes, cgroups, directories); then executions that were running get a
- * final status (error, daemon_restarted), queued ones go back in the queue
- * oldest first (the scheduler then shares the workers between tenants), and
- * sessions whose sandbox died with the old daemon are marked lost. */
+ * forever.  Each driver removes the sandboxes a previous run left (their
+ * processes, cgroups, directories) once it has probed, before its profiles
+ * take work; at start, executions that were running get a final status
+ * (error, daemon_restarted), queued ones go back in the queue oldest first
+ * (the scheduler then shares the workers between tenants; a worker waits
+ * for their profile's probe), and sessions whose sandbox died with the old
+ * daemon are marked lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,15 +80,19 @@ static int session_cb(void *ctx, const struct sbx_session_row *r)
   return collect_id(ctx, r->id, r->tenant_id, 0);
 }
 
+void sbx_recover_driver(struct sbx_core *core, const struct sbx_driver *d)
+{
+  if (!d->recover)
+    return;
+  int n = d->recover(&core->drv_env);
+  if (n > 0)
+    sbx_info("recovery", "driver %s removed %d sandbox(es) left by a previous run", d->name, n);
+}
+
+/* Drivers recover from their probe threads (sbx_recover_driver): a driver
+ * knows where its sandboxes live only once it has probed. */
 void sbx_recover(struct sbx_core *core)
 {
-  for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
-    if ((*d)->recover) {
-      int n = (*d)->recover(&core->drv_env);
-      if (n > 0)
-        sbx_info("recovery", "driver %s removed %d sandbox(es) left by a previous run",
-                 (*d)->name, n);
-    }
   struct sbx_error err = {0};
   if (core->store.ops->execution_list_status(core->store.st, "running", mark_restarted, core,
                                              &err) < 0)

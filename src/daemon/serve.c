@@ -75,6 +75,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .resolve = (const char *const *)cfg->resolve, .dns_upstream = cfg->dns_upstream,
       .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6, /* issue 5 */
       .image_pull = cfg->image_pull, /* issue 7 */
+      .probe_timeout_s = cfg->probe_timeout_s, .probe_wait_s = cfg->probe_wait_s,
+      .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s, .gvisor_kvm_off = cfg->gvisor_kvm_off,
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {
