@@ -7,6 +7,8 @@ survives the kill of its child).  Run on container and gvisor through the
 
 Never on the process driver: it has no pid namespace, so `kill -9 -1`
 there would reach every process of the daemon's uid on the host."""
+import threading
+
 import pytest
 
 from sbxsse import SSE, collect
@@ -259,6 +261,43 @@ def test_oom_of_a_child_but_exit_zero_succeeds(alice, walled, profile_table):
         # the next exec starts from a clean count
         r = alice.exec(s["id"], command=["sh", "-c", "exit 3"])
         assert (r["status"], r["usage"]["oom_kills"]) == ("failed", 0), brief(r)
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
+def test_oom_attribution_across_concurrent_execs(alice, walled, profile_table):
+    """The documented rule (docs/isolation.md, "OOM"): execs of a session
+    share its cgroup, so an OOM kill counts in every exec running at that
+    moment; those that exit 0 stay succeeded, those that fail are
+    oom_killed; an exec that starts after it sees 0."""
+    if gvisor(profile_table, walled):
+        pytest.skip("gvisor: the OOM takes the whole sandbox, every exec in it")
+    s = alice.new_session(walled, limits={"memory": "128Mi"})
+    try:
+        sid = s["id"]
+        out = {}
+
+        def bystander(name, code):
+            # running before the hog allocates, ended only after its OOM
+            script = (f"touch /work/up-{name}; "
+                      f"while [ ! -e /work/hog-done ]; do sleep 0.05; done; exit {code}")
+            out[name] = alice.exec(sid, command=["sh", "-c", script], timeout_s=90)
+        threads = [threading.Thread(target=bystander, args=a) for a in (("ok", 0), ("bad", 1))]
+        for t in threads:
+            t.start()
+        hog = alice.exec(sid, command=["sh", "-c", (
+            "while [ ! -e /work/up-ok ] || [ ! -e /work/up-bad ]; do sleep 0.05; done; "
+            + BIG + "; rc=$?; touch /work/hog-done; exit $rc")], timeout_s=90)
+        for t in threads:
+            t.join(90)
+        assert (hog["status"], hog["reason"]) == ("oom_killed", "memory"), brief(hog)
+        ok, bad = out["ok"], out["bad"]
+        assert (ok["status"], ok["exit_code"]) == ("succeeded", 0), brief(ok)
+        assert ok["usage"]["oom_kills"] >= 1, brief(ok)
+        assert (bad["status"], bad["reason"]) == ("oom_killed", "memory"), brief(bad)
+        assert bad["exit_code"] == 1 and bad["usage"]["oom_kills"] >= 1, brief(bad)
+        after = alice.exec(sid, command=["sh", "-c", "exit 1"])
+        assert (after["status"], after["usage"]["oom_kills"]) == ("failed", 0), brief(after)
     finally:
         alice.delete(f"/v1/sandbox/sessions/{s['id']}")
 
