@@ -143,8 +143,9 @@ static int open_failed(int rootfd, const char *path, int e)
   struct stat st;
   if (pfd < 0)
     return -e;
-  int r = fstat(pfd, &st) == 0 && !S_ISREG(st.st_mode) ? (S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL)
-                                                       : -e;
+  int r = -e;
+  if (fstat(pfd, &st) == 0 && !S_ISREG(st.st_mode))
+    r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
   close(pfd);
   return r;
 }

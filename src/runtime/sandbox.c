@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "common/capture.h"
-#include "common/quantity.h"
 #include "common/cleanup.h"
+#include "common/quantity.h"
 #include "common/util.h"
 #include "init/proto.h"
 #include "runtime/chan.h"
