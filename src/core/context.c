@@ -163,6 +163,10 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
   }
   if (rc < 0) {
     snprintf(c->dead_why, sizeof c->dead_why, "%s", err->msg);
+  } else if (res->reason == SBX_RS_SHEPHERD_LOST) {
+    snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter's supervisor in the sandbox "
+             "was killed (by a kill -1 from inside?): its state is lost; restart the context",
+             lang);
   } else if (res->status == SBX_ST_KILLED && res->reason != SBX_RS_SIGNAL) {
     snprintf(c->dead_why, sizeof c->dead_why, "the session ended (%s)",
              sbx_reason_name(res->reason));
