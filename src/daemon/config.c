@@ -31,6 +31,9 @@ void sbx_config_defaults(struct sbx_config *c)
   c->session_max_ttl_s = 7 * 24 * 3600;
   c->idle_timeout_s = 0;
   c->max_sessions_per_tenant = 1000;
+  c->max_connections = 4096;
+  c->max_connections_per_client = 64;
+  c->request_head_timeout_s = 10;
   sbx_quota_config_defaults(&c->quota);
 }
 
@@ -146,6 +149,9 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
       {"session_ttl", 365 * 86400, &c->session_ttl_s, 1},
       {"session_max_ttl", 365 * 86400, &c->session_max_ttl_s, 1},
       {"idle_timeout", 365 * 86400, &c->idle_timeout_s, 1},
+      {"max_connections", 1000000, &c->max_connections, 0},
+      {"max_connections_per_client", 1000000, &c->max_connections_per_client, 1}, /* 0: none */
+      {"request_head_timeout", 3600, &c->request_head_timeout_s, 1},              /* 0: none */
   };
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
     if (strcmp(key, nums[i].name) != 0)
@@ -268,6 +274,9 @@ static const struct {
     {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"}, /* issue 5 */
     {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
     {"SANDBOXD_PULL", "pull"}, /* issue 7 */
+    {"SANDBOXD_MAX_CONNECTIONS", "max_connections"},
+    {"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT", "max_connections_per_client"},
+    {"SANDBOXD_REQUEST_HEAD_TIMEOUT", "request_head_timeout"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -292,6 +301,9 @@ static const struct {
     {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"}, /* issue 5 */
     {"--net-pool4", "net_pool4"},   {"--net-pool6", "net_pool6"},
     {"--pull", "pull"}, /* issue 7 */
+    {"--max-connections", "max_connections"},
+    {"--max-connections-per-client", "max_connections_per_client"},
+    {"--request-head-timeout", "request_head_timeout"},
     {"--enable-unsafe-process-driver", NULL},
 };
 
