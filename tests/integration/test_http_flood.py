@@ -178,3 +178,50 @@ def test_per_client_address_connection_limit(daemon_factory):
     finally:
         for s in held:
             s.close()
+
+
+def test_head_deadline_spares_long_polls_streams_and_tenant_uploads(daemon_factory):
+    # The deadline covers the request, never its handling: with a 3 s
+    # deadline, a 5 s long-poll, a 5 s event stream and a tenant's upload
+    # trickled over 5 s all complete; a stranger's trickled body is cut.
+    import json
+    from sbxsse import SSE, collect
+    d = daemon_factory(env={"SANDBOXD_REQUEST_HEAD_TIMEOUT": "3"}).start()
+    bob = d.client(d.create_key("bob"))
+    sid = bob.new_session("process")["id"]
+    e = bob.new_execution("process", command=["sh", "-c", "sleep 5; echo polled"])
+    r = requests.get(f"{d.url}/v1/sandbox/executions/{e['id']}", params={"wait_s": "20"},
+                     headers=bob.headers(), timeout=60)
+    assert r.status_code == 200 and r.json()["status"] == "succeeded", r.text
+    r = requests.post(f"{d.url}/v1/sandbox/sessions/{sid}/exec", headers=bob.headers(SSE),
+                      json={"command": ["sh", "-c", "sleep 5; echo streamed"]}, stream=True,
+                      timeout=60)
+    evs, ex = collect(r)
+    assert ex and ex["status"] == "succeeded", evs
+    assert b"streamed" in b"".join(json.dumps(dd).encode() for _, dd in evs)
+
+    def trickle(key):
+        body = b"0123456789"
+        head = (f"PUT /v1/sandbox/sessions/{sid}/files?path=/work/slow HTTP/1.1\r\n"
+                f"Host: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+                + (f"Authorization: Bearer {key}\r\n" if key else "") + "\r\n").encode()
+        s = socket.create_connection(("127.0.0.1", d.port), timeout=30)
+        t0 = time.monotonic()
+        try:
+            s.sendall(head)
+            for i in range(len(body)):
+                time.sleep(0.5)
+                s.sendall(body[i:i + 1])
+            got = s.recv(4096)
+        except OSError:
+            got = b""
+        finally:
+            s.close()
+        return got, time.monotonic() - t0
+    got, took = trickle(bob.key)
+    assert got.startswith(b"HTTP/1.1 201"), (got[:200], took)
+    assert took > 4, "the upload was not slow: it tested nothing"
+    got, took = trickle(None)
+    assert got == b"", f"a stranger's trickled body was read to the end: {got[:200]!r}"
+    assert bob.get(f"/v1/sandbox/sessions/{sid}/files",
+                   params={"path": "/work/slow"}).content == b"0123456789"
