@@ -562,6 +562,8 @@ def render(rows, facts, profiles):
     L += _memory_section(facts, profiles)
     L += _throughput_section(facts)
     L += _time_section(rows, facts)
+    import limitsbench
+    L += limitsbench.section(rows, facts)
     L += ["## Commands", "",
           "- `make bench` = `/usr/bin/python3 bench/bench.py --build $(BUILD) --out docs/benchmarks.md` "
           "(`BUILD` defaults to `build`; this run: `%s`) " % facts.get("build", "build") +
