@@ -609,7 +609,7 @@ def render(rows, facts, profiles):
           "\"image\":REF}` and `{\"profile\":\"container\"}` (3 rounds of 2 warm-up + 15) on a "
           "daemon whose store already holds the image. If the daemon refuses an image session, "
           "the row says `image create: pending` with its answer.",
-          "- `bench.py --only gvisor,nopool,net,images,store,trace --out /tmp/x.md` runs just "
+          "- `bench.py --only gvisor,nopool,net,images,store,trace,limits --out /tmp/x.md` runs just "
           "those parts (for working on one; the report then lacks the rest).",
           "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]
     return "\n".join(L)

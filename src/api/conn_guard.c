@@ -32,7 +32,6 @@ struct sbx_conn_guard {
   bool stop;
   uint64_t timeout_ns;
   struct sbx_conn_slot *head;
-  uint64_t cut;
 };
 
 static unsigned cut_late(struct sbx_conn_guard *g, uint64_t now)
@@ -45,7 +44,6 @@ static unsigned cut_late(struct sbx_conn_guard *g, uint64_t now)
       n++;
     }
   }
-  g->cut += n;
   return n;
 }
 
@@ -157,12 +155,4 @@ void sbx_conn_guard_disarm(struct sbx_conn_guard *g, struct sbx_conn_slot *s)
   pthread_mutex_lock(&g->lock);
   s->due_ns = 0;
   pthread_mutex_unlock(&g->lock);
-}
-
-uint64_t sbx_conn_guard_cut(struct sbx_conn_guard *g)
-{
-  pthread_mutex_lock(&g->lock);
-  uint64_t n = g->cut;
-  pthread_mutex_unlock(&g->lock);
-  return n;
 }

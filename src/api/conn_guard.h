@@ -9,7 +9,6 @@
 #ifndef SBX_API_CONN_GUARD_H
 #define SBX_API_CONN_GUARD_H
 
-#include <stdint.h>
 
 #include "common/err.h"
 
@@ -29,7 +28,5 @@ void sbx_conn_guard_remove(struct sbx_conn_guard *g, struct sbx_conn_slot *s);
 void sbx_conn_guard_arm(struct sbx_conn_guard *g, struct sbx_conn_slot *s);
 /* A request was received in time: no deadline until the next arm. */
 void sbx_conn_guard_disarm(struct sbx_conn_guard *g, struct sbx_conn_slot *s);
-/* Connections shut down for being late, since start. */
-uint64_t sbx_conn_guard_cut(struct sbx_conn_guard *g);
 
 #endif
