@@ -4,6 +4,7 @@
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 and the driver-facing integration files on gvisor (make test-gvisor)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
+#   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -12,7 +13,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        bench clean
+        bench clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -29,7 +30,7 @@ deps:
 run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
-test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor
+test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-deb
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -55,6 +56,14 @@ test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
+
+# The package (packaging/), and the package installed into a throwaway copy
+# of this host's root, serving a session (tests/packaging/test-deb.sh).
+deb: deps
+	./packaging/build-deb.sh $(CURDIR)/$(BUILD)/deb
+
+test-deb: deb
+	./tests/packaging/test-deb.sh $$(ls -t $(BUILD)/deb/sandboxd_*.deb | head -1)
 
 bench: deps all
 	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md

@@ -494,6 +494,9 @@ class Bench:
             d.stop()
             return
         try:
+            self.facts["serve_to_healthz_ms"] = d.healthz_s * 1000
+            if d.probed_s is not None:
+                self.facts["serve_to_probed_ms"] = d.probed_s * 1000
             time.sleep(1.0)
             self.facts["rss_idle_kib"] = d.rss_kib()
             self.discover_profiles(d)

@@ -60,17 +60,34 @@ class Daemon:
              "--enable-unsafe-process-driver"] + self.args,
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env)
         log.close()
+        t0 = time.monotonic()
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise Failed("daemon exited: " + first_line(self.log_tail()))
             try:
                 if self.call("GET", "/healthz")[0] == 200:
+                    self.healthz_s = time.monotonic() - t0
+                    self.wait_probed(t0, deadline + 30)
+                    return
+            except OSError:
+                pass
+            time.sleep(0.01)
+        raise Failed("daemon not healthy after 30 s")
+
+    def wait_probed(self, t0, deadline):
+        """Drivers probe in the background: wait until none is probing, so
+        that profiles are final (/readyz lists the ones still probing)."""
+        self.probed_s = None
+        while time.time() < deadline:
+            try:
+                body = self.call("GET", "/readyz")[1]
+                if isinstance(body, dict) and not body.get("checks", {}).get("probing"):
+                    self.probed_s = time.monotonic() - t0
                     return
             except OSError:
                 pass
             time.sleep(0.05)
-        raise Failed("daemon not healthy after 30 s")
 
     def stop(self):
         if not self.proc or self.proc.poll() is not None:

@@ -390,6 +390,16 @@ def _image_section(rows, facts):
     return L
 
 
+def _startup_section(facts):
+    L = ["## Start-up", "", "| What | Value |", "|---|---|"]
+    for key, what in (("serve_to_healthz_ms", "exec of `sandboxd serve` → first 200 from `/healthz`"),
+                      ("serve_to_probed_ms", "exec → every driver probed (`/readyz` lists none probing)")):
+        v = facts.get(key)
+        L.append("| %s | %s |" % (what, "%.0f ms" % v if v is not None else "not measured"))
+    return L + ["", "Drivers probe in the background (docs/configuration.md); on a host whose "
+                "KVM platform hangs, gvisor's probe gives KVM 2 s, then falls back.", ""]
+
+
 def _memory_section(facts, profiles):
     L = ["## Memory", ""]
     L.append("| What | Value |")
@@ -559,6 +569,7 @@ def render(rows, facts, profiles):
     L += _network_section(rows, facts)
     L += _gvisor_section(rows, facts, profiles)
     L += _image_section(rows, facts)
+    L += _startup_section(facts)
     L += _memory_section(facts, profiles)
     L += _throughput_section(facts)
     L += _time_section(rows, facts)

@@ -1,4 +1,6 @@
-/* h_platform.c — /healthz, /readyz and /v1/sandbox/profiles. */
+/* h_platform.c — /healthz, /readyz and /v1/sandbox/profiles.  /healthz
+ * never waits on drivers (their probes run in the background); /readyz
+ * and the profiles list say which profiles are still probing. */
 #include <string.h>
 
 #include "api/handlers.h"
@@ -27,7 +29,7 @@ SBX_HANDLER(sbx_h_profiles)
   const struct sbx_profile_set *set = sbx_core_profiles(r->core);
   json_t *arr = json_array();
   for (size_t i = 0; i < set->count; i++)
-    json_array_append_new(arr, sbx_profile_json(&set->items[i],
+    json_array_append_new(arr, sbx_profile_json(set, &set->items[i],
                                                 strcmp(set->items[i].name, set->default_name) == 0));
   sbx_resp_json(out, 200, json_pack("{s:o, s:s}", "profiles", arr, "default", set->default_name));
   return 0;

@@ -12,6 +12,7 @@
 #include "api/handlers.h"
 #include "api/sse.h"
 #include "core/core.h"
+#include "core/resources.h"
 
 #define FOLLOW_QUEUE_BYTES (1u << 20)
 #define POLL_MS 1000 /* how often a silent follower checks its client */
@@ -76,6 +77,8 @@ struct follower {
   struct sbx_proc *p;
   struct sbx_sse *sse;
   uint64_t off[2];
+  int64_t tenant; /* its connection is charged to the session (core/resources.h) */
+  char sid[64];
 };
 
 /* Waits for room (the client is slow, not gone); false once it is gone. */
@@ -99,6 +102,8 @@ static bool send_chunk(struct follower *f, const struct sbx_proc_chunk *c)
                                          "dropped_bytes",
                                          (json_int_t)(c->offset - c->gap_from))))
     return false;
+  if (c->len == 0) /* nothing kept past the gap */
+    return true;
   json_t *ev = sbx_api_chunk_json(c->data, c->len, c->offset);
   return ev && push_all(f->sse, name, ev);
 }
@@ -112,6 +117,10 @@ static void *follow_main(void *arg)
     int rc = sbx_process_next(f->p, f->off, c, POLL_MS, &result);
     if (rc == 1 && !send_chunk(f, c))
       break;
+    if (rc == -2) { /* the session ended: say so now, whatever was still unsent */
+      push_all(f->sse, "end", result ? result : json_null());
+      break;
+    }
     if (rc < 0) {
       push_all(f->sse, "exit", result ? result : json_null());
       break;
@@ -121,6 +130,7 @@ static void *follow_main(void *arg)
   sbx_sse_finish(f->sse);
   sbx_sse_unref(f->sse);
   sbx_process_detach(f->p);
+  sbx_res_fds_give(f->tenant, f->sid, SBX_RES_FDS_STREAM);
   free(f);
   return NULL;
 }
@@ -132,12 +142,20 @@ static int follow(struct sbx_req *r, struct sbx_resp *out, const uint64_t off[2]
   if (!f)
     return sbx_err_sys(err, ENOMEM, "follower");
   memcpy(f->off, off, sizeof f->off);
+  f->tenant = r->who.tenant_id;
+  snprintf(f->sid, sizeof f->sid, "%s", r->params[0]);
   if (!(f->p = sbx_process_attach(r->core, &r->who, r->params[0], r->params[1], err))) {
+    free(f);
+    return -1;
+  }
+  if (sbx_res_fds_take(r->core, f->tenant, f->sid, SBX_RES_FDS_STREAM, err) < 0) {
+    sbx_process_detach(f->p);
     free(f);
     return -1;
   }
   if (!(f->sse = sbx_sse_new(FOLLOW_QUEUE_BYTES))) {
     sbx_process_detach(f->p);
+    sbx_res_fds_give(f->tenant, f->sid, SBX_RES_FDS_STREAM);
     free(f);
     return sbx_err_sys(err, ENOMEM, "event stream");
   }
@@ -152,6 +170,7 @@ static int follow(struct sbx_req *r, struct sbx_resp *out, const uint64_t off[2]
     sbx_sse_finish(f->sse);
     sbx_sse_unref(f->sse);
     sbx_process_detach(f->p);
+    sbx_res_fds_give(f->tenant, f->sid, SBX_RES_FDS_STREAM);
     free(f);
   }
   return 0;

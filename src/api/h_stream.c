@@ -4,7 +4,8 @@
  *
  * Events: `stdout` / `stderr` {"data": text, "offset": N} (or
  * {"data_base64": …, "offset": N} when the chunk is not valid UTF-8), then
- * `exit` {result object}.  A live exec never waits for its reader: an event
+ * `exit` {result object}, and `end` {reason} when the session ended under
+ * it (core/session_cpu.c sbx_session_end_reason).  A live exec never waits for its reader: an event
  * that does not fit the bounded queue is dropped and the next offset shows
  * the gap. */
 #include <stdatomic.h>
@@ -50,10 +51,12 @@ static void on_output(void *ctx, int stream, const char *data, size_t len, uint6
     sbx_exec_stream_cancel(es->token); /* the client left: its exec goes too */
 }
 
-static void on_end(void *ctx, json_t *result)
+static void on_end(void *ctx, json_t *result, const char *session_end)
 {
   struct exec_stream *es = ctx;
   sbx_sse_push_wait(es->sse, "exit", result, EXIT_WAIT_MS);
+  if (session_end) /* like every stream of a session that ended */
+    sbx_sse_push_wait(es->sse, "end", json_pack("{s:s}", "reason", session_end), 1000);
   sbx_sse_finish(es->sse);
   sbx_sse_unref(es->sse);
   free(es);

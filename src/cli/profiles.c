@@ -1,5 +1,6 @@
 /* profiles.c — `sbx profiles`: which isolation profiles this daemon offers
- * and whether each is usable here, and why not (GET /v1/sandbox/profiles). */
+ * and whether each is usable here (or still probing), and why not, with
+ * each limit's default and maximum (GET /v1/sandbox/profiles). */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,10 +9,13 @@
 static const char help[] =
     "Usage: sbx profiles [--json]\n"
     "\n"
-    "Lists the isolation profiles as a table NAME DRIVER AVAILABLE REASON, or\n"
-    "the daemon's answer as JSON with --json (which also says which profile is\n"
-    "the default, and each one's capabilities and limits).  A profile that is\n"
-    "not available fails requests with runtime_unavailable; REASON says why.\n"
+    "Lists the isolation profiles as a table NAME DRIVER STATE CPU MEMORY DISK\n"
+    "PIDS REASON, or the daemon's answer as JSON with --json (which also says\n"
+    "which profile is the default, and each one's capabilities and limits).\n"
+    "Each limit reads DEFAULT/MAX: what a request gets when it gives none, and\n"
+    "the most it may ask for.  STATE is probing (the driver's start probe is\n"
+    "still running), available or unavailable; a profile that is not available\n"
+    "fails requests with runtime_unavailable, and REASON says why.\n"
     "\n"
     "Options:\n"
     "      --json     print {\"profiles\":[…]} as returned by sandboxd\n"
@@ -26,24 +30,43 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* "default/max" of one limit, e.g. "512Mi/11Gi". */
+static json_t *limit_cell(json_t *p, const char *key)
+{
+  char d[64], m[64], cell[136];
+  const char *dv = sbx_cli_cell(json_object_get(p, "limits"), key, d, sizeof d);
+  const char *mv = sbx_cli_cell(json_object_get(p, "max_limits"), key, m, sizeof m);
+  snprintf(cell, sizeof cell, "%s/%s", dv, mv);
+  return json_string(cell);
+}
+
 static json_t *profile_row(json_t *p)
 {
-  static const char *const keys[] = {"name", "driver", "available", "reason"};
+  static const char *const limits[] = {"cpu", "memory", "disk", "pids"};
   char buf[64];
   json_t *row = json_array();
-  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-    json_array_append_new(row, json_string(sbx_cli_cell(p, keys[k], buf, sizeof buf)));
+  json_array_append_new(row, json_string(sbx_cli_cell(p, "name", buf, sizeof buf)));
+  json_array_append_new(row, json_string(sbx_cli_cell(p, "driver", buf, sizeof buf)));
+  /* older daemons have no state: their available says it */
+  const char *st = json_string_value(json_object_get(p, "state"));
+  if (!st)
+    st = json_is_true(json_object_get(p, "available")) ? "available" : "unavailable";
+  json_array_append_new(row, json_string(st));
+  for (size_t k = 0; k < sizeof limits / sizeof limits[0]; k++)
+    json_array_append_new(row, limit_cell(p, limits[k]));
+  json_array_append_new(row, json_string(sbx_cli_cell(p, "reason", buf, sizeof buf)));
   return row;
 }
 
 static void print_table(json_t *profiles)
 {
-  static const char *const headers[] = {"NAME", "DRIVER", "AVAILABLE", "REASON"};
+  static const char *const headers[] = {"NAME", "DRIVER", "STATE", "CPU", "MEMORY", "DISK",
+                                        "PIDS", "REASON"};
   json_t *rows = json_array(), *p;
   size_t i;
   json_array_foreach(profiles, i, p)
   json_array_append_new(rows, profile_row(p));
-  sbx_cli_table(headers, 4, rows);
+  sbx_cli_table(headers, 8, rows);
   json_decref(rows);
 }
 

@@ -26,6 +26,13 @@ void sbx_capture_free(struct sbx_capture *c)
   c->head = c->tail = NULL;
 }
 
+void sbx_capture_release(struct sbx_capture *c)
+{
+  sbx_capture_free(c);
+  c->cap = c->head_cap = c->tail_cap = 0;
+  c->head_len = c->tail_len = c->tail_start = 0;
+}
+
 static void tail_push(struct sbx_capture *c, const char *p, size_t len)
 {
   if (c->tail_cap == 0)
@@ -75,6 +82,10 @@ char *sbx_capture_flatten(const struct sbx_capture *c, size_t *len)
   char *out = malloc(n + 1);
   if (!out)
     return NULL;
+  out[n] = '\0';
+  *len = n;
+  if (n == 0) /* released: no buffers at all */
+    return out;
   memcpy(out, c->head, c->head_len);
   size_t first = c->tail_cap - c->tail_start < c->tail_len ? c->tail_cap - c->tail_start
                                                             : c->tail_len;

@@ -26,6 +26,9 @@ struct sbx_capture {
 /* Allocates cap bytes. Returns -1 on ENOMEM. */
 int sbx_capture_init(struct sbx_capture *c, size_t cap);
 void sbx_capture_free(struct sbx_capture *c);
+/* Frees the kept bytes but keeps the count: everything seen is then
+ * dropped (offsets stay right); feeding it afterwards keeps nothing. */
+void sbx_capture_release(struct sbx_capture *c);
 void sbx_capture_feed(struct sbx_capture *c, const void *data, size_t len);
 bool sbx_capture_truncated(const struct sbx_capture *c);
 uint64_t sbx_capture_dropped(const struct sbx_capture *c);

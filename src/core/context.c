@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "core/context_int.h"
 #include "core/contexts/drivers.h"
+#include "core/resources.h"
 
 #define MAX_PER_SESSION 8
 #define START_TIMEOUT_MS 30000
@@ -130,7 +131,14 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
 {
   const char *lang = c->language;
   c->dead_reason = res->reason;
+  c->dead_quota = false;
   switch (c->kill) {
+  case SBX_CTX_KILL_QUOTA:
+    snprintf(c->dead_why, sizeof c->dead_why, "the tenant's CPU seconds of the day "
+             "(cpu_seconds_per_day) are used up: the %s interpreter was stopped", lang);
+    c->dead_reason = SBX_RS_CANCELLED;
+    c->dead_quota = true;
+    return;
   case SBX_CTX_KILL_TIMEOUT:
     snprintf(c->dead_why, sizeof c->dead_why, "a run exceeded its timeout: the %s "
              "interpreter was killed and its state is lost; restart the context", lang);
@@ -229,6 +237,7 @@ static void run_interpreter(struct sbx_context *c, struct sbx_exec_slot *slot)
   c->state = SBX_CTX_DEAD;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
+  sbx_session_cpu_exec_done(c->core, c->ls, c->ls->tenant_id, &res, false);
   sbx_exec_result_free(&res);
 }
 
@@ -296,12 +305,38 @@ static void *ctx_thread(void *arg)
     ;
   unlist(c);
   sbx_ctx_unref(c);                /* the thread's */
+  sbx_res_fds_give(ls->tenant_id, ls->id, SBX_RES_FDS_CONTEXT);
   sbx_session_release(core, ls);   /* may destroy the sandbox: after the last use */
   pthread_mutex_lock(&reg_lock);
   nthreads--;
   pthread_cond_broadcast(&reg_cond);
   pthread_mutex_unlock(&reg_lock);
   return NULL;
+}
+
+unsigned sbx_contexts_quota_stop(struct sbx_live_session *ls)
+{
+  struct sbx_context *v[MAX_PER_SESSION];
+  size_t n = 0;
+  unsigned stopped = 0;
+  pthread_mutex_lock(&reg_lock);
+  for (struct sbx_context *c = registry; c && n < MAX_PER_SESSION; c = c->next)
+    if (c->ls == ls) {
+      c->refs++;
+      v[n++] = c;
+    }
+  pthread_mutex_unlock(&reg_lock);
+  for (size_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&v[i]->lock);
+    if (v[i]->state != SBX_CTX_DEAD && v[i]->slot) {
+      sbx_ctx_poke_locked(v[i], SBX_CTX_KILL_QUOTA);
+      sbx_info("contexts", "%s: context %s stopped: CPU quota used up", ls->id, v[i]->id);
+      stopped++;
+    }
+    pthread_mutex_unlock(&v[i]->lock);
+    sbx_ctx_unref(v[i]);
+  }
+  return stopped;
 }
 
 void sbx_contexts_drain(void)
@@ -479,21 +514,25 @@ int sbx_context_create(struct sbx_core *core, const struct sbx_principal *who, c
                        json_t *body, json_t **out, struct sbx_error *err)
 {
   const char *lang = NULL;
-  if (parse_language(body, &lang, err) < 0)
+  if (parse_language(body, &lang, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
     return -1;
   struct sbx_live_session *ls = sbx_session_acquire_cap(core, who, sid, SBX_CAP_CONTEXTS, err);
   if (!ls)
     return -1;
-  if (count_room(ls, err) < 0) {
+  int64_t tenant = ls->tenant_id;
+  if (count_room(ls, err) < 0 ||
+      sbx_res_fds_take(core, ls->tenant_id, ls->id, SBX_RES_FDS_CONTEXT, err) < 0) {
     sbx_session_release(core, ls);
     return -1;
   }
   struct sbx_context *c = ctx_new(core, ls, lang);
   if (!c) {
+    sbx_res_fds_give(tenant, sid, SBX_RES_FDS_CONTEXT);
     sbx_session_release(core, ls);
     return sbx_err_sys(err, ENOMEM, "context");
   }
-  if (ctx_launch(c, err) < 0) {
+  if (ctx_launch(c, err) < 0) { /* it released the session */
+    sbx_res_fds_give(tenant, sid, SBX_RES_FDS_CONTEXT);
     sbx_ctx_unref(c);
     return -1;
   }
@@ -570,6 +609,8 @@ int sbx_context_delete(struct sbx_core *core, const struct sbx_principal *who, c
 int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who,
                         const char *sid, const char *cid, json_t **out, struct sbx_error *err)
 {
+  if (sbx_quota_cpu_check(core, who, err) < 0) /* a new interpreter burns CPU */
+    return -1;
   struct sbx_live_session *ls;
   struct sbx_context *c = lookup(core, who, sid, cid, &ls, err);
   if (!c)

@@ -31,7 +31,7 @@ enum sbx_ctx_state { SBX_CTX_STARTING, SBX_CTX_READY, SBX_CTX_BUSY, SBX_CTX_DEAD
 
 /* Why the daemon killed the interpreter (so a dying run can say why). */
 enum sbx_ctx_kill { SBX_CTX_KILL_NONE, SBX_CTX_KILL_TIMEOUT, SBX_CTX_KILL_RESTART,
-                    SBX_CTX_KILL_DELETE, SBX_CTX_KILL_PROTOCOL };
+                    SBX_CTX_KILL_DELETE, SBX_CTX_KILL_PROTOCOL, SBX_CTX_KILL_QUOTA };
 
 struct sbx_context {
   char id[40];
@@ -57,6 +57,7 @@ struct sbx_context {
   char nonce[SBX_CTX_NONCE_LEN + 1]; /* (L) this interpreter's */
   char dead_why[256];          /* (L) why the last interpreter ended */
   enum sbx_reason dead_reason; /* (L) */
+  bool dead_quota;             /* (L) killed because the CPU quota is used up: reason "quota" */
   uint64_t execution_count;    /* (L) runs answered by this interpreter */
   char version[32];            /* (L) the interpreter's, from its hello */
 

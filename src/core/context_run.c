@@ -179,7 +179,7 @@ static json_t *outcome_locked(struct sbx_context *c, uint64_t inc, double timeou
     return result_json(c, NULL, "timeout", "timeout", err_obj("Timeout", msg),
                        sbx_now_ms() - t0);
   }
-  return result_json(c, NULL, "killed", sbx_reason_name(c->dead_reason),
+  return result_json(c, NULL, "killed", c->dead_quota ? "quota" : sbx_reason_name(c->dead_reason),
                      err_obj("InterpreterDied", c->dead_why), sbx_now_ms() - t0);
 }
 
@@ -212,12 +212,14 @@ static int run_locked(struct sbx_context *c, const struct run_args *a, double ti
 int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                     const char *cid, json_t *body, json_t **out, struct sbx_error *err)
 {
+  if (sbx_quota_cpu_check(core, who, err) < 0) /* a run burns the session's CPU */
+    return -1;
   struct sbx_live_session *ls;
   struct sbx_context *c = sbx_ctx_lookup(core, who, sid, cid, &ls, err);
   if (!c)
     return -1;
   struct run_args a = {0};
-  int rc = parse_run(body, ls->profile->limits.timeout_s, &a, err);
+  int rc = parse_run(body, ls->profile->max.timeout_s, &a, err);
   if (rc == 0) {
     double t = a.timeout_s > 0 ? a.timeout_s : (double)ls->limits.timeout_s;
     if (!(t > 0))

@@ -35,6 +35,52 @@ static void *reaper_main(void *arg)
   return NULL;
 }
 
+/* From a driver's probe thread: its leftovers go before it takes work. */
+static void on_probed(void *ctx, const struct sbx_driver *d, bool ok)
+{
+  (void)ok; /* a driver that cannot run here may still have state of an earlier run */
+  sbx_recover_driver(ctx, d);
+}
+
+/* After recovery cleared what a previous run left in the pools' cgroup
+ * parent, and once the profile is available: keep it warm. */
+static void on_ready(void *ctx, const struct sbx_profile *p)
+{
+  (void)ctx;
+  if (p->pool_size > 0 && p->driver->prewarm)
+    p->driver->prewarm(p->name, &p->defaults);
+}
+
+int sbx_core_profile_ready(struct sbx_core *core, const struct sbx_profile *p,
+                           struct sbx_error *err)
+{
+  unsigned wait_s = core->cfg.probe_wait_s ? core->cfg.probe_wait_s : 5;
+  enum sbx_profile_state st = sbx_profile_wait(&core->profiles, p, wait_s * 1000ULL);
+  if (st == SBX_PROFILE_AVAILABLE)
+    return 0;
+  if (st == SBX_PROFILE_UNAVAILABLE)
+    return sbx_err_runtime_unavailable(err, p);
+  sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+              "profile '%s' (driver %s) is not usable yet: the driver's start probe is still "
+              "running after %u s of waiting; retry shortly (GET /v1/sandbox/profiles shows "
+              "its state)", p->name, p->driver_name, wait_s);
+  return sbx_err_fr(err,
+                    "Le profil « %s » (pilote %s) n'est pas encore utilisable : la sonde de "
+                    "démarrage du pilote tourne encore après %u s d'attente ; réessayez sous "
+                    "peu — le code n'a pas été exécuté",
+                    p->name, p->driver_name, wait_s);
+}
+
+enum sbx_profile_state sbx_core_profile_settle(struct sbx_core *core,
+                                               const struct sbx_profile *p)
+{
+  enum sbx_profile_state st;
+  while ((st = sbx_profile_wait(&core->profiles, p, 1000)) == SBX_PROFILE_PROBING &&
+         !sbx_core_is_stopping(core) && !atomic_load(&core->profiles.stopping))
+    ;
+  return st;
+}
+
 static void init_sync(struct sbx_core *core)
 {
   pthread_mutex_init(&core->sess_lock, NULL);
@@ -72,10 +118,12 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     sbx_err_sys(err, ENOMEM, "quotas");
     goto fail;
   }
-  core->drv_env = (struct sbx_driver_env){.state_dir = core->state_dir,
-                                          .init_path = cfg->init_path,
-                                          .runsc_path = cfg->runsc_path,
-                                          .unsafe_process_enabled = cfg->unsafe_process_driver};
+  core->drv_env = (struct sbx_driver_env){
+      .state_dir = core->state_dir, .init_path = cfg->init_path, .runsc_path = cfg->runsc_path,
+      .unsafe_process_enabled = cfg->unsafe_process_driver,
+      .probe_timeout_ms = (cfg->probe_timeout_s ? cfg->probe_timeout_s : 10) * 1000u,
+      .kvm_probe_timeout_ms = (cfg->gvisor_kvm_timeout_s ? cfg->gvisor_kvm_timeout_s : 2) * 1000u,
+      .kvm_off = cfg->gvisor_kvm_off};
   if (sbx_profiles_build(cfg->profiles, cfg->nprofiles, cfg->default_profile, &core->profiles,
                          err) < 0)
     goto fail;
@@ -83,26 +131,17 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     goto fail;
   if (sbx_obs_core_start(core, err) < 0) /* issue 8: metric gauges, FinOps outbox */
     goto fail;
-  sbx_profiles_probe(&core->profiles, &core->drv_env);
-  for (size_t i = 0; i < core->profiles.count; i++) {
-    const struct sbx_profile *p = &core->profiles.items[i];
-    if (p->available)
-      sbx_info("core", "profile %s: driver %s available", p->name, p->driver_name);
-    else
-      sbx_info("core", "profile %s: unavailable: %s", p->name, p->reason);
-  }
   sbx_core_net_start(core); /* issue 5: before any sandbox can ask for an allowlist */
   sbx_core_images_start(core); /* issue 7: the image store under the state dir */
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
+  /* The store's recovery now; each driver's, then its pool, from its probe
+   * thread: the daemon serves while drivers probe (a hung runsc must not
+   * keep /healthz silent), and work for a profile waits for its probe. */
   sbx_recover(core);
-  /* After recovery (which clears what a previous run left in the pools'
-   * cgroup parent): start keeping each pooled profile warm. */
-  for (size_t i = 0; i < core->profiles.count; i++) {
-    const struct sbx_profile *p = &core->profiles.items[i];
-    if (p->available && p->pool_size > 0 && p->driver->prewarm)
-      p->driver->prewarm(p->name, &p->limits);
-  }
+  struct sbx_probe_hooks hooks = {.probed = on_probed, .ready = on_ready, .ctx = core};
+  if (sbx_profiles_probe_start(&core->profiles, &core->drv_env, &hooks, err) < 0)
+    goto fail;
   if (pthread_create(&core->reaper, NULL, reaper_main, core) != 0) {
     sbx_err_sys(err, errno, "starting the reaper");
     goto fail;
@@ -121,6 +160,9 @@ void sbx_core_stop(struct sbx_core *core)
   if (!core || core->stopped)
     return;
   core->stopped = true;
+  /* Probes first: they give up at once (env.cancel), and none starts a
+   * pool or recovery after this. */
+  sbx_profiles_probe_stop(&core->profiles);
   sbx_executions_shutdown(core); /* sets stopping, cancels running work */
   if (core->reaper_started) {
     pthread_mutex_lock(&core->reaper_lock);
@@ -167,17 +209,26 @@ json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
 {
   struct sbx_error err = {0};
   bool store_ok = core->store.ops->ping(core->store.st, &err) == 0;
-  json_t *drivers = json_object();
-  bool any = false;
+  json_t *drivers = json_object(), *probing = json_array();
+  bool any = false, default_probed = false;
+  const struct sbx_profile *def = sbx_profile_find(&core->profiles, NULL, NULL);
   for (size_t i = 0; i < core->profiles.count; i++) {
     const struct sbx_profile *p = &core->profiles.items[i];
-    any |= p->available;
+    enum sbx_profile_state st = sbx_profile_state(p);
+    any |= st == SBX_PROFILE_AVAILABLE;
+    if (p == def)
+      default_probed = st != SBX_PROFILE_PROBING;
+    if (st == SBX_PROFILE_PROBING)
+      json_array_append_new(probing, json_string(p->name));
     json_object_set_new(drivers, p->name,
-                        p->available ? json_string("ok") : json_string(p->reason));
+                        st == SBX_PROFILE_AVAILABLE ? json_string("ok")
+                        : st == SBX_PROFILE_PROBING ? json_string("probing")
+                                                    : json_string(p->reason));
   }
-  *ready = store_ok && any && !core->stopping;
-  return json_pack("{s:s, s:{s:s, s:o}}", "status", *ready ? "ready" : "not_ready", "checks",
-                   "store", store_ok ? "ok" : err.msg, "profiles", drivers);
+  *ready = store_ok && any && default_probed && !core->stopping;
+  return json_pack("{s:s, s:{s:s, s:o, s:o}}", "status", *ready ? "ready" : "not_ready",
+                   "checks", "store", store_ok ? "ok" : err.msg, "profiles", drivers, "probing",
+                   probing);
 }
 
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us)

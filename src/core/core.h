@@ -33,6 +33,8 @@ struct sbx_core_config {
   const char *default_profile;  /* "container" */
   unsigned workers;             /* execution workers */
   unsigned queue_max;           /* queued executions before 429 */
+  unsigned queue_max_per_tenant; /* one tenant's queued executions before 429 (0: 256) */
+  unsigned workers_per_tenant;  /* one tenant's running executions (0: workers-1, min 1) */
   int64_t default_ttl_s;        /* session TTL when the request gives none */
   int64_t max_ttl_s;
   int64_t idle_timeout_s;       /* 0: no idle expiry */
@@ -50,6 +52,12 @@ struct sbx_core_config {
   /* issue 7: pull an image a request names when it is not in the store
    * (SBX_IMAGE_PULL_MISSING, 0) or answer 404 (SBX_IMAGE_PULL_NEVER) */
   int image_pull;
+  /* Start probes run in the background (core/profile.h): each driver's
+   * probe command is bounded by probe_timeout_s (runsc's KVM platform by
+   * gvisor_kvm_timeout_s; gvisor_kvm_off skips it), and a request for a
+   * profile still probing waits up to probe_wait_s, then 503s.  0: 10, 5, 2. */
+  unsigned probe_timeout_s, probe_wait_s, gvisor_kvm_timeout_s;
+  bool gvisor_kvm_off;
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
@@ -64,7 +72,8 @@ void sbx_core_free(struct sbx_core *core);
 
 struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
-/* Readiness for /readyz: store reachable and at least one profile usable. */
+/* Readiness for /readyz: store reachable, the default profile probed,
+ * at least one profile usable; lists the profiles still probing. */
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready);
 /* Counts one HTTP request (metrics). */
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us);
@@ -126,7 +135,9 @@ int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, c
  * token names the exec for sbx_exec_stream_cancel(). */
 struct sbx_exec_sink {
   void (*output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
-  void (*exit)(void *ctx, json_t *result);
+  /* result; session_end: why the session ended under the exec (an `end`
+   * reason such as "session_deleted"), NULL if it did not. */
+  void (*exit)(void *ctx, json_t *result, const char *session_end);
   void *ctx;
 };
 int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *who,
@@ -168,7 +179,8 @@ int sbx_signal_parse(const char *name);
  * detach drops it.  next() waits up to timeout_ms for kept output past
  * off[] and fills one chunk (1), or 0 on timeout, or -1 once the process
  * has ended and everything kept was read (*result = its result object, a
- * new reference).  A chunk whose gap_from < offset skipped the dropped
+ * new reference), or -2 at once when its session ended (*result =
+ * {"reason": "session_deleted" | "session_expired" | …}).  A chunk whose gap_from < offset skipped the dropped
  * bytes [gap_from, offset) of its stream. */
 struct sbx_proc;
 struct sbx_proc_chunk {

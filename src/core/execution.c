@@ -4,6 +4,7 @@
  * copied out with size and sha256 and stored in the same transaction that
  * makes the status final.  Cancel reaches a queued one through the store
  * (finish is conditional) and a running one through its cancel token. */
+#include <errno.h>
 #include <math.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -135,7 +136,7 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
    * (known once the image is at hand: sbx_core_image_exec). */
   p->default_command =
       p->image[0] && !json_object_get(body, "command") && !json_object_get(body, "language");
-  return sbx_schema_exec_ex(body, p->profile->limits.timeout_s, false, p->default_command,
+  return sbx_schema_exec_ex(body, p->profile->max.timeout_s, false, p->default_command,
                             &p->spec, err);
 }
 
@@ -191,6 +192,72 @@ static int not_found(struct sbx_error *err, const char *id)
   return sbx_err_fr(err, "Exécution %s introuvable", id);
 }
 
+/* ---- the queue (its policy: core/exec_queue.c) ---- */
+
+static int queue_full_error(struct sbx_core *core, enum sbx_exec_queue_full why,
+                            struct sbx_error *err)
+{
+  if (why == SBX_EXQ_NOMEM)
+    return sbx_err_sys(err, ENOMEM, "execution queue");
+  if (why == SBX_EXQ_FULL_TOTAL) {
+    sbx_err_set(err, SBX_E_QUOTA, 0, "the execution queue is full (%u); retry later",
+                core->cfg.queue_max);
+    return sbx_err_fr(err, "La file d'exécution est pleine (%u) ; réessayez plus tard",
+                      core->cfg.queue_max);
+  }
+  unsigned n = core->cfg.queue_max_per_tenant;
+  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant has %u executions queued and "
+              "may have %u; retry when some have started", n, n);
+  sbx_err_fr(err, "Quota dépassé : ce locataire a %u exécutions en attente et peut en avoir "
+             "%u ; réessayez quand certaines auront démarré", n, n);
+  snprintf(err->field, sizeof err->field, "queued_executions:%u", n); /* details (quota.h) */
+  return -1;
+}
+
+static int queue_reserve(struct sbx_core *core, int64_t tenant, bool force,
+                         struct sbx_exec_slot_rsv **rsv, struct sbx_error *err)
+{
+  pthread_mutex_lock(&core->q_lock);
+  enum sbx_exec_queue_full why = core->exq ? sbx_exec_queue_reserve(core->exq, tenant, force, rsv)
+                                           : SBX_EXQ_FULL_TOTAL;
+  pthread_mutex_unlock(&core->q_lock);
+  return why == SBX_EXQ_OK ? 0 : queue_full_error(core, why, err);
+}
+
+/* The queue is gone once shutdown ran: a request that reserved before
+ * leaves its row queued in the store, for the next start. */
+static void queue_commit(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv, const char *id)
+{
+  pthread_mutex_lock(&core->q_lock);
+  if (core->exq)
+    sbx_exec_queue_commit(core->exq, rsv, id);
+  else
+    sbx_exec_queue_rsv_free(rsv);
+  pthread_cond_signal(&core->q_cond);
+  pthread_mutex_unlock(&core->q_lock);
+}
+
+static void queue_unreserve(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv)
+{
+  pthread_mutex_lock(&core->q_lock);
+  if (core->exq)
+    sbx_exec_queue_unreserve(core->exq, rsv);
+  else
+    sbx_exec_queue_rsv_free(rsv);
+  pthread_mutex_unlock(&core->q_lock);
+}
+
+int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id)
+{
+  struct sbx_exec_slot_rsv *rsv = NULL;
+  struct sbx_error err = {0};
+  if (queue_reserve(core, tenant_id, true, &rsv, &err) < 0)
+    return -1;
+  sbx_quota_exec_track(core, tenant_id, id); /* recovery re-queues: count them (idempotent) */
+  queue_commit(core, rsv, id);
+  return 0;
+}
+
 /* ---- create ---- */
 
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
@@ -201,8 +268,7 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
     plan_free(&plan);
     return -1;
   }
-  if (!plan.profile->available) {
-    sbx_err_runtime_unavailable(err, plan.profile);
+  if (sbx_core_profile_ready(core, plan.profile, err) < 0) { /* waits while it is probing */
     plan_free(&plan);
     return -1;
   }
@@ -227,6 +293,13 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
     plan_free(&plan);
     return -1;
   }
+  /* A place in the queue first: a request it cannot hold leaves no row. */
+  struct sbx_exec_slot_rsv *rsv = NULL;
+  if (queue_reserve(core, who->tenant_id, false, &rsv, err) < 0) {
+    sbx_quota_exec_end(core, who->tenant_id, row.id);
+    plan_free(&plan);
+    return -1;
+  }
   sbx_trace_park(row.id, who->tenant); /* the worker's span continues this trace */
   row.tenant_id = who->tenant_id;
   snprintf(row.status, sizeof row.status, "queued");
@@ -241,49 +314,19 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
   if (!row.request_json || !row.metadata_json)
     sbx_err_sys(err, ENOMEM, "execution");
   else if (core->store.ops->execution_insert(core->store.st, &row, err) == 0) {
-    if (sbx_executions_enqueue(core, row.id, row.tenant_id) < 0) {
-      /* Full: say so, and do not leave a queued row nobody will run. */
-      struct sbx_execution_row fin = row;
-      snprintf(fin.status, sizeof fin.status, "error");
-      snprintf(fin.reason, sizeof fin.reason, "%s", "runtime_unavailable");
-      fin.error_json = strdup("{\"reason\":\"queue_full\",\"message\":\"execution queue full\"}");
-      fin.finished_at = sbx_wall_s();
-      core->store.ops->execution_finish(core->store.st, &fin, NULL, 0, NULL);
-      free(fin.error_json);
-      sbx_err_set(err, SBX_E_QUOTA, 0, "the execution queue is full (%u); retry later",
-                  core->cfg.queue_max);
-      sbx_err_fr(err, "La file d'exécution est pleine (%u) ; réessayez plus tard",
-                 core->cfg.queue_max);
-    } else {
-      *out = json_pack("{s:s, s:s, s:s}", "id", row.id, "status", "queued", "profile",
-                       row.profile);
-      rc = 0;
-    }
+    queue_commit(core, rsv, row.id);
+    rsv = NULL;
+    *out = json_pack("{s:s, s:s, s:s}", "id", row.id, "status", "queued", "profile",
+                     row.profile);
+    rc = 0;
   }
+  if (rsv)
+    queue_unreserve(core, rsv);
   if (rc < 0)
     sbx_quota_exec_end(core, row.tenant_id, row.id);
   free(row.request_json);
   free(row.metadata_json);
   return rc;
-}
-
-/* ---- the queue ---- */
-
-int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id)
-{
-  sbx_quota_exec_track(core, tenant_id, id); /* recovery re-queues: count them (idempotent) */
-  pthread_mutex_lock(&core->q_lock);
-  if (core->q_len >= core->cfg.queue_max || core->stopping) {
-    pthread_mutex_unlock(&core->q_lock);
-    return -1;
-  }
-  struct sbx_queue_item *it = &core->queue[(core->q_head + core->q_len) % core->cfg.queue_max];
-  snprintf(it->id, sizeof it->id, "%s", id);
-  it->tenant_id = tenant_id;
-  core->q_len++;
-  pthread_cond_signal(&core->q_cond);
-  pthread_mutex_unlock(&core->q_lock);
-  return 0;
 }
 
 static struct sbx_running_exec *running_add(struct sbx_core *core, const char *id)
@@ -421,16 +464,35 @@ static void collect_outputs(struct sbx_sandbox *sb, json_t *collect, struct coll
   }
 }
 
-/* Copies res into row; row's own output/error buffers are released and
- * replaced by res's (which res keeps owning). */
-static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_result *res)
+/* Reasons only an execution ends with: its request, image or input files
+ * failed it before its command ran.  No runtime produces them, so they are
+ * named here rather than in runtime/status.c (whose names a run ends with). */
+#define RS_IMAGE_UNAVAILABLE "image_unavailable" /* not in the store, and not pullable */
+#define RS_INVALID_REQUEST "invalid_request"     /* the stored request cannot run here */
+#define RS_INPUT_FILES "input_files"             /* an input file could not be written */
+#define RS_DISK "disk"                           /* ... because the sandbox's disk is full */
+#define RS_INTERNAL "internal"                   /* the daemon itself failed (memory) */
+#define RS_RUNTIME_UNAVAILABLE (sbx_reason_name(SBX_RS_RUNTIME_UNAVAILABLE))
+#define RS_SANDBOX_LOST (sbx_reason_name(SBX_RS_SANDBOX_LOST))
+
+static bool disk_full(const struct sbx_error *err)
 {
+  return err->errnum == ENOSPC || err->errnum == EDQUOT;
+}
+
+/* Copies res into row; row's own output/error buffers are released and
+ * replaced by res's (which res keeps owning).  reason NULL: res's. */
+static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_result *res,
+                       const char *reason)
+{
+  if (!reason)
+    reason = sbx_result_reason(res);
   free(row->stdout_buf);
   free(row->stderr_buf);
   free(row->error_json);
   row->error_json = NULL;
   snprintf(row->status, sizeof row->status, "%s", sbx_status_name(res->status));
-  snprintf(row->reason, sizeof row->reason, "%s", sbx_reason_name(res->reason));
+  snprintf(row->reason, sizeof row->reason, "%s", reason);
   row->exit_code = res->exit_code;
   row->signal = res->signal;
   row->stdout_buf = res->stdout_buf;
@@ -448,8 +510,7 @@ static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_resu
    * per-exec counters do not sample. */
   row->memory_mb_seconds = (double)res->memory_peak_bytes / 1048576.0 * row->duration_seconds;
   if (res->error[0]) {
-    json_t *e = json_pack("{s:s, s:s}", "reason", sbx_reason_name(res->reason), "message",
-                          res->error);
+    json_t *e = json_pack("{s:s, s:s}", "reason", reason, "message", res->error);
     row->error_json = json_dumps(e, JSON_COMPACT);
     json_decref(e);
   }
@@ -474,17 +535,17 @@ static void finish(struct sbx_core *core, struct sbx_execution_row *row,
 }
 
 static void finish_error(struct sbx_core *core, struct sbx_execution_row *row,
-                         enum sbx_reason why, const char *msg)
+                         const char *reason, const char *msg)
 {
-  struct sbx_exec_result res = {.status = SBX_ST_ERROR, .reason = why, .exit_code = -1};
-  snprintf(res.error, sizeof res.error, "%s", msg);
-  fill_final(row, &res);
+  struct sbx_exec_result res = {.status = SBX_ST_ERROR, .exit_code = -1};
+  snprintf(res.error, sizeof res.error, "%s", msg[0] ? msg : reason);
+  fill_final(row, &res, reason);
   finish(core, row, NULL);
   free(row->error_json);
   row->error_json = NULL;
 }
 
-static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
+static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
 {
   struct sbx_error err = {0};
   struct sbx_execution_row row = {0};
@@ -505,9 +566,17 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   struct sbx_core_net_prep prep = {0};
   struct sbx_image *image = NULL;
   if (!body || plan_parse(core, body, &plan, &err) < 0) {
-    finish_error(core, &row, SBX_RS_NONE, err.msg[0] ? err.msg : "stored request unreadable");
+    /* A profile gone from this daemon's configuration, or limits over its new maxima. */
+    finish_error(core, &row, strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE
+                                                               : RS_INVALID_REQUEST,
+                 err.msg[0] ? err.msg : "stored request unreadable");
     goto out;
   }
+  /* Queued before the daemon restarted, or while its profile probes: it
+   * starts once the probe is done, never on a driver not yet recovered.
+   * Stopping: it stays queued for the next start. */
+  if (sbx_core_profile_settle(core, plan.profile) == SBX_PROFILE_PROBING)
+    goto out;
   if (core->store.ops->execution_start(core->store.st, it->tenant_id, it->id, sbx_wall_s(),
                                        &err) < 0)
     goto out; /* cancelled while queued */
@@ -515,54 +584,58 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
   span = sbx_trace_op_begin_parked("sandbox.execution", row.id, row.tenant_id, row.profile,
                                    row.metadata_json); /* before env: TRACEPARENT */
   if (!(run = running_add(core, row.id))) {
-    finish_error(core, &row, SBX_RS_NONE, "out of memory");
+    finish_error(core, &row, RS_INTERNAL, "out of memory");
     goto out;
   }
   struct sbx_sandbox_spec sspec = {.id = row.id, .profile = plan.profile->name,
                                    .image = plan.profile->image, .limits = plan.limits};
   uint64_t t0 = sbx_now_ms();
   if (!plan.profile->available) {
-    finish_error(core, &row, SBX_RS_RUNTIME_UNAVAILABLE, plan.profile->reason);
+    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, plan.profile->reason);
     goto out;
   }
   if (sbx_core_net_check(plan.profile, plan.policy, &err) < 0) { /* the host may have changed */
-    finish_error(core, &row, SBX_RS_RUNTIME_UNAVAILABLE, err.msg);
+    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, err.msg);
     goto out;
   }
   /* issue 7: the image (a first use pulls it here, off the HTTP thread) */
-  if (sbx_core_image_acquire(core, plan.image, &image, &err) < 0 ||
-      sbx_core_image_exec(image, &plan.spec, plan.default_command, &err) < 0) {
-    finish_error(core, &row, err.code == SBX_E_RUNTIME_UNAVAILABLE ? SBX_RS_RUNTIME_UNAVAILABLE
-                                                                   : SBX_RS_NONE, err.msg);
+  if (sbx_core_image_acquire(core, plan.image, &image, &err) < 0) {
+    finish_error(core, &row, RS_IMAGE_UNAVAILABLE, err.msg);
     goto out;
   }
-  if (sbx_core_image_spec(image, &sspec, &err) < 0) {
-    finish_error(core, &row, SBX_RS_NONE, err.msg);
+  /* The image is there but cannot run this request (no interpreter for
+   * its language, a User it does not define). */
+  if (sbx_core_image_exec(image, &plan.spec, plan.default_command, &err) < 0 ||
+      sbx_core_image_spec(image, &sspec, &err) < 0) {
+    finish_error(core, &row, RS_INVALID_REQUEST, err.msg);
     goto out;
   }
   /* gvisor: linked inside create(), before runsc starts (network.c) */
   sbx_core_net_prepare(&prep, plan.profile, row.id, row.tenant_id, plan.policy, &sspec);
   if (plan.profile->driver->create(&sspec, &sb, &err) < 0) {
-    finish_error(core, &row, err.code == SBX_E_RUNTIME_UNAVAILABLE ? SBX_RS_RUNTIME_UNAVAILABLE
-                                                                   : SBX_RS_NONE, err.msg);
+    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, err.msg);
     goto out;
   }
   if (sbx_core_net_attach(row.id, row.tenant_id, sb, plan.policy, &prep, &net, &err) < 0) {
-    finish_error(core, &row, SBX_RS_NONE, err.msg); /* never run it unlinked */
+    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, err.msg); /* never run it unlinked */
     goto out;
   }
   if (!(env = sbx_run_env(sbx_core_image_env(image), net ? sbx_net_env(net) : NULL, NULL,
                           plan.spec.env))) {
-    finish_error(core, &row, SBX_RS_NONE, "out of memory");
+    finish_error(core, &row, RS_INTERNAL, "out of memory");
     goto out;
   }
   if (plan.files && write_inputs(sb, plan.files, &err) < 0) {
-    finish_error(core, &row, SBX_RS_NONE, err.msg);
+    finish_error(core, &row, disk_full(&err) ? RS_DISK : RS_INPUT_FILES, err.msg);
     goto out;
   }
   if (sbx_run_spec(sb, &plan.spec, env, plan.limits.timeout_s * 1000, plan.limits.output_bytes,
                    &run->cancel, &res, &err) < 0) {
-    finish_error(core, &row, SBX_RS_SANDBOX_LOST, err.msg);
+    /* Writing a long `code` into a full sandbox, or the run's own cause. */
+    finish_error(core, &row, disk_full(&err) ? RS_DISK
+                             : res.reason != SBX_RS_NONE ? sbx_reason_name(res.reason)
+                                                         : RS_SANDBOX_LOST,
+                 err.msg);
     goto out;
   }
   if (res.status == SBX_ST_KILLED && res.reason == SBX_RS_DAEMON_SHUTDOWN)
@@ -574,7 +647,7 @@ static void run_one(struct sbx_core *core, const struct sbx_queue_item *it)
     collect_outputs(sb, plan.collect, &col, warn, sizeof warn);
   if (warn[0] && !res.error[0])
     snprintf(res.error, sizeof res.error, "%s", warn);
-  fill_final(&row, &res);
+  fill_final(&row, &res, NULL);
   (void)t0;
   finish(core, &row, &col);
   /* fill_final lent res's buffers to row: res frees them, row must not. */
@@ -602,28 +675,43 @@ out:
 static void *worker_main(void *arg)
 {
   struct sbx_core *core = arg;
+  pthread_mutex_lock(&core->q_lock);
   for (;;) {
-    pthread_mutex_lock(&core->q_lock);
-    while (core->q_len == 0 && !core->stopping)
+    struct sbx_exec_item it;
+    while (!core->stopping && !sbx_exec_queue_pop(core->exq, core->tenant_running_cap, &it))
       pthread_cond_wait(&core->q_cond, &core->q_lock);
-    if (core->stopping) {
-      pthread_mutex_unlock(&core->q_lock);
-      return NULL;
-    }
-    struct sbx_queue_item it = core->queue[core->q_head];
-    core->q_head = (core->q_head + 1) % core->cfg.queue_max;
-    core->q_len--;
+    if (core->stopping)
+      break;
     pthread_mutex_unlock(&core->q_lock);
     run_one(core, &it);
+    pthread_mutex_lock(&core->q_lock);
+    sbx_exec_queue_done(core->exq, it.tenant_id);
+    /* Under its cap again, the tenant may have work another idle worker
+     * can take now. */
+    pthread_cond_broadcast(&core->q_cond);
   }
+  pthread_mutex_unlock(&core->q_lock);
+  return NULL;
 }
 
 int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err)
 {
-  core->queue = calloc(core->cfg.queue_max, sizeof *core->queue);
+  unsigned per_tenant = core->cfg.queue_max_per_tenant ? core->cfg.queue_max_per_tenant : 256;
+  core->cfg.queue_max_per_tenant = per_tenant; /* messages name it */
+  /* One worker stays free for the other tenants however long one
+   * tenant's executions are (a single worker must still serve someone). */
+  core->tenant_running_cap = core->cfg.workers_per_tenant ? core->cfg.workers_per_tenant
+                             : core->cfg.workers > 1 ? core->cfg.workers - 1
+                                                     : 1;
+  pthread_mutex_lock(&core->q_lock);
+  core->exq = sbx_exec_queue_new(core->cfg.queue_max, per_tenant);
+  pthread_mutex_unlock(&core->q_lock);
   core->workers = calloc(core->cfg.workers, sizeof *core->workers);
-  if (!core->queue || !core->workers)
+  if (!core->exq || !core->workers)
     return sbx_err_sys(err, ENOMEM, "workers");
+  sbx_info("execution", "%u workers, at most %u running and %u queued per tenant, %u queued "
+           "in all", core->cfg.workers, core->tenant_running_cap, per_tenant,
+           core->cfg.queue_max);
   for (unsigned i = 0; i < core->cfg.workers; i++) {
     int rc = pthread_create(&core->workers[i], NULL, worker_main, core);
     if (rc != 0)
@@ -646,9 +734,11 @@ void sbx_executions_shutdown(struct sbx_core *core)
     pthread_join(core->workers[i], NULL);
   core->nworkers = 0;
   free(core->workers);
-  free(core->queue);
   core->workers = NULL;
-  core->queue = NULL;
+  pthread_mutex_lock(&core->q_lock); /* what was still queued stays queued in the store */
+  sbx_exec_queue_free(core->exq);
+  core->exq = NULL;
+  pthread_mutex_unlock(&core->q_lock);
 }
 
 /* ---- read, list, cancel, files ---- */
@@ -739,8 +829,14 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
     struct sbx_exec_result res = {.status = SBX_ST_KILLED, .reason = SBX_RS_CANCELLED,
                                   .exit_code = -1};
     snprintf(res.error, sizeof res.error, "cancelled before it started");
-    fill_final(&row, &res);
+    fill_final(&row, &res, NULL);
     finish(core, &row, NULL);
+    /* The store says cancelled; no worker needs to look at it again, and
+     * it no longer counts towards the tenant's queue bound. */
+    pthread_mutex_lock(&core->q_lock);
+    if (core->exq)
+      sbx_exec_queue_remove(core->exq, row.tenant_id, id);
+    pthread_mutex_unlock(&core->q_lock);
   } else if (strcmp(row.status, "running") == 0) {
     pthread_mutex_lock(&core->q_lock);
     for (struct sbx_running_exec *r = core->running; r; r = r->next)

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "core/exec_queue.h"
 #include "core/quota.h"
 #include "core/schema.h"
 #include "obs/trace.h"
@@ -41,12 +42,14 @@ struct sbx_live_session {
   struct sbx_net_policy *policy;
   struct sbx_net_attachment *net;
   struct sbx_image *image; /* issue 7: held while the sandbox lives; NULL: host pack */
+  /* core/session_cpu.c: the sandbox cgroup's CPU charged to the tenant's
+   * quota, whatever ran it (execs, background processes, contexts). */
+  pthread_mutex_t cpu_lock;
+  bool cpu_metered;        /* the driver reports cgroup usage */
+  double cpu_seen;         /* the cgroup's CPU seconds at the last charge */
+  double cpu_unrecorded;   /* charged but in no usage record yet (< 0: execs ran ahead) */
+  int64_t cpu_recorded_at; /* when the last session usage record was written */
   struct sbx_live_session *next;
-};
-
-struct sbx_queue_item {
-  char id[64];
-  int64_t tenant_id;
 };
 
 /* An execution being run by a worker, so cancel can reach it. */
@@ -70,8 +73,8 @@ struct sbx_core {
   pthread_mutex_t q_lock;
   pthread_cond_t q_cond;        /* work available / stopping */
   pthread_cond_t done_cond;     /* an execution reached a final status */
-  struct sbx_queue_item *queue; /* ring of cfg.queue_max */
-  size_t q_head, q_len;
+  struct sbx_exec_queue *exq;   /* the scheduler (core/exec_queue.h), under q_lock */
+  unsigned tenant_running_cap;  /* cfg.workers_per_tenant or workers-1 (at least 1) */
   struct sbx_running_exec *running;
   pthread_t *workers;
   unsigned nworkers;
@@ -101,10 +104,26 @@ void sbx_sessions_shutdown(struct sbx_core *core);
 /* core/execution.c */
 int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err);
 void sbx_executions_shutdown(struct sbx_core *core);
+/* Queues a stored `queued` row again (recovery): over the tenant's queue
+ * bound if need be, never over the whole queue's (-1: full). */
 int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id);
 
 /* core/recovery.c */
+/* The store's side of recovery, at start (no driver needed). */
 void sbx_recover(struct sbx_core *core);
+/* One driver's leftovers, from its probe thread once it probed usable,
+ * before any of its profiles is available. */
+void sbx_recover_driver(struct sbx_core *core, const struct sbx_driver *d);
+
+/* core/core.c */
+/* 0 if p can take work now; waits up to probe_wait_s while it is probing,
+ * then 503 runtime_unavailable with the reason (en+fr). */
+int sbx_core_profile_ready(struct sbx_core *core, const struct sbx_profile *p,
+                           struct sbx_error *err);
+/* Waits until p's probe has finished (or the daemon stops): for work that
+ * is already accepted (queued executions).  Its final state. */
+enum sbx_profile_state sbx_core_profile_settle(struct sbx_core *core,
+                                               const struct sbx_profile *p);
 
 /* core/run.c — what a session exec and an execution share. */
 /* The environment of a workload: base, the image's Env (issue 7), the
@@ -181,6 +200,10 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
                     struct sbx_error *err);
 /* Result object of DESIGN §4 (status, reason, exit_code, …). */
 json_t *sbx_result_json(const struct sbx_exec_result *res);
+/* The result's reason name, never "": a result whose runtime named no
+ * cause gets its status's own (exit, signal, timeout, memory; internal for
+ * a service error), so every final result says why it ended. */
+const char *sbx_result_reason(const struct sbx_exec_result *res);
 /* Adds "<name>" and "<name>_encoding" to o: a JSON string if valid UTF-8,
  * else base64. */
 void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len);
@@ -203,6 +226,39 @@ void sbx_procs_drain(void);
 /* Counts a thread sbx_procs_drain() must wait for (streamed execs). */
 void sbx_procs_thread_enter(void);
 void sbx_procs_thread_leave(void);
+
+/* core/session_cpu.c: CPU accounting from the sandbox's cgroup.  A
+ * session's cgroup CPU is charged to its tenant's cpu_seconds_per_day as
+ * it accrues (the reaper's tick, the end of each exec, the session's end);
+ * usage records split it into the execs' own records (kind "exec", their
+ * rusage) and "session" records for the rest (background processes,
+ * contexts, what an exec's rusage missed), so their sum is what the
+ * cgroup measured and a restart re-seeds the same total.  Drivers without
+ * cgroup usage fall back to each exec's rusage. */
+void sbx_session_cpu_start(struct sbx_live_session *ls);
+/* Charges the cgroup's CPU since the last charge; final at the end. */
+void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, bool final);
+/* After an exec of ls ended; recorded: its usage record (res->cpu_seconds)
+ * was stored. */
+void sbx_session_cpu_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
+                               int64_t tenant, const struct sbx_exec_result *res,
+                               bool recorded);
+/* Charges every live session and stops the background processes and
+ * contexts of tenants whose quota is used up (the reaper's tick). */
+void sbx_sessions_cpu_tick(struct sbx_core *core);
+/* The `end` reason a follower of the session's streams gets: session_deleted,
+ * session_expired, sandbox_lost, daemon_shutdown. */
+const char *sbx_session_end_reason(enum sbx_reason why);
+
+/* core/process.c: every running process of the table is killed with result
+ * reason `why` (the CPU quota; returns how many); and the followers of each are told the
+ * session ended (`end` {reason}). */
+unsigned sbx_procs_stop(struct sbx_proc_table *t, const char *why);
+void sbx_procs_session_end(struct sbx_proc_table *t, const char *reason);
+/* core/context.c: kills the interpreters of ls's contexts (the CPU quota;
+ * returns how many);
+ * a later run or restart is refused while the quota is used up. */
+unsigned sbx_contexts_quota_stop(struct sbx_live_session *ls);
 
 /* ---- issue 4, engineer C: contexts (core/context*.c) ---- */
 /* Waits (bounded) until every context thread has ended (daemon shutdown,

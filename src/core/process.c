@@ -17,9 +17,13 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/process_int.h"
+#include "core/resources.h"
 
 #define START_WAIT_MS 30000
 #define DEFAULT_BUF (1024 * 1024)
+/* The smallest capture a process gets when the retained-output budget is
+ * short (per stream). */
+#define MIN_BUF (16 * 1024)
 
 /* Threads (process and streamed exec) still running: shutdown waits. */
 static atomic_int live_threads;
@@ -53,6 +57,7 @@ void sbx_proc_unref(struct sbx_proc *p)
   close_fd(&p->pty_fd);
   sbx_capture_free(&p->cap[0]);
   sbx_capture_free(&p->cap[1]);
+  sbx_res_mem_give(p->tenant, p->mem);
   json_decref(p->command);
   json_decref(p->result);
   pthread_mutex_destroy(&p->lock);
@@ -61,11 +66,16 @@ void sbx_proc_unref(struct sbx_proc *p)
   free(p);
 }
 
-static struct sbx_proc *proc_new(const struct sbx_exec_spec *spec, size_t bufcap)
+static struct sbx_proc *proc_new(const struct sbx_exec_spec *spec, size_t bufcap,
+                                 int64_t tenant, uint64_t mem)
 {
   struct sbx_proc *p = calloc(1, sizeof *p);
-  if (!p)
+  if (!p) {
+    sbx_res_mem_give(tenant, mem);
     return NULL;
+  }
+  p->tenant = tenant;
+  p->mem = mem; /* given back with the buffers, whatever happens below */
   pthread_mutex_init(&p->lock, NULL);
   pthread_mutex_init(&p->in_lock, NULL);
   pthread_condattr_t ca;
@@ -239,6 +249,86 @@ static void on_output(void *ctx, int stream, const char *data, size_t len, uint6
   pthread_mutex_unlock(&p->lock);
 }
 
+/* ---- stopping, the session's end ---- */
+
+unsigned sbx_procs_stop(struct sbx_proc_table *t, const char *why)
+{
+  unsigned n = 0;
+  if (!t)
+    return 0;
+  pthread_mutex_lock(&t->lock);
+  for (struct sbx_proc *p = t->head; p; p = p->next) {
+    pthread_mutex_lock(&p->lock);
+    if (!p->done && p->slot && !p->stop_reason) {
+      p->stop_reason = why;
+      sbx_cancel_fire(&p->slot->cancel, SBX_RS_CANCELLED);
+      sbx_info("process", "pid %d stopped: %s", (int)p->pid, why);
+      n++;
+    }
+    pthread_mutex_unlock(&p->lock);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return n;
+}
+
+void sbx_procs_session_end(struct sbx_proc_table *t, const char *reason)
+{
+  if (!t)
+    return;
+  pthread_mutex_lock(&t->lock);
+  for (struct sbx_proc *p = t->head; p; p = p->next) {
+    pthread_mutex_lock(&p->lock);
+    p->end_reason = reason;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+  }
+  pthread_mutex_unlock(&t->lock);
+}
+
+/* Gives back the kept output of ended processes of the tenant's sessions,
+ * oldest first, until `need` bytes are free or none is left: a running
+ * process's output matters more than an ended one's log. */
+static void reclaim_ended(struct sbx_core *core, int64_t tenant, uint64_t need)
+{
+  uint64_t freed = 0;
+  pthread_mutex_lock(&core->sess_lock);
+  for (struct sbx_live_session *ls = core->sessions; ls && freed < need; ls = ls->next) {
+    if (ls->tenant_id != tenant || !ls->procs)
+      continue;
+    struct sbx_proc_table *t = ls->procs;
+    pthread_mutex_lock(&t->lock);
+    while (freed < need) {
+      struct sbx_proc *oldest = NULL;
+      int64_t at = 0;
+      for (struct sbx_proc *p = t->head; p; p = p->next) {
+        pthread_mutex_lock(&p->lock);
+        if (p->done && p->mem && (!oldest || p->finished_at <= at)) {
+          oldest = p; /* the table lock keeps it listed, hence alive */
+          at = p->finished_at;
+        }
+        pthread_mutex_unlock(&p->lock);
+      }
+      if (!oldest)
+        break;
+      pthread_mutex_lock(&oldest->lock);
+      freed += sbx_proc_drop_output_locked(oldest);
+      pthread_mutex_unlock(&oldest->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+  }
+  pthread_mutex_unlock(&core->sess_lock);
+}
+
+static size_t reserve_output(struct sbx_core *core, int64_t tenant, size_t bufcap,
+                             uint64_t *got)
+{
+  uint64_t want = 2 * (uint64_t)bufcap, min = 2 * (uint64_t)(bufcap < MIN_BUF ? bufcap : MIN_BUF);
+  if (sbx_res_mem_room(core, tenant) < 8 * want)
+    reclaim_ended(core, tenant, 8 * want);
+  *got = sbx_res_mem_take(core, tenant, want, min);
+  return (size_t)(*got / 2);
+}
+
 static void on_started(void *ctx, pid_t pid, int ctl_fd, int pty_fd)
 {
   struct sbx_proc *p = ctx;
@@ -258,8 +348,11 @@ static void proc_finish(struct sbx_proc *p, const struct sbx_exec_result *res)
 {
   pthread_mutex_lock(&p->lock);
   p->done = true;
+  p->slot = NULL; /* removed by the caller right after */
   p->finished_at = sbx_wall_s();
   p->result = sbx_proc_result_locked(p, res);
+  if (p->stop_reason && p->result)
+    json_object_set_new(p->result, "reason", json_string(p->stop_reason));
   close_fd(&p->ctl_fd);
   close_fd(&p->pty_fd);
   close_fd(&p->stdin_r);
@@ -283,13 +376,24 @@ static void *proc_main(void *arg)
                                   .on_output_ctx = p, .live = &live};
   struct sbx_exec_result res = {0};
   struct sbx_error err = {0};
-  if (sbx_run_spec_ex(job->ls->sb, &job->spec, job->env, &tmpl, &res, &err) < 0 &&
-      !res.error[0])
+  pthread_mutex_lock(&p->lock);
+  p->slot = job->slot;
+  pthread_mutex_unlock(&p->lock);
+  int rc = sbx_run_spec_ex(job->ls->sb, &job->spec, job->env, &tmpl, &res, &err);
+  if (rc < 0 && !res.error[0])
     snprintf(res.error, sizeof res.error, "%s", err.msg);
   proc_finish(p, &res);
   sbx_info("process", "session %s pid %d ended: %s", job->ls->id, (int)p->pid,
            sbx_status_name(res.status));
+  if (rc == 0 && p->started)
+    sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* metrics + its usage record */
+  sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, rc == 0 && p->started);
   sbx_exec_result_free(&res);
+  pthread_mutex_lock(&p->lock);
+  unsigned fds = p->fds; /* less what a closed stdin gave back already */
+  p->fds = 0;
+  pthread_mutex_unlock(&p->lock);
+  sbx_res_fds_give(job->tenant, job->ls->id, fds);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
   sbx_session_touch(job->core, job->ls);
   sbx_session_release(job->core, job->ls);
@@ -380,7 +484,9 @@ static int wait_started(struct sbx_proc *p, json_t **out, struct sbx_error *err)
   if (p->started) {
     *out = json_pack("{s:i}", "pid", (int)p->pid);
   } else if (p->done) {
-    rc = not_started(p->result, err);
+    json_t *full = sbx_proc_result_full_locked(p);
+    rc = not_started(full, err);
+    json_decref(full);
   } else
     rc = sbx_err_set(err, SBX_E_INTERNAL, 0, "the sandbox did not start the process in time");
   pthread_mutex_unlock(&p->lock);
@@ -394,7 +500,7 @@ static int parse_start(struct sbx_core *core, struct sbx_live_session *ls, json_
                                         "cwd", "timeout_s", "background", "pty", NULL};
   (void)core;
   if (sbx_schema_only(body, "", allowed, err) < 0 ||
-      sbx_schema_exec(body, ls->profile->limits.timeout_s, true, spec, err) < 0)
+      sbx_schema_exec(body, ls->profile->max.timeout_s, true, spec, err) < 0)
     return -1;
   if (sbx_core_image_exec(ls->image, spec, false, err) < 0) { /* issue 7: image config */
     sbx_exec_spec_free(spec);
@@ -414,8 +520,12 @@ static struct proc_job *job_new(struct sbx_core *core, struct sbx_live_session *
                                 struct sbx_error *err)
 {
   size_t bufcap = ls->limits.output_bytes ? (size_t)ls->limits.output_bytes : DEFAULT_BUF;
+  uint64_t mem = 0;
+  bufcap = reserve_output(core, who->tenant_id, bufcap, &mem);
   struct proc_job *job = calloc(1, sizeof *job);
-  if (!job || !(job->proc = proc_new(spec, bufcap)) ||
+  if (!job)
+    sbx_res_mem_give(who->tenant_id, mem);
+  if (!job || !(job->proc = proc_new(spec, bufcap, who->tenant_id, mem)) ||
       !(job->env = sbx_session_run_env(ls, spec->env)) ||
       !(job->slot = sbx_session_slot_add(core, ls))) {
     if (job) {
@@ -449,14 +559,22 @@ static void job_abort(struct proc_job *job)
 int sbx_process_start(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                       json_t *body, json_t **out, struct sbx_error *err)
 {
+  if (sbx_quota_cpu_check(core, who, err) < 0) /* it would burn CPU the quota has not got */
+    return -1;
   struct sbx_live_session *ls = sbx_session_acquire(core, who, sid, err);
   if (!ls)
     return -1;
   struct sbx_exec_spec spec;
   struct sbx_proc_table *t = NULL;
   struct proc_job *job = NULL;
+  bool fds = false;
   if (parse_start(core, ls, body, &spec, err) < 0)
     goto fail;
+  if (sbx_res_fds_take(core, who->tenant_id, ls->id, SBX_RES_FDS_PROCESS, err) < 0) {
+    sbx_exec_spec_free(&spec);
+    goto fail;
+  }
+  fds = true;
   t = table_of(core, ls);
   job = t ? job_new(core, ls, who, &spec, err) : NULL;
   sbx_exec_spec_free(&spec);
@@ -466,6 +584,7 @@ int sbx_process_start(struct sbx_core *core, const struct sbx_principal *who, co
     goto fail;
   }
   struct sbx_proc *p = job->proc;
+  p->fds = SBX_RES_FDS_PROCESS;
   sbx_proc_ref(p); /* ours, for the wait below */
   if (table_add(t, p, err) < 0) {
     sbx_proc_unref(p);
@@ -478,7 +597,7 @@ int sbx_process_start(struct sbx_core *core, const struct sbx_principal *who, co
     job_abort(job);
     goto fail;
   }
-  /* From here the thread owns job and the session reference. */
+  /* From here the thread owns job, the session reference and the fds. */
   int rc = wait_started(p, out, err);
   if (rc < 0)
     table_remove(t, p);
@@ -487,6 +606,8 @@ int sbx_process_start(struct sbx_core *core, const struct sbx_principal *who, co
   sbx_proc_unref(p);
   return rc;
 fail:
+  if (fds)
+    sbx_res_fds_give(who->tenant_id, ls->id, SBX_RES_FDS_PROCESS);
   sbx_session_release(core, ls);
   return -1;
 }

@@ -30,7 +30,13 @@ struct sbx_proc {
   bool started, done;
   int64_t started_at, finished_at;
   struct sbx_capture cap[2]; /* stdout, stderr: head + tail, never blocking */
-  json_t *result;            /* once done: the result object */
+  json_t *result;            /* once done: the result, without the output (in cap) */
+  int64_t tenant;
+  uint64_t mem;              /* retained-output bytes reserved (core/resources.c) */
+  unsigned fds;              /* daemon fds charged to its session (core/resources.c) */
+  struct sbx_exec_slot *slot; /* the running exec's, NULL once it ended */
+  const char *stop_reason;   /* why the daemon stopped it ("quota"), else NULL */
+  const char *end_reason;    /* set when its session ended: followers stop */
   struct sbx_proc *next;     /* in the table (table lock) */
 };
 
@@ -50,5 +56,10 @@ json_t *sbx_proc_json_locked(struct sbx_proc *p, bool full);
 /* Result object of an ended process: the exec's status with the output
  * taken from the process's own buffers (lock held). */
 json_t *sbx_proc_result_locked(struct sbx_proc *p, const struct sbx_exec_result *res);
+/* The result with the kept output (a new reference; NULL before the end). */
+json_t *sbx_proc_result_full_locked(struct sbx_proc *p);
+/* Frees an ended process's kept output (totals stay: offsets stay right,
+ * readers see it dropped); returns the bytes given back (lock held). */
+uint64_t sbx_proc_drop_output_locked(struct sbx_proc *p);
 
 #endif

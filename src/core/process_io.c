@@ -14,6 +14,7 @@
 #include "api/http.h"
 #include "common/util.h"
 #include "core/process_int.h"
+#include "core/resources.h"
 
 #define STDIN_WAIT_MS 2000 /* a full pipe answers 409 after this */
 #define CHUNK_MAX (64 * 1024)
@@ -27,22 +28,54 @@ static json_t *time_json(int64_t t)
   return json_string(buf);
 }
 
+/* The kept output is not copied into the stored result: it would double
+ * what an ended process holds.  sbx_proc_result_full_locked adds it. */
 json_t *sbx_proc_result_locked(struct sbx_proc *p, const struct sbx_exec_result *res)
 {
   json_t *o = sbx_result_json(res);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 2 && o; i++) {
     const char *name = i ? "stderr" : "stdout";
-    size_t len = 0;
-    char *buf = sbx_capture_flatten(&p->cap[i], &len);
-    sbx_json_set_output(o, name, buf, buf ? len : 0);
-    free(buf);
+    json_object_del(o, name);
     char key[32];
+    snprintf(key, sizeof key, "%s_base64", name);
+    json_object_del(o, key);
     snprintf(key, sizeof key, "%s_truncated", name);
     json_object_set_new(o, key, json_boolean(sbx_capture_truncated(&p->cap[i])));
     snprintf(key, sizeof key, "%s_dropped_bytes", name);
     json_object_set_new(o, key, json_integer((json_int_t)sbx_capture_dropped(&p->cap[i])));
   }
   return o;
+}
+
+json_t *sbx_proc_result_full_locked(struct sbx_proc *p)
+{
+  if (!p->result)
+    return NULL;
+  json_t *o = json_deep_copy(p->result);
+  for (int i = 0; i < 2 && o; i++) {
+    size_t len = 0;
+    char *buf = sbx_capture_flatten(&p->cap[i], &len);
+    sbx_json_set_output(o, i ? "stderr" : "stdout", buf, buf ? len : 0);
+    free(buf);
+    char key[32];
+    snprintf(key, sizeof key, "%s_truncated", i ? "stderr" : "stdout");
+    json_object_set_new(o, key, json_boolean(sbx_capture_truncated(&p->cap[i])));
+    snprintf(key, sizeof key, "%s_dropped_bytes", i ? "stderr" : "stdout");
+    json_object_set_new(o, key, json_integer((json_int_t)sbx_capture_dropped(&p->cap[i])));
+  }
+  return o;
+}
+
+uint64_t sbx_proc_drop_output_locked(struct sbx_proc *p)
+{
+  if (!p->done || !p->mem)
+    return 0;
+  sbx_capture_release(&p->cap[0]);
+  sbx_capture_release(&p->cap[1]);
+  uint64_t n = p->mem;
+  sbx_res_mem_give(p->tenant, n);
+  p->mem = 0;
+  return n;
 }
 
 json_t *sbx_proc_json_locked(struct sbx_proc *p, bool full)
@@ -197,7 +230,8 @@ int sbx_process_output(struct sbx_core *core, const struct sbx_principal *who, c
     json_object_set_new(o, key, gap_at >= 0 ? json_integer(gap_at) : json_null());
   }
   json_object_set_new(o, "status", json_string(p->done ? "exited" : "running"));
-  json_object_set(o, "result", p->result ? p->result : json_null());
+  json_t *full = sbx_proc_result_full_locked(p);
+  json_object_set_new(o, "result", full ? full : json_null());
   pthread_mutex_unlock(&p->lock);
   sbx_proc_unref(p);
   *out = o;
@@ -218,11 +252,16 @@ int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk 
   int rc = 0;
   pthread_mutex_lock(&p->lock);
   for (;;) {
+    if (p->end_reason) { /* the session is gone: nothing more will come */
+      *result = json_pack("{s:s}", "reason", p->end_reason);
+      rc = -2;
+      goto out;
+    }
     for (int i = 0; i < 2; i++) {
       uint64_t at = off[i];
       bool gap;
       size_t n = cap_read(&p->cap[i], &at, c->data, sizeof c->data, &gap);
-      if (n == 0)
+      if (n == 0 && !(gap && at > off[i])) /* a released log: only the gap is left */
         continue;
       c->stream = i + 1;
       c->len = n;
@@ -233,7 +272,7 @@ int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk 
       goto out;
     }
     if (p->done) {
-      *result = json_incref(p->result);
+      *result = sbx_proc_result_full_locked(p);
       rc = -1;
       goto out;
     }
@@ -326,11 +365,15 @@ int sbx_process_stdin(struct sbx_core *core, const struct sbx_principal *who, co
     stdin_full(err, done, len);
     goto out;
   }
-  if (eof && !pty) {
+  if (eof && !pty) { /* the daemon needs the pipe no more: its fd goes back too */
     pthread_mutex_lock(&p->lock);
     close(p->stdin_w);
     p->stdin_w = -1;
+    bool give = p->fds > 0;
+    p->fds -= give;
     pthread_mutex_unlock(&p->lock);
+    if (give)
+      sbx_res_fds_give(p->tenant, sid, 1);
   }
   *out = json_pack("{s:I, s:b}", "written", (json_int_t)done, "eof", eof);
   rc = 0;

@@ -382,3 +382,36 @@ void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
   }
   pthread_mutex_unlock(lock_of(q, tenant_id));
 }
+
+/* ---- CPU measured on session cgroups (core/session_cpu.c) ---- */
+
+void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double seconds)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q || !(seconds > 0))
+    return;
+  cpu_seed(q, tenant_id); /* these seconds are in no stored record yet */
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  if (t) {
+    cpu_roll(t);
+    t->cpu_used += seconds;
+  }
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+}
+
+bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return false;
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  bool out = false;
+  if (t) {
+    cpu_roll(t);
+    out = t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day;
+  }
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+  return out;
+}

@@ -3,8 +3,9 @@
  * Four limits per tenant, each 0 = unlimited:
  *   sessions             live sessions                  (quota_sessions)
  *   executions           queued + running executions    (quota_executions)
- *   cpu_seconds_per_day  CPU seconds of execs and executions finished
- *                        since 00:00 UTC                (quota_cpu_seconds_per_day)
+ *   cpu_seconds_per_day  CPU seconds since 00:00 UTC of executions and of
+ *                        sessions' cgroups (execs, background processes,
+ *                        contexts: core/session_cpu.c)  (quota_cpu_seconds_per_day)
  *   requests_per_second  a token bucket refilled at rate_limit_rps, holding
  *                        at most rate_limit_burst       (rate_limit_*)
  * Defaults come from [server]; a [tenant.NAME] section overrides any of them
@@ -56,8 +57,24 @@ struct sbx_quota_tenant {
 
 #define SBX_QUOTA_MAX_TENANTS 256 /* [tenant.NAME] sections */
 
+/* What the daemon itself holds for tenants, bounded so one tenant cannot
+ * take it from the others (core/resources.c): output of background
+ * processes kept in memory, overall and per tenant, and the daemon's file
+ * descriptors per session and per tenant.  [server] only; 0 = the default. */
+#define SBX_RES_OUTPUT_MEMORY (256ULL << 20)
+#define SBX_RES_OUTPUT_MEMORY_PER_TENANT (64ULL << 20)
+#define SBX_RES_FDS_PER_SESSION 512
+#define SBX_RES_FDS_PER_TENANT 1024
+struct sbx_res_config {
+  uint64_t output_memory;            /* output_memory */
+  uint64_t output_memory_per_tenant; /* output_memory_per_tenant */
+  unsigned fds_per_session;          /* fds_per_session */
+  unsigned fds_per_tenant;           /* fds_per_tenant */
+};
+
 /* Plain storage (no pointers): copied by value into the core's config. */
 struct sbx_quota_config {
+  struct sbx_res_config res;
   struct sbx_quota_limits defaults;
   struct sbx_quota_tenant tenants[SBX_QUOTA_MAX_TENANTS];
   size_t ntenants;
@@ -120,5 +137,11 @@ int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
  * the run's usage record is stored (sbx_obs_*_done): the first call for a
  * tenant seeds from the store and must find this run there. */
 void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds);
+/* Adds CPU seconds measured on a session's cgroup (core/session_cpu.c):
+ * seeds from the store first, then always adds (their usage record is
+ * written later, in batches). */
+void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double seconds);
+/* True once the tenant's CPU-seconds of the day are used up. */
+bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id);
 
 #endif

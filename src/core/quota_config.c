@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/quantity.h"
 #include "core/quota.h"
 
 void sbx_quota_config_defaults(struct sbx_quota_config *c)
 {
+  memset(&c->res, 0, sizeof c->res);
   memset(&c->defaults, 0, sizeof c->defaults);
   c->ntenants = 0;
 }
@@ -36,9 +38,44 @@ static int parse_num(const char *v, double max, bool whole, double *out)
   return 0;
 }
 
+/* The [server] resource settings (struct sbx_res_config): 1 handled, 0 not
+ * one of them, -1 bad value. */
+static int res_config_set(struct sbx_res_config *r, const char *key, const char *value,
+                          struct sbx_error *err)
+{
+  bool bytes = false;
+  uint64_t *u64 = NULL;
+  unsigned *u = NULL;
+  if (strcmp(key, "output_memory") == 0)
+    u64 = &r->output_memory, bytes = true;
+  else if (strcmp(key, "output_memory_per_tenant") == 0)
+    u64 = &r->output_memory_per_tenant, bytes = true;
+  else if (strcmp(key, "fds_per_session") == 0)
+    u = &r->fds_per_session;
+  else if (strcmp(key, "fds_per_tenant") == 0)
+    u = &r->fds_per_tenant;
+  else
+    return 0;
+  uint64_t n = 0;
+  double d = 0;
+  bool ok = bytes ? sbx_parse_bytes(value, &n) == 0 && n <= (1ULL << 50)
+                  : parse_num(value, 1 << 24, true, &d) == 0;
+  if (!ok)
+    return sbx_err_set(err, SBX_E_INVALID, 0, "%s: %s (0 = the default), got '%s'", key,
+                       bytes ? "a size like 64Mi" : "a whole number", value);
+  if (u64)
+    *u64 = n;
+  else if (u)
+    *u = (unsigned)d;
+  return 1;
+}
+
 int sbx_quota_config_set(struct sbx_quota_config *c, const char *tenant, const char *key,
                          const char *value, struct sbx_error *err)
 {
+  int r = tenant ? 0 : res_config_set(&c->res, key, value, err);
+  if (r != 0)
+    return r;
   static const struct {
     const char *key, *alias;
     bool whole;

@@ -1,8 +1,11 @@
 /* recovery.c — reconciliation at start (DESIGN §6): nothing stays running
- * forever.  Drivers first remove the sandboxes a previous run left (their
- * processes, cgroups, directories); then executions that were running get a
- * final status (error, daemon_restarted), queued ones go back in the queue,
- * and sessions whose sandbox died with the old daemon are marked lost. */
+ * forever.  Each driver removes the sandboxes a previous run left (their
+ * processes, cgroups, directories) once it has probed, before its profiles
+ * take work; at start, executions that were running get a final status
+ * (error, daemon_restarted), queued ones go back in the queue oldest first
+ * (the scheduler then shares the workers between tenants; a worker waits
+ * for their profile's probe), and sessions whose sandbox died with the old
+ * daemon are marked lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,49 +36,63 @@ static int mark_restarted(void *ctx, const struct sbx_execution_row *r)
 }
 
 struct ids {
-  char (*id)[64];
-  int64_t *tenant;
+  struct id_entry {
+    char id[64];
+    int64_t tenant;
+    int64_t created; /* queued executions only: their order */
+  } *e;
   size_t n, cap;
 };
 
-static int collect_id(void *ctx, const char *id, int64_t tenant)
+static int collect_id(void *ctx, const char *id, int64_t tenant, int64_t created)
 {
   struct ids *ids = ctx;
   if (ids->n == ids->cap) {
     size_t cap = ids->cap ? ids->cap * 2 : 64;
-    void *a = realloc(ids->id, cap * sizeof *ids->id), *b = NULL;
-    if (a)
-      ids->id = a;
-    b = realloc(ids->tenant, cap * sizeof *ids->tenant);
-    if (!a || !b)
+    void *a = realloc(ids->e, cap * sizeof *ids->e);
+    if (!a)
       return -1;
-    ids->tenant = b;
+    ids->e = a;
     ids->cap = cap;
   }
-  snprintf(ids->id[ids->n], 64, "%s", id);
-  ids->tenant[ids->n++] = tenant;
+  struct id_entry *e = &ids->e[ids->n++];
+  snprintf(e->id, sizeof e->id, "%s", id);
+  e->tenant = tenant;
+  e->created = created;
   return 0;
 }
 
 static int queued_cb(void *ctx, const struct sbx_execution_row *r)
 {
-  return collect_id(ctx, r->id, r->tenant_id);
+  return collect_id(ctx, r->id, r->tenant_id, r->created_at);
+}
+
+static int by_age(const void *a, const void *b)
+{
+  const struct id_entry *x = a, *y = b;
+  if (x->created != y->created)
+    return x->created < y->created ? -1 : 1;
+  return strcmp(x->id, y->id);
 }
 
 static int session_cb(void *ctx, const struct sbx_session_row *r)
 {
-  return collect_id(ctx, r->id, r->tenant_id);
+  return collect_id(ctx, r->id, r->tenant_id, 0);
 }
 
+void sbx_recover_driver(struct sbx_core *core, const struct sbx_driver *d)
+{
+  if (!d->recover)
+    return;
+  int n = d->recover(&core->drv_env);
+  if (n > 0)
+    sbx_info("recovery", "driver %s removed %d sandbox(es) left by a previous run", d->name, n);
+}
+
+/* Drivers recover from their probe threads (sbx_recover_driver): a driver
+ * knows where its sandboxes live only once it has probed. */
 void sbx_recover(struct sbx_core *core)
 {
-  for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
-    if ((*d)->recover) {
-      int n = (*d)->recover(&core->drv_env);
-      if (n > 0)
-        sbx_info("recovery", "driver %s removed %d sandbox(es) left by a previous run",
-                 (*d)->name, n);
-    }
   struct sbx_error err = {0};
   if (core->store.ops->execution_list_status(core->store.st, "running", mark_restarted, core,
                                              &err) < 0)
@@ -85,19 +102,21 @@ void sbx_recover(struct sbx_core *core)
   if (core->store.ops->session_list_ready(core->store.st, session_cb, &sessions, &err) < 0)
     sbx_warn("recovery", "listing sessions: %s", err.msg);
   for (size_t i = 0; i < sessions.n; i++) {
-    core->store.ops->session_set_status(core->store.st, sessions.tenant[i], sessions.id[i],
+    core->store.ops->session_set_status(core->store.st, sessions.e[i].tenant, sessions.e[i].id,
                                         "lost", "daemon_restarted", NULL);
-    sbx_info("recovery", "session %s lost its sandbox in the restart", sessions.id[i]);
+    sbx_info("recovery", "session %s lost its sandbox in the restart", sessions.e[i].id);
   }
   if (core->store.ops->execution_list_status(core->store.st, "queued", queued_cb, &queued,
                                              &err) < 0)
     sbx_warn("recovery", "listing queued executions: %s", err.msg);
+  /* Oldest first, whatever order the store listed them in: each tenant's
+   * executions start in the order they were submitted. */
+  if (queued.n > 1)
+    qsort(queued.e, queued.n, sizeof *queued.e, by_age);
   for (size_t i = 0; i < queued.n; i++)
-    if (sbx_executions_enqueue(core, queued.id[i], queued.tenant[i]) < 0)
+    if (sbx_executions_enqueue(core, queued.e[i].id, queued.e[i].tenant) < 0)
       sbx_warn("recovery", "queue full: execution %s stays queued until the next start",
-               queued.id[i]);
-  free(sessions.id);
-  free(sessions.tenant);
-  free(queued.id);
-  free(queued.tenant);
+               queued.e[i].id);
+  free(sessions.e);
+  free(queued.e);
 }

@@ -1,5 +1,6 @@
 /* run.c — running one command in a sandbox and turning the result into the
  * API's result object: shared by session exec and one-shot executions. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <sodium.h>
@@ -109,8 +110,13 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
     /* The workload may see host paths (process driver): name the file as
      * it sees it. */
     snprintf(run_path, sizeof run_path, "%s%s", sb->host_root, code_path);
-    if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0)
+    if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0) {
+      /* The command never started: a result for the callers that send one. */
+      res->status = SBX_ST_ERROR;
+      res->reason = err->errnum == ENOSPC || err->errnum == EDQUOT ? SBX_RS_DISK : SBX_RS_NONE;
+      res->exit_code = -1;
       return sbx_err_prefix(err, "writing the code into the sandbox");
+    }
     with_file[0] = argv[0];
     with_file[1] = run_path;
     argv = with_file;
@@ -167,13 +173,36 @@ void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t le
   free(b64);
 }
 
+const char *sbx_result_reason(const struct sbx_exec_result *res)
+{
+  const char *r = sbx_reason_name(res->reason);
+  if (r[0])
+    return r;
+  switch (res->status) {
+  case SBX_ST_SUCCEEDED:
+  case SBX_ST_FAILED:
+    return "exit";
+  case SBX_ST_TIMEOUT:
+    return "timeout";
+  case SBX_ST_OOM_KILLED:
+    return "memory";
+  case SBX_ST_KILLED:
+    return "signal";
+  default:
+    return "internal";
+  }
+}
+
 json_t *sbx_result_json(const struct sbx_exec_result *res)
 {
   bool signalled = res->signal != 0;
+  /* A run that failed before it started (e.g. its code could not be
+   * written) left the status unset: a service error, never "queued". */
+  enum sbx_status st = sbx_status_final(res->status) ? res->status : SBX_ST_ERROR;
   json_t *o = json_pack(
       "{s:s, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:I, s:{s:f, s:I}}", "status",
-      sbx_status_name(res->status), "reason", sbx_reason_name(res->reason), "exit_code",
-      signalled || res->status == SBX_ST_ERROR ? json_null() : json_integer(res->exit_code),
+      sbx_status_name(st), "reason", sbx_result_reason(res), "exit_code",
+      signalled || st == SBX_ST_ERROR ? json_null() : json_integer(res->exit_code),
       "signal", signalled ? json_integer(res->signal) : json_null(), "stdout_truncated",
       res->stdout_truncated, "stderr_truncated", res->stderr_truncated, "stdout_dropped_bytes",
       (json_int_t)res->stdout_dropped, "stderr_dropped_bytes", (json_int_t)res->stderr_dropped,
@@ -184,8 +213,7 @@ json_t *sbx_result_json(const struct sbx_exec_result *res)
   sbx_json_set_output(o, "stderr", res->stderr_buf, res->stderr_len);
   json_object_set_new(o, "error",
                       res->error[0] ? json_pack("{s:s, s:s}", "reason",
-                                                sbx_reason_name(res->reason), "message",
-                                                res->error)
+                                                sbx_result_reason(res), "message", res->error)
                                     : json_null());
   return o;
 }

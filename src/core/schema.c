@@ -228,8 +228,8 @@ static int parse_timeout(json_t *v, uint64_t max, const char *field, double *out
     return bad_value(err, field, "must be greater than 0", "doit être supérieur à 0");
   if (t > (double)max) {
     char en[96], fr[96];
-    snprintf(en, sizeof en, "exceeds the profile's ceiling of %llu s", (unsigned long long)max);
-    snprintf(fr, sizeof fr, "dépasse le plafond du profil (%llu s)", (unsigned long long)max);
+    snprintf(en, sizeof en, "exceeds the profile's maximum of %llu s", (unsigned long long)max);
+    snprintf(fr, sizeof fr, "dépasse le maximum du profil (%llu s)", (unsigned long long)max);
     return bad_value(err, field, en, fr);
   }
   *out = t;
@@ -363,8 +363,8 @@ static int limit_bytes(json_t *v, const char *field, uint64_t ceiling, uint64_t 
   if (ceiling && b > ceiling) {
     char c[32], en[96], fr[96];
     sbx_format_bytes(ceiling, c, sizeof c);
-    snprintf(en, sizeof en, "exceeds the profile's ceiling of %s", c);
-    snprintf(fr, sizeof fr, "dépasse le plafond du profil (%s)", c);
+    snprintf(en, sizeof en, "exceeds the profile's maximum of %s", c);
+    snprintf(fr, sizeof fr, "dépasse le maximum du profil (%s)", c);
     return bad_value(err, field, en, fr);
   }
   *out = b;
@@ -388,8 +388,8 @@ static int limit_cpu(json_t *v, uint64_t ceiling, uint64_t *out, struct sbx_erro
   if (ceiling && m > ceiling) {
     char c[32], en[96], fr[96];
     sbx_format_cpu(ceiling, c, sizeof c);
-    snprintf(en, sizeof en, "exceeds the profile's ceiling of %s", c);
-    snprintf(fr, sizeof fr, "dépasse le plafond du profil (%s)", c);
+    snprintf(en, sizeof en, "exceeds the profile's maximum of %s", c);
+    snprintf(fr, sizeof fr, "dépasse le maximum du profil (%s)", c);
     return bad_value(err, "limits.cpu", en, fr);
   }
   *out = m;
@@ -404,8 +404,8 @@ static int limit_count(json_t *v, const char *field, uint64_t ceiling, uint64_t 
   uint64_t n = (uint64_t)json_integer_value(v);
   if (ceiling && n > ceiling) {
     char en[96], fr[96];
-    snprintf(en, sizeof en, "exceeds the profile's ceiling of %llu", (unsigned long long)ceiling);
-    snprintf(fr, sizeof fr, "dépasse le plafond du profil (%llu)", (unsigned long long)ceiling);
+    snprintf(en, sizeof en, "exceeds the profile's maximum of %llu", (unsigned long long)ceiling);
+    snprintf(fr, sizeof fr, "dépasse le maximum du profil (%llu)", (unsigned long long)ceiling);
     return bad_value(err, field, en, fr);
   }
   *out = n;
@@ -415,7 +415,7 @@ static int limit_count(json_t *v, const char *field, uint64_t ceiling, uint64_t 
 int sbx_schema_limits(json_t *limits, const struct sbx_profile *p, struct sbx_limits *out,
                       struct sbx_error *err)
 {
-  *out = p->limits;
+  *out = p->defaults;
   out->timeout_s = p->default_timeout_s;
   if (!limits || json_is_null(limits))
     return 0;
@@ -426,24 +426,24 @@ int sbx_schema_limits(json_t *limits, const struct sbx_profile *p, struct sbx_li
   if (sbx_schema_only(limits, "limits.", allowed, err) < 0)
     return -1;
   json_t *v;
-  if ((v = json_object_get(limits, "cpu")) && limit_cpu(v, p->limits.cpu_millis,
+  if ((v = json_object_get(limits, "cpu")) && limit_cpu(v, p->max.cpu_millis,
                                                         &out->cpu_millis, err) < 0)
     return -1;
   if ((v = json_object_get(limits, "memory")) &&
-      limit_bytes(v, "limits.memory", p->limits.memory_bytes, &out->memory_bytes, err) < 0)
+      limit_bytes(v, "limits.memory", p->max.memory_bytes, &out->memory_bytes, err) < 0)
     return -1;
   if ((v = json_object_get(limits, "disk")) &&
-      limit_bytes(v, "limits.disk", p->limits.disk_bytes, &out->disk_bytes, err) < 0)
+      limit_bytes(v, "limits.disk", p->max.disk_bytes, &out->disk_bytes, err) < 0)
     return -1;
   if ((v = json_object_get(limits, "output_bytes")) &&
-      limit_bytes(v, "limits.output_bytes", p->limits.output_bytes, &out->output_bytes, err) < 0)
+      limit_bytes(v, "limits.output_bytes", p->max.output_bytes, &out->output_bytes, err) < 0)
     return -1;
   if ((v = json_object_get(limits, "pids")) &&
-      limit_count(v, "limits.pids", p->limits.pids, &out->pids, err) < 0)
+      limit_count(v, "limits.pids", p->max.pids, &out->pids, err) < 0)
     return -1;
   if ((v = json_object_get(limits, "timeout_s"))) {
     double t;
-    if (parse_timeout(v, p->limits.timeout_s, "limits.timeout_s", &t, err) < 0)
+    if (parse_timeout(v, p->max.timeout_s, "limits.timeout_s", &t, err) < 0)
       return -1;
     out->timeout_s = (uint64_t)ceil(t);
   }

@@ -48,6 +48,7 @@ static void live_free(struct sbx_live_session *ls)
     sbx_image_release(ls->image);
   sbx_net_policy_free(ls->policy);
   pthread_mutex_destroy(&ls->net_lock);
+  pthread_mutex_destroy(&ls->cpu_lock);
   sbx_procs_free(ls->procs);
   sbx_strv_free(ls->env);
   free(ls);
@@ -59,8 +60,10 @@ static void live_put(struct sbx_core *core, struct sbx_live_session *ls)
   pthread_mutex_lock(&core->sess_lock);
   bool last = --ls->refs == 0;
   pthread_mutex_unlock(&core->sess_lock);
-  if (last)
-    live_free(ls);
+  if (!last)
+    return;
+  sbx_session_cpu_charge(core, ls, true); /* every thread that ran in it is done */
+  live_free(ls);
 }
 
 /* Marks dying, unlinks, cancels execs.  Caller holds sess_lock and one
@@ -71,6 +74,9 @@ static void live_kill_locked(struct sbx_core *core, struct sbx_live_session *ls,
   ls->dying = true;
   ls->dying_reason = why;
   live_unlink_locked(core, ls);
+  /* Followers first: they end with `end` {reason}, not with the exit of a
+   * process the cancel below kills (lock order: sess_lock, table, process). */
+  sbx_procs_session_end(ls->procs, sbx_session_end_reason(why));
   for (struct sbx_exec_slot *s = ls->execs; s; s = s->next)
     sbx_cancel_fire(&s->cancel, why);
 }
@@ -242,10 +248,8 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   uint64_t obs_t0 = sbx_now_ns(); /* issue 8: sandbox_session_create_seconds */
   struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
                                              cr.profile->name, cr.metadata, false);
-  if (!cr.profile->available) {
-    sbx_err_runtime_unavailable(err, cr.profile);
+  if (sbx_core_profile_ready(core, cr.profile, err) < 0) /* waits while it is probing */
     goto out;
-  }
   if (sbx_core_net_check(cr.profile, cr.policy, err) < 0) /* fail closed, before any work */
     goto out;
   if ((held = sbx_quota_session_begin(core, who, err)) < 0)
@@ -256,6 +260,7 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
     goto out;
   }
   pthread_mutex_init(&ls->net_lock, NULL);
+  pthread_mutex_init(&ls->cpu_lock, NULL);
   sbx_random_id("ses", ls->id, sizeof ls->id);
   ls->tenant_id = who->tenant_id;
   ls->profile = cr.profile;
@@ -276,6 +281,7 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
     sbx_err_prefix(err, "creating the %s sandbox", cr.profile->driver_name);
     goto out;
   }
+  sbx_session_cpu_start(ls);
   ls->policy = cr.policy;
   cr.policy = NULL;
   if (sbx_core_net_attach(ls->id, who->tenant_id, ls->sb, ls->policy, &prep, &ls->net, err) < 0)
@@ -515,6 +521,7 @@ int sbx_session_delete(struct sbx_core *core, const struct sbx_principal *who, c
 
 void sbx_sessions_reap(struct sbx_core *core, int64_t now)
 {
+  sbx_sessions_cpu_tick(core);
   for (;;) {
     struct sbx_live_session *victim = NULL;
     const char *status = "expired";
@@ -612,7 +619,7 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
     return -1;
   struct sbx_exec_spec spec;
   int rc = -1;
-  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &spec, err) < 0 ||
+  if (sbx_schema_exec(body, ls->profile->max.timeout_s, false, &spec, err) < 0 ||
       sbx_core_image_exec(ls->image, &spec, false, err) < 0) {
     sbx_exec_spec_free(&spec);
     sbx_session_release(core, ls);
@@ -637,7 +644,7 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
     sbx_span_set_str(span, "sandbox.status", sbx_status_name(res.status));
     sbx_obs_exec_done(core, who, ls, &res); /* issue 8: metrics + usage record */
   }
-  sbx_quota_cpu_add(core, who->tenant_id, res.cpu_seconds);
+  sbx_session_cpu_exec_done(core, ls, who->tenant_id, &res, rc == 0);
   sbx_exec_result_free(&res);
   slot_remove(core, ls, slot);
   sbx_session_touch(core, ls);

@@ -16,6 +16,7 @@
 #include "api/http.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "core/resources.h"
 
 struct stream_job {
   struct sbx_core *core;
@@ -92,12 +93,16 @@ static void *stream_main(void *arg)
   reg_remove(job); /* before the slot goes: cancel reports find nothing */
   json_t *result = sbx_result_json(&res);
   sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* issue 8: metrics + usage record */
-  sbx_quota_cpu_add(job->core, job->tenant, res.cpu_seconds); /* issue 8: after the record */
+  sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, true); /* after the record */
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
+  sbx_res_fds_give(job->tenant, job->ls->id, SBX_RES_FDS_PROCESS);
   sbx_session_touch(job->core, job->ls);
+  pthread_mutex_lock(&job->core->sess_lock);
+  const char *end = job->ls->dying ? sbx_session_end_reason(job->ls->dying_reason) : NULL;
+  pthread_mutex_unlock(&job->core->sess_lock);
   sbx_session_release(job->core, job->ls);
-  job->sink.exit(job->sink.ctx, result);
+  job->sink.exit(job->sink.ctx, result, end);
   job_free(job);
   sbx_procs_thread_leave();
   return NULL;
@@ -130,8 +135,13 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls)
     return -1;
+  if (sbx_res_fds_take(core, who->tenant_id, ls->id, SBX_RES_FDS_PROCESS, err) < 0) {
+    sbx_session_release(core, ls);
+    return -1;
+  }
   struct stream_job *job = calloc(1, sizeof *job);
   if (!job) {
+    sbx_res_fds_give(who->tenant_id, ls->id, SBX_RES_FDS_PROCESS);
     sbx_session_release(core, ls);
     return sbx_err_sys(err, ENOMEM, "exec");
   }
@@ -139,7 +149,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   job->ls = ls;
   job->tenant = who->tenant_id;
   job->sink = *sink;
-  if (sbx_schema_exec(body, ls->profile->limits.timeout_s, false, &job->spec, err) < 0 ||
+  if (sbx_schema_exec(body, ls->profile->max.timeout_s, false, &job->spec, err) < 0 ||
       sbx_core_image_exec(ls->image, &job->spec, false, err) < 0) /* issue 7: image config */
     goto fail;
   if (!(job->env = sbx_session_run_env(ls, job->spec.env)) ||
@@ -159,6 +169,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   }
   return 0;
 fail:
+  sbx_res_fds_give(who->tenant_id, ls->id, SBX_RES_FDS_PROCESS);
   sbx_session_release(core, ls);
   job_free(job);
   return -1;

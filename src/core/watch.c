@@ -21,6 +21,7 @@
 
 #include "common/log.h"
 #include "core/internal.h"
+#include "core/resources.h"
 
 #define TICK_MS 250 /* how often the thread looks whether the client left */
 
@@ -167,8 +168,8 @@ static void *watch_main(void *arg)
     int r = poll(p, 2, TICK_MS);
     if (r < 0 && errno != EINTR)
       why = "poll failed";
-    else if (p[1].revents)
-      why = "the session ended";
+    else if (p[1].revents) /* the session ended: its followers learn why */
+      why = sbx_session_end_reason(w->slot->cancel.why);
     else if (p[0].revents)
       why = pump(w);
     if (!why && w->sink.gone(w->sink.ctx))
@@ -176,6 +177,7 @@ static void *watch_main(void *arg)
   }
   close(w->fd); /* the watcher sees EPIPE/POLLERR and exits */
   sbx_session_slot_remove(w->core, w->ls, w->slot);
+  sbx_res_fds_give(w->ls->tenant_id, w->ls->id, SBX_RES_FDS_WATCH);
   count_give(w->ls);
   sbx_session_release(w->core, w->ls);
   w->sink.end(w->sink.ctx, why);
@@ -231,6 +233,11 @@ int sbx_session_watch(struct sbx_core *core, const struct sbx_principal *who, co
     sbx_session_release(core, ls);
     return too_many(err);
   }
+  if (sbx_res_fds_take(core, ls->tenant_id, ls->id, SBX_RES_FDS_WATCH, err) < 0) {
+    count_give(ls);
+    sbx_session_release(core, ls);
+    return -1;
+  }
   struct watch *w = calloc(1, sizeof *w);
   if (!w) {
     sbx_err_sys(err, ENOMEM, "watch");
@@ -264,6 +271,7 @@ fail:
   if (w && w->fd >= 0)
     close(w->fd);
   free(w);
+  sbx_res_fds_give(ls->tenant_id, ls->id, SBX_RES_FDS_WATCH);
   count_give(ls);
   sbx_session_release(core, ls);
   return -1;

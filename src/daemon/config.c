@@ -27,10 +27,14 @@ void sbx_config_defaults(struct sbx_config *c)
   c->max_body = 32ULL << 20;
   c->workers = 4;
   c->queue_max = 1024;
+  c->queue_max_per_tenant = 256;
   c->session_ttl_s = 3600;
   c->session_max_ttl_s = 7 * 24 * 3600;
   c->idle_timeout_s = 0;
   c->max_sessions_per_tenant = 1000;
+  c->probe_timeout_s = 10;
+  c->probe_wait_s = 5;
+  c->gvisor_kvm_timeout_s = 2;
   c->max_connections = 4096;
   c->max_connections_per_client = 64;
   c->request_head_timeout_s = 10;
@@ -133,6 +137,12 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
     return parse_bool(v, &c->metrics_auth) < 0
                ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", key)
                : 0;
+  if (!strcmp(key, "gvisor_kvm")) { /* off: never try runsc's KVM platform */
+    if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
+      return sbx_err_set(err, SBX_E_INVALID, 0, "gvisor_kvm: auto or off");
+    c->gvisor_kvm_off = !strcmp(v, "off");
+    return 0;
+  }
   if (!strcmp(key, "enable_unsafe_process_driver"))
     return parse_bool(v, &c->unsafe_process_driver) < 0
                ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", key)
@@ -145,10 +155,15 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   } nums[] = {
       {"workers", 256, &c->workers, 0},
       {"queue_max", 1000000, &c->queue_max, 0},
+      {"queue_max_per_tenant", 1000000, &c->queue_max_per_tenant, 0},
+      {"workers_per_tenant", 256, &c->workers_per_tenant, 0},
       {"max_sessions_per_tenant", 1000000, &c->max_sessions_per_tenant, 0},
       {"session_ttl", 365 * 86400, &c->session_ttl_s, 1},
       {"session_max_ttl", 365 * 86400, &c->session_max_ttl_s, 1},
       {"idle_timeout", 365 * 86400, &c->idle_timeout_s, 1},
+      {"probe_timeout", 600, &c->probe_timeout_s, 0},
+      {"probe_wait", 600, &c->probe_wait_s, 0},
+      {"gvisor_kvm_timeout", 600, &c->gvisor_kvm_timeout_s, 0},
       {"max_connections", 1000000, &c->max_connections, 0},
       {"max_connections_per_client", 1000000, &c->max_connections_per_client, 1}, /* 0: none */
       {"request_head_timeout", 3600, &c->request_head_timeout_s, 1},              /* 0: none */
@@ -202,8 +217,18 @@ static int set_profile(struct sbx_profile *p, const char *key, const char *v, st
     bad = sbx_parse_bytes(v, &p->limits.output_bytes);
   else if (!strcmp(key, "pids"))
     bad = parse_uint(v, 1u << 22, &p->limits.pids);
+  else if (!strcmp(key, "max_cpu"))
+    bad = sbx_parse_cpu_millis(v, &p->max.cpu_millis);
+  else if (!strcmp(key, "max_memory"))
+    bad = sbx_parse_bytes(v, &p->max.memory_bytes);
+  else if (!strcmp(key, "max_disk"))
+    bad = sbx_parse_bytes(v, &p->max.disk_bytes);
+  else if (!strcmp(key, "max_output"))
+    bad = sbx_parse_bytes(v, &p->max.output_bytes);
+  else if (!strcmp(key, "max_pids"))
+    bad = parse_uint(v, 1u << 22, &p->max.pids);
   else if (!strcmp(key, "max_timeout"))
-    bad = parse_uint(v, 86400 * 7, &p->limits.timeout_s);
+    bad = parse_uint(v, 86400 * 7, &p->max.timeout_s);
   else if (!strcmp(key, "default_timeout"))
     bad = parse_uint(v, 86400 * 7, &p->default_timeout_s);
   else if (!strcmp(key, "pool_size")) {
@@ -274,6 +299,13 @@ static const struct {
     {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"}, /* issue 5 */
     {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
     {"SANDBOXD_PULL", "pull"}, /* issue 7 */
+    {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"}, {"SANDBOXD_PROBE_WAIT", "probe_wait"},
+    {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"}, {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
+    {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
+    {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
+    {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
+    {"SANDBOXD_OUTPUT_MEMORY_PER_TENANT", "output_memory_per_tenant"},
+    {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"}, {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
     {"SANDBOXD_MAX_CONNECTIONS", "max_connections"},
     {"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT", "max_connections_per_client"},
     {"SANDBOXD_REQUEST_HEAD_TIMEOUT", "request_head_timeout"},
@@ -301,6 +333,10 @@ static const struct {
     {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"}, /* issue 5 */
     {"--net-pool4", "net_pool4"},   {"--net-pool6", "net_pool6"},
     {"--pull", "pull"}, /* issue 7 */
+    {"--probe-timeout", "probe_timeout"}, {"--probe-wait", "probe_wait"},
+    {"--gvisor-kvm", "gvisor_kvm"}, {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
+    {"--workers-per-tenant", "workers_per_tenant"},
+    {"--queue-max-per-tenant", "queue_max_per_tenant"},
     {"--max-connections", "max_connections"},
     {"--max-connections-per-client", "max_connections_per_client"},
     {"--request-head-timeout", "request_head_timeout"},

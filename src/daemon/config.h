@@ -26,6 +26,8 @@ struct sbx_config {
   uint64_t max_body;
   unsigned workers;
   unsigned queue_max;
+  unsigned queue_max_per_tenant; /* one tenant's queued executions */
+  unsigned workers_per_tenant;   /* one tenant's running executions; 0: workers-1 */
   int64_t session_ttl_s;
   int64_t session_max_ttl_s;
   int64_t idle_timeout_s;
@@ -48,6 +50,11 @@ struct sbx_config {
   char net_pool6[64];
   /* issue 7: images */
   int image_pull;         /* SBX_IMAGE_PULL_MISSING (0, default) or _NEVER (1) */
+  /* Start probes run in the background (core/profile.h) */
+  unsigned probe_timeout_s;     /* bound of one driver's probe command (10) */
+  unsigned probe_wait_s;        /* a request for a probing profile waits this long (5) */
+  unsigned gvisor_kvm_timeout_s; /* bound of runsc's KVM probe (2) */
+  bool gvisor_kvm_off;          /* gvisor_kvm = off: as if /dev/kvm were absent */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

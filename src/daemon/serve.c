@@ -66,7 +66,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .init_path = cfg->init_path, .runsc_path = cfg->runsc_path,
       .unsafe_process_driver = cfg->unsafe_process_driver,
       .default_profile = cfg->default_profile, .workers = cfg->workers,
-      .queue_max = cfg->queue_max, .default_ttl_s = cfg->session_ttl_s,
+      .queue_max = cfg->queue_max, .queue_max_per_tenant = cfg->queue_max_per_tenant,
+      .workers_per_tenant = cfg->workers_per_tenant, .default_ttl_s = cfg->session_ttl_s,
       .max_ttl_s = cfg->session_max_ttl_s, .idle_timeout_s = cfg->idle_timeout_s,
       .max_sessions_per_tenant = cfg->max_sessions_per_tenant, .profiles = cfg->profiles,
       .nprofiles = cfg->nprofiles, .quota = cfg->quota,
@@ -74,6 +75,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .resolve = (const char *const *)cfg->resolve, .dns_upstream = cfg->dns_upstream,
       .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6, /* issue 5 */
       .image_pull = cfg->image_pull, /* issue 7 */
+      .probe_timeout_s = cfg->probe_timeout_s, .probe_wait_s = cfg->probe_wait_s,
+      .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s, .gvisor_kvm_off = cfg->gvisor_kvm_off,
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,8 +250,109 @@ static int detect_v1(struct sbx_cg_host *h, const char *root, const char *selfcg
   return ctrl_index(h, SBX_CGC_MEMORY) >= 0 && ctrl_index(h, SBX_CGC_PIDS) >= 0 ? 0 : -1;
 }
 
+/* ---- v2 delegation ------------------------------------------------------ */
+
+/* v2 forbids processes in a cgroup whose children have controllers (the
+ * "no internal processes" rule), and systemd starts a service in the root
+ * of its delegated subtree.  So the daemon takes a leaf of that subtree,
+ * <its cgroup>/daemon, moves itself (and any child it already forked, e.g.
+ * a probe) there, and enables the controllers in the subtree, where the
+ * sandbox parent lives beside it:
+ *
+ *   sandboxd.service/            memory pids cpu enabled for children
+ *     daemon/                    the daemon's processes
+ *     sandboxd-<hash>/<leaf>     sandboxes (and -gvisor for runsc's)
+ *
+ * A cgroup that also holds processes that are not ours (a login shell's
+ * scope, another service) is not ours to rearrange: fail closed, naming
+ * the fix.  The root cgroup is exempt from the rule: nothing moves. */
+#define DAEMON_LEAF "daemon"
+
+static pthread_mutex_t v2_lock = PTHREAD_MUTEX_INITIALIZER;
+static char v2_self[512];  /* this process's delegated cgroup, once taken */
+static bool v2_taken;
+
+/* Whether pid is this process or a descendant of it (probes forked before
+ * the move must come along, or they would pin the subtree). */
+static bool is_ours(pid_t pid)
+{
+  for (int depth = 0; pid > 1 && depth < 16; depth++) {
+    if (pid == getpid())
+      return true;
+    char p[48], buf[512];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    if (read_str(p, buf, sizeof buf) <= 0)
+      return false;
+    const char *rp = strrchr(buf, ')'); /* comm may hold spaces and parens */
+    int ppid = 0;
+    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+      return false;
+    pid = (pid_t)ppid;
+  }
+  return false;
+}
+
+/* Whether a space-separated list (cgroup.controllers) names word. */
+static bool has_word(const char *list, const char *word)
+{
+  size_t n = strlen(word);
+  for (const char *t = list; (t = strstr(t, word)); t += n)
+    if ((t == list || t[-1] == ' ') && (t[n] == ' ' || t[n] == '\n' || !t[n]))
+      return true;
+  return false;
+}
+
+static int v2_claim(const struct sbx_cg_host *h, const char *base, const char *avail,
+                    struct sbx_error *err)
+{
+  char p[700], procs[65536];
+  snprintf(p, sizeof p, "%s/cgroup.procs", base);
+  if (read_str(p, procs, sizeof procs) < 0)
+    procs[0] = '\0'; /* a fake tree without the file: nothing inside */
+  long foreign = 0;
+  for (char *t = procs, *e; *t; t = e) {
+    long pid = strtol(t, &e, 10);
+    if (e == t)
+      break;
+    if (pid > 0 && !is_ours((pid_t)pid) && !foreign)
+      foreign = pid;
+    while (*e == '\n')
+      e++;
+  }
+  if (foreign)
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                       "cgroup v2: %s also holds processes that are not sandboxd's (pid %ld): "
+                       "sandboxd needs a cgroup of its own to delegate from; run it as the "
+                       "packaged systemd unit (Delegate=yes) or with `systemd-run --scope -p "
+                       "Delegate=yes sandboxd serve`", base, foreign);
+  snprintf(p, sizeof p, "%s/" DAEMON_LEAF, base);
+  if (mkdir(p, 0755) < 0 && errno != EEXIST)
+    return sbx_err_sys(err, errno, "cgroup v2: mkdir %s", p);
+  snprintf(p, sizeof p, "%s/" DAEMON_LEAF "/cgroup.procs", base);
+  for (char *t = procs, *e; *t; t = e) {
+    long pid = strtol(t, &e, 10);
+    if (e == t)
+      break;
+    char v[24];
+    snprintf(v, sizeof v, "%ld", pid);
+    if (pid > 0 && write_str(h, p, v) < 0 && errno != ESRCH)
+      return sbx_err_sys(err, errno, "cgroup v2: moving pid %ld into %s", pid, p);
+    while (*e == '\n')
+      e++;
+  }
+  char want[32] = "+memory +pids";
+  if (has_word(avail, "cpu"))
+    strcat(want, " +cpu");
+  snprintf(p, sizeof p, "%s/cgroup.subtree_control", base);
+  if (write_str(h, p, want) < 0)
+    return sbx_err_sys(err, errno, "cgroup v2: enabling %s in %s", want, p);
+  return 0;
+}
+
+/* v2 was found when this returns 0; -1: no usable v2 here (try nothing
+ * else: v1 was tried first); -2: v2 is there but not usable, err says why. */
 static int detect_v2(struct sbx_cg_host *h, const char *root, const char *selfcg, const char *mi,
-                     const char *parent_name)
+                     const char *parent_name, struct sbx_error *err)
 {
   char mnt[512], self[512], p[1100], buf[512];
   if (self_path(selfcg, "", self, sizeof self) < 0)
@@ -259,9 +361,30 @@ static int detect_v2(struct sbx_cg_host *h, const char *root, const char *selfcg
     snprintf(mnt, sizeof mnt, "%s", root);
   else if (find_mount(mi, "", mnt, sizeof mnt) < 0)
     return -1;
+  pthread_mutex_lock(&v2_lock);
+  if (!root && v2_taken) /* moved already: /proc/self/cgroup now says …/daemon */
+    snprintf(self, sizeof self, "%s", v2_self);
   snprintf(p, sizeof p, "%s%s/cgroup.controllers", mnt, self);
-  if (read_str(p, buf, sizeof buf) < 0 || !strstr(buf, "memory") || !strstr(buf, "pids"))
-    return -1;
+  int r = 0;
+  if (read_str(p, buf, sizeof buf) < 0 || !has_word(buf, "memory") || !has_word(buf, "pids")) {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                "cgroup v2: the memory and pids controllers are not delegated to %s%s "
+                "(controllers: %s); run sandboxd as the packaged systemd unit (Delegate=yes) "
+                "or give its cgroup those controllers",
+                mnt, self[0] ? self : "/", buf[0] ? strtok(buf, "\n") : "none");
+    r = -2;
+  } else if (self[0] && (root || !v2_taken)) {
+    snprintf(p, sizeof p, "%s%s", mnt, self);
+    if (v2_claim(h, p, buf, err) < 0)
+      r = -2;
+    else if (!root) {
+      snprintf(v2_self, sizeof v2_self, "%s", self);
+      v2_taken = true;
+    }
+  }
+  pthread_mutex_unlock(&v2_lock);
+  if (r < 0)
+    return r;
   if (add_ctrl(h, "", mnt, self, parent_name, SBX_CGC_MEMORY | SBX_CGC_PIDS | SBX_CGC_CPU |
                                                   SBX_CGC_CPUACCT | SBX_CGC_FREEZER) < 0)
     return -1;
@@ -298,10 +421,13 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
   }
   memset(h->ctrl, 0, sizeof h->ctrl);
   h->nctrl = 0;
-  if (detect_v2(h, root, selfcg, mi, parent_name) == 0) {
+  int v2 = detect_v2(h, root, selfcg, mi, parent_name, err);
+  if (v2 == 0) {
     h->version = SBX_CG_V2;
     return 0;
   }
+  if (v2 == -2)
+    return -1;
   return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
                      "cgroup: neither v1 (memory+pids) nor v2 with memory+pids controllers available");
 }
@@ -313,13 +439,19 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
  * "no internal processes" rule) — see docs/cgroups.md. */
 static void v2_enable_controllers(const struct sbx_cg_host *h)
 {
+  /* All at once, else one by one: a kernel or delegation without cpu must
+   * not cost the sandboxes their memory and pids limits. */
+  static const char *const one[] = {"+memory", "+pids", "+cpu"};
   char p[600];
-  snprintf(p, sizeof p, "%s/../cgroup.subtree_control", h->ctrl[0].parent);
-  if (write_str(h, p, "+memory +pids +cpu") < 0)
-    sbx_debug("cgroup", "enable controllers in %s: %s", p, strerror(errno));
-  snprintf(p, sizeof p, "%s/cgroup.subtree_control", h->ctrl[0].parent);
-  if (write_str(h, p, "+memory +pids +cpu") < 0)
-    sbx_debug("cgroup", "enable controllers in %s: %s", p, strerror(errno));
+  for (int level = 0; level < 2; level++) {
+    snprintf(p, sizeof p, "%s%s/cgroup.subtree_control", h->ctrl[0].parent,
+             level == 0 ? "/.." : "");
+    if (write_str(h, p, "+memory +pids +cpu") == 0)
+      continue;
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+      if (write_str(h, p, one[i]) < 0)
+        sbx_debug("cgroup", "enable %s in %s: %s", one[i], p, strerror(errno));
+  }
 }
 
 int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_limits *lim,

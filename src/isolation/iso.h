@@ -260,6 +260,9 @@ struct sbx_overlay_spec {
   const char *source, *upper_source; /* mount source names (mountinfo) */
 };
 int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err);
+/* How layers are passed to overlayfs: "lowerdir+", "lowerdir" (the list
+ * form, for kernels before 6.7) or "auto" until the first mount learns it. */
+const char *sbx_overlay_layer_form(void);
 
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,
                     pid_t *pid_out, int *pidfd_out, int parent_sync_fd, struct sbx_error *err);

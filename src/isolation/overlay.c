@@ -12,8 +12,10 @@
  *                as the sandbox's host uid base, i.e. root *inside*
  *   upper        a detached tmpfs (fsopen/fsmount) of `disk` bytes holding
  *                upper/ and work/; never attached anywhere on the host
- *   overlay      fsopen("overlay"), lowerdir+ per layer (topmost first),
- *                upperdir, workdir, all passed as fds; fsmount nosuid,nodev
+ *   overlay      fsopen("overlay"), lowerdir+ per layer (topmost first) or,
+ *                on kernels before 6.7, one lowerdir list of the same
+ *                clones' /proc/self/fd paths; upperdir, workdir; fsmount
+ *                nosuid,nodev
  *
  * This needs real root in the initial user namespace: idmapping a mount
  * needs CAP_SYS_ADMIN over the layer's filesystem, and overlayfs reads the
@@ -33,11 +35,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "common/log.h"
 
 #ifndef FSCONFIG_SET_FD
 #define FSCONFIG_SET_FD 5
@@ -156,13 +161,122 @@ out:
   return r;
 }
 
+/* How the layers reach overlayfs.  lowerdir+ (Linux 6.7+) takes one fd
+ * per layer and no length limit; older kernels (Debian 12's 6.1, Ubuntu
+ * 22.04's 5.15) only know the "lowerdir=a:b:c" string, which we build from
+ * /proc/self/fd paths of the same detached idmapped clones, so both forms
+ * mount exactly the same trees.  The string's limit (a page of mount data
+ * on kernels before 6.5) fits SBX_ISO_MAX_LAYERS such paths.
+ * SANDBOXD_OVERLAY_LAYERS=append|string forces one form (tests, hosts
+ * where detection misleads); auto tries lowerdir+ and remembers which
+ * form this kernel took. */
+enum layer_form { FORM_AUTO, FORM_APPEND, FORM_STRING };
+
+static _Atomic int learned_form = FORM_AUTO;
+
+static enum layer_form wanted_form(void)
+{
+  const char *v = getenv("SANDBOXD_OVERLAY_LAYERS");
+  if (v && !strcmp(v, "append"))
+    return FORM_APPEND;
+  if (v && !strcmp(v, "string"))
+    return FORM_STRING;
+  return (enum layer_form)learned_form;
+}
+
+const char *sbx_overlay_layer_form(void)
+{
+  switch (wanted_form()) {
+  case FORM_APPEND: return "lowerdir+";
+  case FORM_STRING: return "lowerdir";
+  default: return "auto";
+  }
+}
+
+static int set_lowers(int ofd, enum layer_form form, const int *lowers, size_t n)
+{
+  if (form == FORM_APPEND) {
+    /* lowerdir+ appends below the ones already given: topmost first. */
+    for (size_t i = n; i-- > 0;)
+      if (set_dir(ofd, "lowerdir+", lowers[i]) < 0)
+        return -1;
+    return 0;
+  }
+  char list[SBX_ISO_MAX_LAYERS * 24 + 1];
+  size_t len = 0;
+  for (size_t i = n; i-- > 0;)
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s/proc/self/fd/%d",
+                            i == n - 1 ? "" : ":", lowers[i]);
+  return sys_fsconfig(ofd, FSCONFIG_SET_STRING, "lowerdir", list, 0);
+}
+
+/* One attempt at the overlay in the given form: the mount fd, or -1 with
+ * errno and *stage saying which step refused. */
+static int try_overlay(const struct sbx_overlay_spec *o, enum layer_form form, const int *lowers,
+                       size_t n, int upper, int work, const char **stage)
+{
+  int ofd = sys_fsopen("overlay");
+  if (ofd < 0) {
+    *stage = "fsopen overlay";
+    return -1;
+  }
+  /* redirect_dir=nofollow and metacopy=off: a layer's own
+   * trusted.overlay.redirect/metacopy xattrs are ignored (OCI layers have
+   * no such thing; only whiteouts and opaque dirs are honoured).  Renaming
+   * a directory that comes from the image gives EXDEV, as on Docker's
+   * overlay2; mv and pip fall back to copying. */
+  int mnt = -1;
+  *stage = "overlay layers";
+  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", o->source, 0) == 0 &&
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) == 0 &&
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) == 0 &&
+      set_lowers(ofd, form, lowers, n) == 0 && set_dir(ofd, "upperdir", upper) == 0 &&
+      set_dir(ofd, "workdir", work) == 0) {
+    *stage = "mounting the overlay";
+    if (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+      mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+  }
+  int e = errno;
+  close(ofd);
+  errno = e;
+  return mnt;
+}
+
+/* Kernels without lowerdir+ refuse it with EINVAL: at fsconfig (6.5, 6.6)
+ * or, where overlayfs still takes legacy mount data (before 6.5), only at
+ * create.  Either way the string form is tried once and, if it works,
+ * used from then on. */
+static int build_overlay(const struct sbx_overlay_spec *o, const int *lowers, size_t n, int upper,
+                         int work, struct sbx_error *err)
+{
+  enum layer_form form = wanted_form();
+  const char *stage = "";
+  int mnt = try_overlay(o, form == FORM_STRING ? FORM_STRING : FORM_APPEND, lowers, n, upper,
+                        work, &stage);
+  if (mnt < 0 && errno == EINVAL && form == FORM_AUTO) {
+    mnt = try_overlay(o, FORM_STRING, lowers, n, upper, work, &stage);
+    if (mnt >= 0) {
+      learned_form = FORM_STRING;
+      sbx_info("overlay", "this kernel's overlayfs has no lowerdir+: image layers are passed "
+               "as a lowerdir list");
+    }
+  } else if (mnt >= 0 && form == FORM_AUTO) {
+    learned_form = FORM_APPEND;
+  }
+  if (mnt < 0) /* idmapped lower layers: overlayfs 5.19+ */
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno,
+                       "image: %s: %s (image roots need overlayfs over idmapped layers, "
+                       "Linux 5.19+)", stage, strerror(errno));
+  return mnt;
+}
+
 int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err)
 {
   if (!o->layers || o->nlayers == 0 || o->nlayers > SBX_ISO_MAX_LAYERS)
     return sbx_err_set(err, SBX_E_INVALID, EINVAL, "image: %zu layers (1..%d)", o->nlayers,
                        SBX_ISO_MAX_LAYERS);
   int trees[SBX_ISO_MAX_LAYERS], lowers[SBX_ISO_MAX_LAYERS];
-  int upper_mnt = -1, upper = -1, work = -1, ofd = -1, mnt = -1;
+  int upper_mnt = -1, upper = -1, work = -1, mnt = -1;
   size_t n = 0;
   for (; n < o->nlayers; n++) {
     if (!o->layers[n] || o->layers[n][0] != '/') {
@@ -179,40 +293,11 @@ int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err)
   }
   if (make_upper(o, &top, &upper_mnt, &upper, &work, err) < 0)
     goto out;
-  if ((ofd = sys_fsopen("overlay")) < 0) {
-    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: fsopen overlay: %s", strerror(errno));
-    goto out;
-  }
-  /* lowerdir+ appends below the ones already given: topmost first. */
-  /* redirect_dir=nofollow and metacopy=off: a layer's own
-   * trusted.overlay.redirect/metacopy xattrs are ignored (OCI layers have
-   * no such thing; only whiteouts and opaque dirs are honoured).  Renaming
-   * a directory that comes from the image gives EXDEV, as on Docker's
-   * overlay2; mv and pip fall back to copying. */
-  int e = 0;
-  if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", o->source, 0) < 0 ||
-      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
-      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0)
-    e = errno;
-  for (size_t i = n; i-- > 0 && !e;)
-    if (set_dir(ofd, "lowerdir+", lowers[i]) < 0)
-      e = errno;
-  if (!e && (set_dir(ofd, "upperdir", upper) < 0 || set_dir(ofd, "workdir", work) < 0))
-    e = errno;
-  if (e) {
-    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: overlay layers: %s (needs overlayfs "
-                "with lowerdir+, Linux 6.7+)", strerror(e));
-    goto out;
-  }
-  if (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
-      (mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
-    e = errno;
-    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, e, "image: mounting the overlay: %s", strerror(e));
-  }
+  mnt = build_overlay(o, lowers, n, upper, work, err);
 out:
   close_all(lowers, n);
   close_all(trees, n);
-  int rest[] = {upper, work, upper_mnt, ofd};
+  int rest[] = {upper, work, upper_mnt};
   close_all(rest, sizeof rest / sizeof rest[0]);
   return mnt;
 }

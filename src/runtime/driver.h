@@ -18,6 +18,7 @@
 #define SBX_RUNTIME_DRIVER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -67,6 +68,17 @@ struct sbx_driver_env {
   const char *init_path;     /* absolute path of the sbx-init binary */
   const char *runsc_path;    /* gvisor: runsc binary (may be NULL) */
   bool unsafe_process_enabled; /* --enable-unsafe-process-driver */
+  /* Probes run in the background while the daemon serves (core/profile.h).
+   * A probe that starts a program bounds it by probe_timeout_ms (0: the
+   * driver's default) and kills its whole tree when it is late, or as soon
+   * as *cancel turns true (the daemon is stopping; may be NULL). */
+  unsigned probe_timeout_ms;
+  const atomic_bool *cancel;
+  /* gvisor: the KVM platform's probe, which hangs on some hosts (nested
+   * virtualisation), gets this much (0: the driver's default); kvm_off:
+   * behave as if /dev/kvm were absent (--gvisor-kvm=off). */
+  unsigned kvm_probe_timeout_ms;
+  bool kvm_off;
 };
 
 /* Request to build one sandbox. */
@@ -149,8 +161,10 @@ struct sbx_driver {
 
   /* MUST.  Is this driver usable on this host?  0 if yes; otherwise -1 and a
    * one-line reason in `why` (shown by GET /v1/sandbox/profiles and in the
-   * 503 runtime_unavailable error).  Called once at start; may set up
-   * module state (cgroup parent, pools).  Must not run untrusted code. */
+   * 503 runtime_unavailable error).  Called once at start, from a thread
+   * of its own while the daemon already serves (so it must be bounded in
+   * time: env->probe_timeout_ms, env->cancel); may set up module state
+   * (cgroup parent, pools).  Must not run untrusted code. */
   int (*probe)(const struct sbx_driver_env *env, char *why, size_t whylen);
 
   /* MUST.  Build a sandbox with sbx-init running and connected.  On failure
@@ -182,6 +196,12 @@ struct sbx_driver {
    * "ptrace"/"systrap"/"kvm"), shown as "platform" by GET
    * /v1/sandbox/profiles; NULL or "" when there is nothing to say. */
   const char *(*describe)(void);
+
+  /* MAY (added at the end, like describe).  Why the driver runs as
+   * describe() says when that is not its first choice (gvisor: "kvm probe
+   * timed out after 2 s"), shown as "platform_note"; NULL or "" when
+   * there is nothing to say.  Read only after probe() returned. */
+  const char *(*note)(void);
 };
 
 /* The built-in drivers (runtime/drivers/). */

@@ -241,7 +241,10 @@ class Daemon:
                 "--enable-unsafe-process-driver", "--log-format", "json"] + self.db_args \
             + self.extra_args
 
-    def start(self, timeout=60):
+    def start(self, timeout=60, probed=True):
+        """Starts and waits for /healthz; probed: also for every driver's
+        start probe to finish (they run in the background), so that
+        profiles are in their final state."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.starts += 1
         log = open(self.log_path, "ab")
@@ -258,12 +261,18 @@ class Daemon:
                                    + self.log_tail())
             try:
                 if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
+                    if not probed or not self.probing():
+                        return self
             except requests.RequestException:
                 pass
             time.sleep(0.05)
         self.kill9()
         raise RuntimeError(f"sandboxd not healthy within {timeout}s:\n" + self.log_tail())
+
+    def probing(self):
+        """Names of the profiles whose driver probe is still running."""
+        r = requests.get(self.url + "/readyz", timeout=5)
+        return r.json().get("checks", {}).get("probing", [])
 
     @property
     def pid(self):

@@ -162,6 +162,12 @@ def test_profiles(sbx, profile_table):
     assert r.returncode == 0, r.stderr
     for name in profile_table:
         assert name in r.stdout
+    # each limit as DEFAULT/MAX
+    c = profile_table["container"]
+    row = [line for line in r.stdout.splitlines() if line.split()[:1] == ["container"]][0]
+    assert f"{c['limits']['memory']}/{c['max_limits']['memory']}" in row, r.stdout
+    assert f"{c['limits']['cpu']}/{c['max_limits']['cpu']}" in row, r.stdout
+    assert "STATE" in r.stdout.splitlines()[0], r.stdout
 
 
 def test_profiles_shows_unavailable(sbx_no_runsc):

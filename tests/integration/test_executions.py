@@ -244,3 +244,96 @@ def test_many_concurrent_executions(alice, any_profile):
            for i in range(12)]
     outs = [alice.wait_execution(i)["stdout"] for i in ids]
     assert outs == [f"{i}\n" for i in range(12)]
+
+
+def assert_named_cause(e):
+    """Every final result names its cause: a non-empty reason, and the
+    error object (when there is one) gives the same one."""
+    assert e["status"] not in ("queued", "running"), e
+    assert isinstance(e["reason"], str) and e["reason"], e
+    if e["error"] is not None:
+        assert e["error"]["reason"] == e["reason"], e
+        assert e["error"]["message"], e
+
+
+def test_every_final_result_names_its_cause(daemon, alice, profile):
+    """Each path to a final status that a client can trigger, with the
+    specific reason it must give."""
+    mark = marker()
+    cases = {
+        "succeeded": ({"command": ["true"]}, "succeeded", "exit"),
+        "failed": ({"command": ["sh", "-c", "exit 3"]}, "failed", "exit"),
+        "not_found": ({"command": ["/nonexistent/cmd"]}, "failed", "exit"),
+        "signal": ({"command": ["sh", "-c", "kill -9 $$"]}, "killed", "signal"),
+        "timeout": ({"command": ["sleep", "30"], "limits": {"timeout_s": 1}}, "timeout",
+                    "timeout"),
+        # the second file's parent is the first file: it cannot be written
+        "input_files": ({"command": ["true"],
+                         "files": [{"path": "/work/f", "content": "x"},
+                                   {"path": "/work/f/g", "content": "y"}]},
+                        "error", "input_files"),
+        # a directory matched by collect is not collected: a warning, not a new cause
+        "collect_warning": ({"command": ["mkdir", "-p", "out/d"],
+                             "collect": ["/work/out/*"]}, "succeeded", "exit"),
+        # output past output_bytes truncates; the program's own exit is the cause
+        "output": ({"command": ["sh", "-c", "head -c 200000 /dev/zero"],
+                    "limits": {"output_bytes": 1024}}, "succeeded", "exit"),
+        "cancelled": ({"command": sleeper(mark, 60)}, "killed", "cancelled"),
+    }
+    ids = {k: alice.new_execution(profile, **body)["id"] for k, (body, _, _) in cases.items()}
+    wait_until(lambda: workload_procs(daemon, mark), 60, what="the sleeper to start")
+    assert alice.post(f"/v1/sandbox/executions/{ids['cancelled']}/cancel").status_code == 200
+    for k, (_, status, reason) in cases.items():
+        e = alice.wait_execution(ids[k], timeout=90)
+        assert_named_cause(e)
+        assert (k, e["status"], e["reason"]) == (k, status, reason), e
+    o = alice.get(f"/v1/sandbox/executions/{ids['output']}").json()
+    assert o["stdout_truncated"] and o["stdout_dropped_bytes"] > 0, o
+    f = alice.get(f"/v1/sandbox/executions/{ids['input_files']}").json()
+    assert "/work/f/g" in f["error"]["message"], f
+    assert f["started_at"] and f["exit_code"] is None, f
+
+
+def test_cancelled_while_queued_names_its_cause(daemon_factory, any_profile):
+    d = daemon_factory(extra_args=["--workers", "1"]).start()
+    c = d.client(d.create_key("cause"))
+    mark = marker()
+    busy = c.new_execution(any_profile, command=sleeper(mark, 60))["id"]
+    wait_until(lambda: workload_procs(d, mark), 30, what="the busy worker")
+    q = c.new_execution(any_profile, command=["true"])["id"]
+    for eid in (q, busy):
+        assert c.post(f"/v1/sandbox/executions/{eid}/cancel").status_code == 200
+    for eid in (q, busy):
+        e = c.wait_execution(eid, timeout=30)
+        assert_named_cause(e)
+        assert (e["status"], e["reason"]) == ("killed", "cancelled"), e
+    assert d.stop() == 0
+
+
+def test_unpullable_image_is_image_unavailable(alice, profile, profile_table):
+    """An image that can be neither found nor pulled (a registry on a
+    loopback port nobody listens on) ends the execution with status error,
+    reason image_unavailable, and the pull's failure as the message."""
+    if "images" not in profile_table[profile]["capabilities"]:
+        pytest.skip(f"profile {profile} runs no images")
+    e = alice.new_execution(profile, image="127.0.0.1:1/nope:latest", command=["true"])
+    f = alice.wait_execution(e["id"], timeout=120)
+    assert_named_cause(f)
+    assert (f["status"], f["reason"]) == ("error", "image_unavailable"), f
+    assert f["error"] and f["error"]["reason"] == "image_unavailable", f
+    assert "127.0.0.1:1" in f["error"]["message"] or "nope" in f["error"]["message"], f
+    assert f["exit_code"] is None, f
+
+
+def test_input_files_past_the_disk_limit_are_disk(alice, profile, profile_table):
+    """Input files that fill the sandbox's disk end it with reason disk (the
+    command never ran), not a reason-less error."""
+    if profile_table[profile]["class"] == "none":
+        pytest.skip(f"profile {profile} enforces no disk limit")
+    big = base64.b64encode(os.urandom(12 << 20)).decode()
+    e = alice.new_execution(profile, command=["sh", "-c", "echo ran"], limits={"disk": "4Mi"},
+                            files=[{"path": "/work/big", "content": big, "encoding": "base64"}])
+    f = alice.wait_execution(e["id"], timeout=120)
+    assert_named_cause(f)
+    assert (f["status"], f["reason"]) == ("error", "disk"), f
+    assert "/work/big" in f["error"]["message"] and f["stdout"] == "", f

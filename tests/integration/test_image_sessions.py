@@ -277,3 +277,38 @@ def test_image_user_unknown_is_refused(cl, registry):
     r = cl.post("/v1/sandbox/sessions", json={"profile": PROFILE, "image": ref})
     assert_error(r, 400, "invalid_request", field="image")
     assert "ghost" in r.json()["error"]["message"]
+
+
+def test_execution_the_image_cannot_run_is_invalid_request(cl, registry):
+    """An execution's image is only looked at by its worker: one whose User
+    the image does not define ends with error/invalid_request, not a
+    reason-less error."""
+    img = w.Image([w.rootfs_entries()], config={"User": "ghost"})
+    ref = registry.push(img, "tests/ghost-exec:1")
+    r = cl.post("/v1/sandbox/executions", json={"profile": PROFILE, "image": ref,
+                                                "command": ["/bin/busybox", "true"]})
+    assert r.status_code == 202, r.text
+    e = cl.wait_execution(r.json()["id"], timeout=120)
+    assert (e["status"], e["reason"]) == ("error", "invalid_request"), e
+    assert e["error"]["reason"] == "invalid_request" and "ghost" in e["error"]["message"], e
+
+
+def test_image_root_with_the_pre_6_7_layer_list(registry, daemon_factory):
+    """The overlay form kernels before 6.7 take (one lowerdir= list; Debian
+    12's 6.1), forced here: the same image view, ownership and whiteouts,
+    and the root's mount options show that form was used."""
+    ref = registry.push(app_image("list"), "tests/list:1")
+    d = daemon_factory(env={"SANDBOXD_OVERLAY_LAYERS": "string"})
+    d.start()
+    c = d.client(d.create_key("list"))
+    sid = c.new_session(PROFILE, image=ref)["id"]
+    try:
+        r = sh(c, sid, "cat /hello.txt; ls /gone.txt 2>&1; ls /opq; stat -c '%u %a' /hello.txt;"
+                       "grep ' / / ' /proc/self/mountinfo")
+        assert r["exit_code"] == 0, r
+        out = r["stdout"]
+        assert "hello list" in out and "No such file" in out and "new.txt" in out, out
+        assert "old.txt" not in out and "\n0 644\n" in out, out
+        assert "lowerdir=" in out and "lowerdir+=" not in out, out
+    finally:
+        c.delete(f"/v1/sandbox/sessions/{sid}")

@@ -72,7 +72,7 @@ def test_limits_above_ceiling(fresh_tenant, profile, profile_table):
     r = fresh_tenant.post("/v1/sandbox/sessions",
                           json={"profile": profile, "limits": {"memory": "1024Gi"}})
     e = assert_error(r, 400, "invalid_request", field="limits.memory")
-    assert profile_table[profile]["limits"]["memory"] in e["message"]
+    assert profile_table[profile]["max_limits"]["memory"] in e["message"]
     r = fresh_tenant.post("/v1/sandbox/sessions",
                           json={"profile": profile, "limits": {"cpu": "512"}})
     assert_error(r, 400, "invalid_request", field="limits.cpu")

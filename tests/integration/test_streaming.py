@@ -106,3 +106,19 @@ def test_validation_errors_are_plain_json(alice, session):
     assert r.status_code == 400 and r.headers["Content-Type"].startswith("application/json")
     r = alice.post("/v1/sandbox/sessions/ses_nope/exec", json={"command": ["true"]}, headers=SSE)
     assert r.status_code == 404
+
+
+def test_code_that_cannot_be_written_ends_with_a_named_cause(alice, profile, profile_table):
+    """Long code goes to a file in the sandbox first: on a full disk the
+    streamed result is error/disk (not a status-less, reason-less one)."""
+    if profile_table[profile]["class"] == "none":
+        pytest.skip(f"profile {profile} enforces no disk limit")
+    s = alice.new_session(profile, limits={"disk": "4Mi"})
+    try:
+        alice.exec(s["id"], command=["sh", "-c", "cat /dev/zero > /tmp/fill; true"])
+        code = "# " + "x" * 200000 + "\nprint(1)"
+        _, ex = collect(stream_exec(alice, s["id"], language="python", code=code))
+        assert (ex["status"], ex["reason"]) == ("error", "disk"), ex
+        assert ex["error"]["reason"] == "disk" and ex["exit_code"] is None, ex
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")

@@ -1,15 +1,18 @@
 /* test_cgroup_v2.c — the cgroup v2 code path against a fake cgroupfs (a
  * temp dir of plain files laid out like /sys/fs/cgroup), since this
  * machine runs v1.  It checks detection, the files and values written for
- * limits, usage parsing, cgroup.kill and the wait for "populated 0".  What
- * a fake tree cannot show (delegation, the no-internal-process rule,
- * CLONE_INTO_CGROUP) is listed in docs/cgroups.md. */
+ * limits, usage parsing, cgroup.kill and the wait for "populated 0", and
+ * the daemon taking a leaf of its delegated cgroup.  What a fake tree
+ * cannot show (the kernel enforcing delegation and the no-internal-process
+ * rule, CLONE_INTO_CGROUP) the host lab shows (docs/hosts.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../unit/check.h"
@@ -42,6 +45,67 @@ static char *get(const char *rel)
     fclose(f);
   }
   return buf;
+}
+
+/* The daemon takes a leaf of its delegated cgroup (v2's no-internal-
+ * processes rule), bringing its children, and refuses a cgroup it shares
+ * with processes that are not its own. */
+static void delegation_cases(void)
+{
+  struct sbx_cg_host h;
+  struct sbx_error err = {0};
+  char p[512], procs[64];
+  const char *self = "0::/system.slice/sandboxd.service\n";
+  snprintf(p, sizeof p, "%s/system.slice/sandboxd.service", root);
+
+  /* ours: this process and a child it forked (a probe, say) */
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  CHECK(sbx_mkdir_p(p, 0755) == 0);
+  put("system.slice/sandboxd.service/cgroup.controllers", "cpuset cpu io memory pids\n");
+  snprintf(procs, sizeof procs, "%d\n%d\n", (int)getpid(), (int)child);
+  put("system.slice/sandboxd.service/cgroup.procs", procs);
+  CHECK(sbx_cg_detect(&h, root, self, NULL, "sandboxd", &err) == 0);
+  snprintf(procs, sizeof procs, "%d", (int)child); /* the fake file keeps the last write */
+  CHECK_STR(get("system.slice/sandboxd.service/daemon/cgroup.procs"), procs);
+  CHECK_STR(get("system.slice/sandboxd.service/cgroup.subtree_control"), "+memory +pids +cpu");
+  snprintf(p, sizeof p, "%s/system.slice/sandboxd.service/sandboxd", root);
+  CHECK_STR(h.ctrl[0].parent, p); /* sandboxes beside the daemon's leaf */
+
+  /* someone else's process in the same cgroup: fail closed, naming the fix */
+  snprintf(procs, sizeof procs, "%d\n1\n", (int)getpid());
+  put("system.slice/sandboxd.service/cgroup.procs", procs);
+  CHECK(sbx_cg_detect(&h, root, self, NULL, "sandboxd", &err) < 0);
+  CHECK(err.code == SBX_E_RUNTIME_UNAVAILABLE);
+  CHECK(strstr(err.msg, "not sandboxd's (pid 1)") != NULL);
+  CHECK(strstr(err.msg, "Delegate=yes") != NULL);
+
+  /* controllers not delegated: fail closed, naming them */
+  put("system.slice/sandboxd.service/cgroup.procs", "");
+  put("system.slice/sandboxd.service/cgroup.controllers", "cpu io\n");
+  CHECK(sbx_cg_detect(&h, root, self, NULL, "sandboxd", &err) < 0);
+  CHECK(strstr(err.msg, "not delegated") != NULL && strstr(err.msg, "cpu io") != NULL);
+
+  /* without cpu: memory and pids still enabled */
+  put("system.slice/sandboxd.service/cgroup.controllers", "memory pids\n");
+  CHECK(sbx_cg_detect(&h, root, self, NULL, "sandboxd", &err) == 0);
+  CHECK_STR(get("system.slice/sandboxd.service/cgroup.subtree_control"), "+memory +pids");
+
+  /* the root cgroup (no systemd; the lab's init) is exempt: nothing moves */
+  put("cgroup.controllers", "cpu memory pids\n");
+  put("cgroup.procs", "1\n");
+  CHECK(sbx_cg_detect(&h, root, "0::/\n", NULL, "sandboxd", &err) == 0);
+  snprintf(p, sizeof p, "%s/daemon", root);
+  CHECK(access(p, F_OK) < 0);
+  snprintf(p, sizeof p, "%s/sandboxd", root);
+  CHECK_STR(h.ctrl[0].parent, p);
+
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  sbx_rm_rf(root);
 }
 
 int main(void)
@@ -116,5 +180,6 @@ int main(void)
   CHECK(sbx_cg_remove(&cg, &err) < 0 && err.errnum == ENOTEMPTY);
   CHECK(cg.v2_dirfd == -1);
   sbx_rm_rf(root);
+  delegation_cases();
   return check_finish("cgroup-v2-fake");
 }

@@ -31,6 +31,7 @@
 
 #include "common/util.h"
 #include "harness.h"
+#include "isolation/iso.h"
 
 static char img_dir[64];
 static char lower[96], upper[96];
@@ -290,6 +291,26 @@ static void ov_image_view(void)
   h_drv->destroy(sb);
 }
 
+/* The form the layers took (overlayfs lists them in the root's super
+ * options: "lowerdir+=" per layer, or one "lowerdir=a:b" list), and that
+ * SANDBOXD_OVERLAY_LAYERS=string really makes the pre-6.7 form: the whole
+ * suite runs again under it (meson test isolation-overlay-lowerdir). */
+static void ov_layer_form(void)
+{
+  struct sbx_error err = {0};
+  struct sbx_sandbox *sb = make_img(64 << 20, &err);
+  CHECK(sb != NULL);
+  if (!sb)
+    return;
+  const char *want = getenv("SANDBOXD_OVERLAY_LAYERS");
+  bool list = want && !strcmp(want, "string");
+  CHECK_STR(sbx_overlay_layer_form(), list ? "lowerdir" : "lowerdir+");
+  expect_sh(sb, "grep ' / / ' /proc/self/mountinfo | grep -c 'lowerdir+='", list ? "0" : "1");
+  expect_sh(sb, "grep ' / / ' /proc/self/mountinfo | grep -c -E 'lowerdir=[^,]+:'",
+            list ? "1" : "0");
+  h_drv->destroy(sb);
+}
+
 static void ov_setuid_inert(void)
 {
   struct sbx_error err = {0};
@@ -487,6 +508,7 @@ int main(void)
   }
   uint64_t digest_before = tree_digest(NULL);
   ov_image_view();
+  ov_layer_form();
   ov_setuid_inert();
   ov_private_and_vanishing();
   ov_disk_limit();

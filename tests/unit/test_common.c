@@ -79,6 +79,14 @@ static void test_capture(void)
   CHECK(n == 10 && memcmp(s, "01234xxEND", 10) == 0);
   CHECK(c.total == 20 + 1003);
   free(s);
+  /* released: nothing kept, the count stays, feeding keeps nothing */
+  sbx_capture_release(&c);
+  s = sbx_capture_flatten(&c, &n);
+  CHECK(s && n == 0 && s[0] == '\0');
+  free(s);
+  CHECK(c.total == 1023 && sbx_capture_dropped(&c) == 1023 && sbx_capture_truncated(&c));
+  sbx_capture_feed(&c, "more", 4);
+  CHECK(c.total == 1027 && sbx_capture_dropped(&c) == 1027);
   sbx_capture_free(&c);
 
   /* 60 MB through a 1 MiB capture: memory stays at the cap */

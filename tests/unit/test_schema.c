@@ -94,8 +94,10 @@ static void test_limits(void)
 {
   struct sbx_profile p;
   sbx_profile_defaults(&p, "small", "process");
-  p.limits.memory_bytes = 256ULL << 20;
-  p.limits.cpu_millis = 500;
+  p.defaults.memory_bytes = 256ULL << 20;
+  p.defaults.cpu_millis = 500;
+  p.max.memory_bytes = 384ULL << 20;
+  p.max.cpu_millis = 750;
   struct sbx_limits l;
   struct sbx_error err = {0};
   json_t *j = J("{\"cpu\":\"250m\",\"memory\":\"128Mi\",\"pids\":10,\"timeout_s\":5,"
@@ -106,10 +108,10 @@ static void test_limits(void)
   json_decref(j);
 
   const char *bad[][2] = {
-      {"{\"memory\":\"512Mi\"}", "limits.memory"},  /* above the ceiling */
+      {"{\"memory\":\"512Mi\"}", "limits.memory"},  /* above the maximum */
       {"{\"memory\":\"lots\"}", "limits.memory"},
       {"{\"memory\":true}", "limits.memory"},
-      {"{\"cpu\":\"1\"}", "limits.cpu"},            /* above 500m */
+      {"{\"cpu\":\"1\"}", "limits.cpu"},            /* above 750m */
       {"{\"cpu\":\"fast\"}", "limits.cpu"},
       {"{\"pids\":-1}", "limits.pids"},
       {"{\"pids\":1.5}", "limits.pids"},
@@ -130,6 +132,38 @@ static void test_limits(void)
   j = J("[1]");
   CHECK(sbx_schema_limits(j, &p, &l, &err) < 0);
   json_decref(j);
+  /* above the default, up to the maximum: accepted */
+  j = J("{\"memory\":\"384Mi\",\"cpu\":\"750m\"}");
+  CHECK(sbx_schema_limits(j, &p, &l, &err) == 0);
+  CHECK(l.memory_bytes == 384ULL << 20 && l.cpu_millis == 750);
+  json_decref(j);
+}
+
+/* Built-in maxima follow the host; defaults stay modest. */
+static void test_host_max(void)
+{
+  struct sbx_limits m;
+  sbx_limits_host_max(8, 16ULL << 30, &m);
+  CHECK(m.cpu_millis == 8000 && m.memory_bytes == 8ULL << 30 && m.disk_bytes == 4ULL << 30);
+  CHECK(m.pids == 4096 && m.timeout_s == 3600 && m.output_bytes == 16ULL << 20);
+  sbx_limits_host_max(-1, 0, &m); /* sysconf failed: one CPU, 1 GiB assumed */
+  CHECK(m.cpu_millis == 1000 && m.memory_bytes == 512ULL << 20);
+  struct sbx_profile p;
+  sbx_profile_defaults(&p, "x", "container");
+  CHECK(p.defaults.cpu_millis == 1000 && p.defaults.memory_bytes == 512ULL << 20);
+  CHECK(p.defaults.disk_bytes == 256ULL << 20 && p.defaults.pids == 256);
+  CHECK(p.max.cpu_millis >= 1000 && p.max.memory_bytes > 0 && p.max.pids == 4096);
+  /* an operator's default above the host maximum stays usable */
+  struct sbx_profile big;
+  sbx_profile_defaults(&big, "big", "process");
+  big.defaults.cpu_millis = p.max.cpu_millis + 1000;
+  struct sbx_profile_set set;
+  struct sbx_error err = {0};
+  CHECK(sbx_profiles_build(&big, 1, "container", &set, &err) == 0);
+  const struct sbx_profile *b = sbx_profile_find(&set, "big", NULL);
+  CHECK(b && b->max.cpu_millis == big.defaults.cpu_millis);
+  CHECK(b && sbx_profile_state(b) == SBX_PROFILE_PROBING);
+  sbx_profiles_free(&set);
 }
 
 static void test_network_metadata(void)
@@ -185,6 +219,7 @@ int main(void)
 {
   test_exec();
   test_limits();
+  test_host_max();
   test_network_metadata();
   return check_finish("test_schema");
 }

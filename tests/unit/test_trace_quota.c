@@ -202,6 +202,19 @@ static void test_quota_config(void)
   CHECK(l.sessions == 5 && l.rps == 2.5 && l.burst == 3 && l.cpu_seconds_per_day == 0);
   l = sbx_quota_config_resolve(&c, "bob", 1000);
   CHECK(l.sessions == 0 && l.rps == 2.5 && l.burst == 10 && l.cpu_seconds_per_day == 0.5);
+
+  /* What the daemon holds for tenants: [server] only, sizes and counts. */
+  CHECK(c.res.output_memory == 0 && c.res.fds_per_tenant == 0); /* 0: the defaults */
+  CHECK(sbx_quota_config_set(&c, NULL, "output_memory", "512Mi", &err) == 1);
+  CHECK(sbx_quota_config_set(&c, NULL, "output_memory_per_tenant", "8Mi", &err) == 1);
+  CHECK(sbx_quota_config_set(&c, NULL, "fds_per_session", "100", &err) == 1);
+  CHECK(sbx_quota_config_set(&c, NULL, "fds_per_tenant", "300", &err) == 1);
+  CHECK(c.res.output_memory == 512ULL << 20 && c.res.output_memory_per_tenant == 8ULL << 20);
+  CHECK(c.res.fds_per_session == 100 && c.res.fds_per_tenant == 300);
+  CHECK(sbx_quota_config_set(&c, NULL, "fds_per_tenant", "1.5", &err) == -1);
+  CHECK(err.code == SBX_E_INVALID && strstr(err.msg, "fds_per_tenant"));
+  CHECK(sbx_quota_config_set(&c, NULL, "output_memory", "lots", &err) == -1);
+  CHECK(sbx_quota_config_set(&c, "bob", "fds_per_tenant", "5", &err) == 0); /* not per tenant */
 }
 
 int main(void)

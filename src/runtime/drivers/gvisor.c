@@ -41,11 +41,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -59,6 +62,7 @@
 
 #define HANDSHAKE_MS 20000   /* runsc start is 0.3–1 s here; loaded CI hosts are slower */
 #define RUNSC_CMD_MS 10000   /* bound of one runsc kill/delete/probe */
+#define KVM_PROBE_MS 2000    /* a working KVM probe takes ~0.3 s; a hung one never ends */
 #define DEFAULT_DISK (256ull << 20)
 #define PIDS_OVERHEAD 256   /* host tasks of gVisor itself (see build) */
 #define PIDS_PER_TASK 32
@@ -73,6 +77,7 @@ static struct {
   char dir[PATH_MAX];        /* <state_dir>/gvisor: one bundle dir per sandbox */
   char runsc_root[PATH_MAX]; /* <state_dir>/gvisor-runsc: runsc's own state */
   char describe[PATH_MAX + 64];
+  char note[256];            /* why this platform (a KVM probe that hung, …) */
   struct sbx_cg_host cg;
 } gv;
 
@@ -103,65 +108,206 @@ static int find_runsc(const char *want, char *out, size_t outlen)
   return -1;
 }
 
-/* Does this runsc know the systrap platform (2023+)?  Its flag help says. */
-static bool knows_systrap(void)
+/* ---- start probes ------------------------------------------------------ *
+ *
+ * The daemon already serves while this runs (core/profile.h), but the
+ * probe must still end: on some hosts /dev/kvm opens and runsc's KVM
+ * platform then hangs forever (Debian's 2022 runsc under nested
+ * virtualisation).  So each probe command runs in a cgroup of its own
+ * under this daemon's gvisor parent, bounded in time: a late one is killed
+ * with its whole tree (runsc, gofer, sandbox).  It is started by the
+ * spawner thread with PR_SET_PDEATHSIG, and runsc's gofer and sandbox die
+ * with runsc, so a daemon killed mid-probe leaves nothing running.  Its
+ * TMPDIR (where `runsc do` keeps a bundle, left behind by a killed runsc)
+ * is a directory of its own, removed after the probe. */
+
+enum { PROBE_OK = 0, PROBE_FAILED = -1, PROBE_LATE = -2, PROBE_CANCELLED = -3 };
+
+static bool cancelled(const struct sbx_driver_env *env)
 {
-  char tmp[PATH_MAX + 32];
-  snprintf(tmp, sizeof tmp, "%s/flags.txt", gv.dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-      _exit(126);
-    char *argv[] = {gv.runsc, "flags", NULL};
-    execv(argv[0], argv);
-    _exit(127);
+  return env->cancel && atomic_load(env->cancel);
+}
+
+/* Waits for pid within timeout_ms (or until cancelled); its wait status. */
+static int wait_bounded(pid_t pid, unsigned timeout_ms, const struct sbx_driver_env *env,
+                        int *status)
+{
+  uint64_t deadline = sbx_now_ms() + timeout_ms;
+  unsigned nap = 1;
+  for (;;) {
+    pid_t w = waitpid(pid, status, WNOHANG);
+    if (w == pid)
+      return PROBE_OK;
+    if (w < 0 && errno != EINTR)
+      return PROBE_FAILED;
+    if (cancelled(env))
+      return PROBE_CANCELLED;
+    if (sbx_now_ms() >= deadline)
+      return PROBE_LATE;
+    usleep(nap * 1000);
+    nap = nap < 16 ? nap * 2 : nap;
   }
-  if (pid < 0)
+}
+
+/* Runs one probe command (tag names its cgroup); its output in out_fd.
+ * PROBE_OK with the wait status in *status, or another PROBE_*; msg says
+ * why it could not run. */
+static int probe_run(char *const argv[], const char *tag, unsigned timeout_ms,
+                     const struct sbx_driver_env *env, int out_fd, int *status, char *msg,
+                     size_t msglen)
+{
+  struct sbx_error err = {0};
+  struct sbx_cgroup cg = {.v2_dirfd = -1};
+  struct sbx_limits none = {0};
+  char leaf[64], tmp[PATH_MAX], tmpenv[PATH_MAX + 8];
+  /* unique across runs: a killed daemon's leftover (recovery removes it
+   * later) never makes this one fail */
+  snprintf(leaf, sizeof leaf, "probe-%d-%llu-%s", (int)getpid(),
+           (unsigned long long)(sbx_now_ms() % 100000000), tag);
+  /* Not under the state dir: runsc's sandbox cannot reach its bundle
+   * through a 0700 parent (it fails "waiting for sandbox to start"). */
+  snprintf(tmp, sizeof tmp, "/tmp/sandboxd-probe-%d-%s-XXXXXX", (int)getpid(), tag);
+  msg[0] = '\0';
+  if (!mkdtemp(tmp)) {
+    snprintf(msg, msglen, "mkdtemp %s: %s", tmp, strerror(errno));
+    return PROBE_FAILED;
+  }
+  snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmp);
+  char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", tmpenv, NULL};
+  if (sbx_cg_create(&gv.cg, leaf, &none, &cg, &err) < 0) {
+    snprintf(msg, msglen, "%s", err.msg);
+    sbx_rm_rf(tmp);
+    return PROBE_FAILED;
+  }
+  _cleanup_close_ int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = 0;
+  int rc = PROBE_FAILED;
+  if (null_fd < 0 || sbx_gv_spawn_env(argv, envp, null_fd, out_fd, &cg, &pid, &err) < 0)
+    snprintf(msg, msglen, "%s", err.msg[0] ? err.msg : strerror(errno));
+  else
+    rc = wait_bounded(pid, timeout_ms, env, status);
+  /* Late, or a sandbox that outlived runsc: the whole tree goes at once. */
+  if (sbx_cg_kill(&cg, 5000, &err) < 0)
+    sbx_warn("gvisor", "probe %s: %s", tag, err.msg);
+  if (rc != PROBE_OK && pid > 0 && sbx_gv_reap(pid, 5000, true) < 0)
+    sbx_warn("gvisor", "probe %s: runsc %d not reaped", tag, (int)pid);
+  if (sbx_cg_remove(&cg, &err) < 0)
+    sbx_warn("gvisor", "probe %s: %s", tag, err.msg);
+  sbx_rm_rf(tmp);
+  return rc;
+}
+
+/* The TMPDIRs of probes a killed daemon could not remove (its pid gone). */
+static void sweep_probe_tmp(void)
+{
+  DIR *d = opendir("/tmp");
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    int pid = 0;
+    if (sscanf(de->d_name, "sandboxd-probe-%d-", &pid) != 1 || pid <= 0 ||
+        kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "/tmp/%s", de->d_name);
+    sbx_rm_rf(p);
+  }
+  if (d)
+    closedir(d);
+}
+
+/* Does this runsc know the systrap platform (2023+)?  Its flag help says. */
+static bool knows_systrap(const struct sbx_driver_env *env)
+{
+  _cleanup_close_ int out = memfd_create("runsc-flags", MFD_CLOEXEC);
+  char *argv[] = {gv.runsc, "flags", NULL};
+  char msg[256];
+  int st = 0;
+  if (out < 0 || probe_run(argv, "flags", RUNSC_CMD_MS, env, out, &st, msg, sizeof msg) != 0)
     return false;
-  if (sbx_gv_reap(pid, RUNSC_CMD_MS, false) < 0)
-    sbx_gv_reap(pid, 1000, true);
-  FILE *f = fopen(tmp, "re");
+  FILE *f = fdopen(dup(out), "r");
   bool yes = false;
   char buf[512];
+  if (f)
+    rewind(f);
   while (f && fgets(buf, sizeof buf, f))
     yes |= strstr(buf, "systrap") != NULL;
   if (f)
     fclose(f);
-  unlink(tmp);
   return yes;
 }
 
-/* Starts `runsc do true` on platform p: proves runsc can build a sandbox
- * here (namespaces, ptrace/kvm, gofer) before any profile says "available". */
-static int start_probe(const char *p, char *why, size_t whylen)
+/* `runsc do true` on platform p: proves runsc can build a sandbox here
+ * (namespaces, ptrace/kvm, gofer) before any profile says "available".
+ * A PROBE_* code; why says what went wrong. */
+static int start_probe(const char *p, unsigned timeout_ms, const struct sbx_driver_env *env,
+                       char *why, size_t whylen)
 {
-  char rootarg[PATH_MAX + 16], platarg[32];
+  char rootarg[PATH_MAX + 16], platarg[32], msg[256];
   snprintf(rootarg, sizeof rootarg, "--root=%s/probe", gv.runsc_root);
   snprintf(platarg, sizeof platarg, "--platform=%s", p);
   char *argv[] = {gv.runsc, rootarg, platarg, "--network=none", "do", "true", NULL};
-  char msg[256];
-  int st = sbx_gv_run(argv, 30000, msg, sizeof msg);
-  if (st == 0)
-    return 0;
-  snprintf(why, whylen, "runsc start probe (platform %s) failed: %s", p,
-           msg[0] ? msg : "no error output");
-  return -1;
+  _cleanup_close_ int out = memfd_create("runsc-probe", MFD_CLOEXEC);
+  if (out < 0) {
+    snprintf(why, whylen, "memfd: %s", strerror(errno));
+    return PROBE_FAILED;
+  }
+  int st = 0;
+  int rc = probe_run(argv, p, timeout_ms, env, out, &st, msg, sizeof msg);
+  if (rc == PROBE_OK && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    return PROBE_OK;
+  if (rc == PROBE_OK) {
+    sbx_gv_first_line_fd(out, msg, sizeof msg);
+    rc = PROBE_FAILED;
+  }
+  sbx_rm_rf(rootarg + strlen("--root=")); /* the state of a runsc that did not finish */
+  if (rc == PROBE_LATE)
+    snprintf(why, whylen, "runsc start probe (platform %s) timed out after %u s", p,
+             (timeout_ms + 999) / 1000);
+  else if (rc == PROBE_CANCELLED)
+    snprintf(why, whylen, "runsc start probe (platform %s) cancelled: the daemon is stopping", p);
+  else
+    snprintf(why, whylen, "runsc start probe (platform %s) failed: %s", p,
+             msg[0] ? msg : "no error output");
+  return rc;
 }
 
-static int choose_platform(char *why, size_t whylen)
+/* KVM when it works here, else systrap or ptrace; gv.note says why not
+ * KVM when /dev/kvm was there to try. */
+static int choose_platform(const struct sbx_driver_env *env, char *why, size_t whylen)
 {
-  const char *env = getenv("SANDBOXD_GVISOR_PLATFORM");
-  if (env && *env) {
-    snprintf(gv.platform, sizeof gv.platform, "%s", env);
-    return start_probe(gv.platform, why, whylen);
+  unsigned probe_ms = env->probe_timeout_ms ? env->probe_timeout_ms : RUNSC_CMD_MS;
+  unsigned kvm_ms = env->kvm_probe_timeout_ms ? env->kvm_probe_timeout_ms : KVM_PROBE_MS;
+  gv.note[0] = '\0';
+  sweep_probe_tmp();
+  const char *forced = getenv("SANDBOXD_GVISOR_PLATFORM");
+  if (forced && *forced) {
+    snprintf(gv.platform, sizeof gv.platform, "%s", forced);
+    snprintf(gv.note, sizeof gv.note, "set by SANDBOXD_GVISOR_PLATFORM");
+    return start_probe(gv.platform, probe_ms, env, why, whylen) == PROBE_OK ? 0 : -1;
   }
-  if (access("/dev/kvm", R_OK | W_OK) == 0 && start_probe("kvm", why, whylen) == 0) {
-    snprintf(gv.platform, sizeof gv.platform, "kvm");
-    return 0;
+  char kvm_why[256] = "";
+  if (env->kvm_off)
+    snprintf(gv.note, sizeof gv.note, "kvm not tried (gvisor_kvm = off)");
+  else if (access("/dev/kvm", R_OK | W_OK) < 0)
+    snprintf(gv.note, sizeof gv.note, "no usable /dev/kvm (%s)", strerror(errno));
+  else {
+    int rc = start_probe("kvm", kvm_ms, env, kvm_why, sizeof kvm_why);
+    if (rc == PROBE_OK) {
+      snprintf(gv.platform, sizeof gv.platform, "kvm");
+      return 0;
+    }
+    if (rc == PROBE_CANCELLED) {
+      snprintf(why, whylen, "%s", kvm_why);
+      return -1;
+    }
+    if (rc == PROBE_LATE)
+      snprintf(gv.note, sizeof gv.note, "kvm probe timed out after %u s", (kvm_ms + 999) / 1000);
+    else
+      snprintf(gv.note, sizeof gv.note, "kvm probe failed: %.200s", kvm_why);
+    sbx_info("gvisor", "%s; falling back", gv.note);
   }
-  snprintf(gv.platform, sizeof gv.platform, "%s", knows_systrap() ? "systrap" : "ptrace");
-  return start_probe(gv.platform, why, whylen);
+  snprintf(gv.platform, sizeof gv.platform, "%s", knows_systrap(env) ? "systrap" : "ptrace");
+  return start_probe(gv.platform, probe_ms, env, why, whylen) == PROBE_OK ? 0 : -1;
 }
 
 /* Same naming as the container driver (one parent per state dir) plus
@@ -210,7 +356,7 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
     snprintf(why, whylen, "%s", err.msg);
     return -1;
   }
-  if (choose_platform(why, whylen) < 0)
+  if (choose_platform(env, why, whylen) < 0)
     return -1;
   snprintf(gv.describe, sizeof gv.describe, "%s", gv.platform);
   sbx_gv_pool_start(build_pooled, drop);
@@ -222,6 +368,11 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
 static const char *gvisor_describe(void)
 {
   return gv.ready ? gv.describe : NULL;
+}
+
+static const char *gvisor_note(void)
+{
+  return gv.ready ? gv.note : NULL;
 }
 
 /* ---- teardown --------------------------------------------------------- */
@@ -571,4 +722,5 @@ const struct sbx_driver sbx_drv_gvisor = {
     .prewarm = gvisor_prewarm,
     .shutdown = gvisor_shutdown,
     .describe = gvisor_describe,
+    .note = gvisor_note,
 };

@@ -101,6 +101,11 @@ int sbx_gv_bundle_unmount(const char *dir);
 int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err);
 
+/* Same with the environment envp and no netns setup (the start probes:
+ * TMPDIR inside the state dir, so what runsc leaves there can go). */
+int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_fd,
+                     struct sbx_cgroup *cg, pid_t *pid_out, struct sbx_error *err);
+
 /* Runs argv to completion within timeout_ms (then SIGKILL); stderr's first
  * line goes to msg.  Returns the wait status, or -1 if it could not run or
  * timed out (msg says which). */
@@ -119,5 +124,7 @@ void sbx_gv_netns_release(pid_t *pid, int *fd);
 
 /* Reads the first line of a log file into msg ("" if none). */
 void sbx_gv_first_line(const char *path, char *msg, size_t msglen);
+/* Same for an open file (read from offset 0). */
+void sbx_gv_first_line_fd(int fd, char *msg, size_t msglen);
 
 #endif

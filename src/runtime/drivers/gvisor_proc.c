@@ -8,8 +8,10 @@
  * stubs) are charged to and killed with that cgroup.  Between fork and exec
  * the child makes async-signal-safe calls only (the daemon is threaded).
  *
- * Short commands (probe, kill, delete) run with posix_spawn from the
- * calling thread, bounded in time.
+ * Short commands (kill, delete) run with posix_spawn from the calling
+ * thread, bounded in time.  The start probes go through the spawner too
+ * (sbx_gv_spawn_env), into a cgroup of their own: a hung probe is killed
+ * with its whole tree, and one the daemon's death interrupts dies with it.
  *
  * Egress allowlists: a netns holder — a forked child parked in a network
  * namespace of its own — gives the sandbox its netns before runsc starts,
@@ -48,6 +50,7 @@ static char *const runsc_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
 struct gv_req {
   char *const *argv;
+  char *const *envp; /* NULL: runsc_env */
   int in_fd, log_fd;
   bool hide_net_sysctl;
   struct sbx_cgroup *cg;
@@ -126,7 +129,7 @@ static _Noreturn void child_main(const struct gv_req *r, int go_fd)
     _exit(125);
   }
   syscall(SYS_close_range, 3u, ~0u, 0u);
-  execve(r->argv[0], r->argv, runsc_env);
+  execve(r->argv[0], r->argv, r->envp ? r->envp : runsc_env);
   _exit(127);
 }
 
@@ -198,11 +201,26 @@ static int start_spawner(struct sbx_error *err)
   return 0;
 }
 
+static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err);
+
 int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err)
 {
   struct gv_req r = {.argv = argv, .in_fd = in_fd, .log_fd = log_fd, .cg = cg,
                      .hide_net_sysctl = netns};
+  return spawn_req(&r, pid_out, err);
+}
+
+int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_fd,
+                     struct sbx_cgroup *cg, pid_t *pid_out, struct sbx_error *err)
+{
+  struct gv_req r = {.argv = argv, .envp = envp, .in_fd = in_fd, .log_fd = log_fd, .cg = cg};
+  return spawn_req(&r, pid_out, err);
+}
+
+static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err)
+{
+  struct gv_req r = *rq;
   pthread_mutex_lock(&q_lock);
   if (start_spawner(err) < 0) {
     pthread_mutex_unlock(&q_lock);
@@ -243,7 +261,7 @@ int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first)
   }
 }
 
-static void first_line_fd(int fd, char *msg, size_t msglen)
+void sbx_gv_first_line_fd(int fd, char *msg, size_t msglen)
 {
   char buf[1024];
   ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -261,7 +279,7 @@ void sbx_gv_first_line(const char *path, char *msg, size_t msglen)
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
   msg[0] = '\0';
   if (fd >= 0)
-    first_line_fd(fd, msg, msglen);
+    sbx_gv_first_line_fd(fd, msg, msglen);
 }
 
 int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen)
@@ -303,7 +321,7 @@ int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen
     }
     usleep(2000);
   }
-  first_line_fd(out, msg, msglen);
+  sbx_gv_first_line_fd(out, msg, msglen);
   return status;
 }
 
