@@ -573,6 +573,8 @@ def render(rows, facts, profiles):
     L += _memory_section(facts, profiles)
     L += _throughput_section(facts)
     L += _time_section(rows, facts)
+    import limitsbench
+    L += limitsbench.section(rows, facts)
     L += ["## Commands", "",
           "- `make bench` = `/usr/bin/python3 bench/bench.py --build $(BUILD) --out docs/benchmarks.md` "
           "(`BUILD` defaults to `build`; this run: `%s`) " % facts.get("build", "build") +
@@ -618,7 +620,7 @@ def render(rows, facts, profiles):
           "\"image\":REF}` and `{\"profile\":\"container\"}` (3 rounds of 2 warm-up + 15) on a "
           "daemon whose store already holds the image. If the daemon refuses an image session, "
           "the row says `image create: pending` with its answer.",
-          "- `bench.py --only gvisor,nopool,net,images,store,trace --out /tmp/x.md` runs just "
+          "- `bench.py --only gvisor,nopool,net,images,store,trace,limits --out /tmp/x.md` runs just "
           "those parts (for working on one; the report then lacks the rest).",
           "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]
     return "\n".join(L)

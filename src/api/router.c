@@ -155,3 +155,32 @@ const struct sbx_route *sbx_route_match(const char *method, const char *path, st
   }
   return NULL;
 }
+
+/* Pattern segment seg of pattern: its parameter name without braces (and
+ * "*"), or false for a literal. */
+static bool pattern_param(const char *pattern, size_t seg, char *name, size_t len)
+{
+  const char *p = pattern;
+  for (size_t i = 0; *p == '/'; i++) {
+    p++;
+    const char *pe = strchrnul(p, '/');
+    size_t plen = (size_t)(pe - p);
+    bool rest = is_rest(p, plen);
+    if ((i == seg || rest) && plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
+      snprintf(name, len, "%.*s", (int)(plen - (rest ? 3 : 2)), p + 1);
+      return true;
+    }
+    if (i == seg)
+      return false;
+    p = pe;
+  }
+  return false;
+}
+
+bool sbx_route_segment_name(const char *raw_path, size_t seg, char *name, size_t len)
+{
+  for (const struct sbx_route *rt = routes; rt->method; rt++)
+    if (match(rt->pattern, raw_path, NULL) && pattern_param(rt->pattern, seg, name, len))
+      return true;
+  return false;
+}

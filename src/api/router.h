@@ -23,6 +23,12 @@ struct sbx_route {
  * NULL with *method_mismatch true when the path exists under another method. */
 const struct sbx_route *sbx_route_match(const char *method, const char *path, struct sbx_req *r,
                                         bool *method_mismatch);
+/* The name of path segment seg (0 = the first after '/') of a raw,
+ * still percent-encoded path, for an error that must name what the client
+ * got wrong: the pattern's parameter there ("id" of
+ * /v1/sandbox/sessions/{id}), or false when no route has a parameter at
+ * that place. */
+bool sbx_route_segment_name(const char *raw_path, size_t seg, char *name, size_t len);
 /* The whole table, terminated by an entry with NULL method. */
 const struct sbx_route *sbx_routes(void);
 

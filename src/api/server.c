@@ -1,29 +1,61 @@
-/* server.c — libmicrohttpd glue: accumulates the bounded body, assigns the
- * request id and language, authenticates, routes, and sends the handler's
- * response.  The only file that calls MHD_* besides response streaming. */
+/* server.c — libmicrohttpd glue: checks the framing and the request-target
+ * (http_check.c), keeps the request-head deadline (conn_guard.c), accumulates
+ * the bounded body, assigns the request id and language, authenticates,
+ * routes, and sends the handler's response.  The only file that calls MHD_*
+ * besides response streaming.
+ *
+ * libmicrohttpd runs a thread per connection (a handler may block on an
+ * exec, a long-poll or a stream) and waits with poll(), never select():
+ * select() cannot watch an fd numbered 1024 or more, and a daemon with a
+ * few hundred background processes has fds past that, so every new
+ * connection would be reset.  epoll would do as well but libmicrohttpd does
+ * not combine it with a thread per connection (MHD_USE_EPOLL is refused
+ * with MHD_USE_THREAD_PER_CONNECTION). */
 #include "api/server.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "api/auth.h"
+#include "api/conn_guard.h"
 #include "api/envelope.h"
 #include "api/handlers.h"
+#include "api/http_check.h"
 #include "api/router.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "core/core.h"
 #include "obs/trace.h"
 
+/* A connection thread's stack.  glibc's default is RLIMIT_STACK (8 MiB)
+ * of address space per thread; handlers need far less (the deepest is
+ * jansson's parser, bounded at 2048 levels), and a flood of a few thousand
+ * connections should not reserve tens of GiB. */
+#define CONN_STACK_BYTES ((size_t)1 << 20)
+/* libmicrohttpd's idle timeout: what bounds a body or a response that
+ * stops moving.  The request head has its own, much shorter, deadline. */
+#define IDLE_TIMEOUT_S 120u
+
 struct sbx_server {
   struct MHD_Daemon *mhd;
   struct sbx_core *core;
+  struct sbx_conn_guard *guard;
   size_t max_body;
   unsigned port;
+};
+
+/* server.c's own part of a request; handlers see only r. */
+struct api_req {
+  struct sbx_req r; /* first, so a struct sbx_req * is a struct api_req * */
+  char *target;     /* the request-target as the client sent it (still encoded) */
+  bool started;     /* the first access-handler call happened */
+  bool authed;      /* authenticated before the body was read */
 };
 
 const char *sbx_req_header(struct sbx_req *r, const char *name)
@@ -271,12 +303,46 @@ static bool valid_request_id(const char *s)
   return true;
 }
 
-static struct sbx_req *req_new(struct sbx_server *srv, struct MHD_Connection *c, const char *url,
-                               const char *method)
+/* Called as soon as the request line is parsed, before libmicrohttpd
+ * decodes it: the one place the raw target can be kept.  What it returns
+ * is the request's con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-  struct sbx_req *r = calloc(1, sizeof *r);
-  if (!r)
+  (void)cls, (void)c;
+  struct api_req *a = calloc(1, sizeof *a);
+  if (a && !(a->target = strdup(uri))) {
+    free(a);
     return NULL;
+  }
+  return a;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+  struct sbx_server *srv = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_ctx = ci ? sbx_conn_guard_add(srv->guard, (int)ci->connect_fd) : NULL;
+  } else {
+    sbx_conn_guard_remove(srv->guard, *socket_ctx); /* before MHD closes the fd */
+    *socket_ctx = NULL;
+  }
+}
+
+static struct sbx_conn_slot *slot_of(struct MHD_Connection *c)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+static void req_init(struct api_req *a, struct sbx_server *srv, struct MHD_Connection *c,
+                     const char *url, const char *method)
+{
+  struct sbx_req *r = &a->r;
+  a->started = true;
   r->conn = c;
   r->core = srv->core;
   r->start_ns = sbx_now_ns();
@@ -289,7 +355,6 @@ static struct sbx_req *req_new(struct sbx_server *srv, struct MHD_Connection *c,
     sbx_random_id("req", r->request_id, sizeof r->request_id);
   sbx_envelope_lang(sbx_req_header(r, "Accept-Language"), r->lang);
   r->span = sbx_trace_request_begin(method, sbx_req_header(r, "traceparent"));
-  return r;
 }
 
 static int append_body(struct sbx_server *srv, struct sbx_req *r, const char *data, size_t n)
@@ -329,8 +394,9 @@ static int too_large(struct sbx_server *srv, struct sbx_error *err)
                     srv->max_body);
 }
 
-static enum MHD_Result dispatch(struct sbx_server *srv, struct sbx_req *r)
+static enum MHD_Result dispatch(struct sbx_server *srv, struct api_req *a)
 {
+  struct sbx_req *r = &a->r;
   struct sbx_error err = {0};
   bool wrong_method;
   const struct sbx_route *rt = sbx_route_match(r->method, r->path, r, &wrong_method);
@@ -346,7 +412,7 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct sbx_req *r)
   }
   r->route = rt;
   sbx_trace_request_route(r->span, r->method, rt->pattern);
-  if (rt->auth != SBX_AUTH_NONE &&
+  if (rt->auth != SBX_AUTH_NONE && !a->authed &&
       sbx_api_authenticate(r, rt->auth == SBX_AUTH_ADMIN, &err) < 0)
     return send_error(r, &err);
   unsigned retry_s = 0;
@@ -369,31 +435,150 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct sbx_req *r)
       sbx_error("api", "%s %s [%s]: %s", r->method, r->path, r->request_id, err.msg);
     return send_error(r, &err);
   }
+  if (resp.kind == SBX_RESP_JSON && !resp.json) { /* e.g. a json_pack that failed */
+    sbx_error("api", "%s %s [%s]: the handler built no JSON body", r->method, r->path,
+              r->request_id);
+    sbx_err_set(&err, SBX_E_INTERNAL, 0, "internal error: the response could not be encoded");
+    json_decref(resp.headers);
+    return send_error(r, &err);
+  }
   sbx_api_audit(r, &resp, NULL); /* issue 8: a mutation that succeeded */
   return send_resp(r, &resp);
+}
+
+static enum MHD_Result framing_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+  (void)kind;
+  sbx_http_framing_add(cls, key, value);
+  return MHD_YES;
+}
+
+/* RFC 9112 §6.1: a request whose body length two parties could read
+ * differently is refused, and its connection closed (an answer queued in
+ * the first handler call makes libmicrohttpd discard the rest and close). */
+static int check_framing(struct sbx_req *r, struct sbx_error *err)
+{
+  struct sbx_framing fr = {0};
+  MHD_get_connection_values(r->conn, MHD_HEADER_KIND, framing_cb, &fr);
+  const char *field;
+  const char *why = sbx_http_framing_verdict(&fr, &field);
+  if (!why)
+    return 0;
+  sbx_err_field(err, field, "malformed request framing: %s", why);
+  return sbx_err_fr(err, "Requête invalide : en-têtes de longueur du corps ambigus ou invalides (%s)",
+                    field);
+}
+
+/* Printable ASCII of s, for a message that must stay valid UTF-8. */
+static void printable(const char *s, size_t n, char *out, size_t len)
+{
+  size_t o = 0;
+  for (size_t i = 0; i < n && s[i] && o + 1 < len; i++)
+    out[o++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+  out[o] = '\0';
+}
+
+/* Undecodable path segments and query parameters are 400 naming them,
+ * before any handler sees a value libmicrohttpd decoded leniently.  The
+ * ports proxy forwards its path and query to the sandbox's server, so
+ * there any byte may be meant; elsewhere values are UTF-8 text. */
+static int check_target(struct api_req *a, struct sbx_error *err)
+{
+  struct sbx_req *r = &a->r;
+  if (strlen(r->path) >= sizeof r->path - 1) {
+    sbx_err_field(err, "url", "the request path is longer than %zu bytes", sizeof r->path - 2);
+    return sbx_err_fr(err, "Requête invalide : chemin de plus de %zu octets", sizeof r->path - 2);
+  }
+  bool wrong;
+  const struct sbx_route *rt = sbx_route_match(r->method, r->path, r, &wrong);
+  struct sbx_target_fault f;
+  if (!a->target || sbx_http_check_target(a->target, !(rt && rt->handler == sbx_h_port_proxy),
+                                          &f) == 0)
+    return 0;
+  char name[64] = "query", shown[64];
+  bool named = false;
+  if (f.in_query && f.name[0]) {
+    snprintf(name, sizeof name, "%s", f.name);
+  } else if (!f.in_query) {
+    size_t pl = strcspn(a->target, "?");
+    char *raw = strndup(a->target, pl);
+    named = raw && sbx_route_segment_name(raw, f.segment, name, sizeof name);
+    if (!named)
+      snprintf(name, sizeof name, "url");
+    free(raw);
+  }
+  printable(name, sizeof name, shown, sizeof shown);
+  if (f.in_query && !f.name[0])
+    sbx_err_field(err, "query", "a query parameter's name holds %s", f.kind);
+  else if (f.in_query)
+    sbx_err_field(err, shown, "query parameter '%s' holds %s", shown, f.kind);
+  else if (named)
+    sbx_err_field(err, shown, "path parameter '%s' holds %s", shown, f.kind);
+  else
+    sbx_err_field(err, shown, "path segment %zu holds %s", f.segment + 1, f.kind);
+  return sbx_err_fr(err, "Requête invalide : « %s » ne se décode pas (encodage %% ou UTF-8 invalide)",
+                    shown);
+}
+
+static bool has_body(struct sbx_req *r)
+{
+  const char *cl = sbx_req_header(r, "Content-Length");
+  return sbx_req_header(r, "Transfer-Encoding") || (cl && strtoull(cl, NULL, 10) > 0);
+}
+
+/* A body is read only from a client that holds a key (or before the
+ * request deadline): authenticating on the head keeps a stranger from
+ * holding a connection by trickling a 32 MiB body.  A failure here answers
+ * nothing yet; dispatch authenticates again and answers as always. */
+static bool auth_before_body(struct api_req *a)
+{
+  struct sbx_req *r = &a->r;
+  bool wrong;
+  const struct sbx_route *rt = sbx_route_match(r->method, r->path, r, &wrong);
+  if (!rt || rt->auth == SBX_AUTH_NONE)
+    return false;
+  struct sbx_error err = {0};
+  sbx_span_enter(r->span);
+  a->authed = sbx_api_authenticate(r, rt->auth == SBX_AUTH_ADMIN, &err) == 0;
+  sbx_span_leave(r->span);
+  if (!a->authed)
+    memset(&r->who, 0, sizeof r->who);
+  return a->authed;
+}
+
+static enum MHD_Result first_call(struct sbx_server *srv, struct api_req *a,
+                                  struct MHD_Connection *c, const char *url, const char *method)
+{
+  struct sbx_req *r = &a->r;
+  req_init(a, srv, c, url, method);
+  struct sbx_error err = {0};
+  if (check_framing(r, &err) < 0 || check_target(a, &err) < 0)
+    return send_error(r, &err);
+  const char *cl = sbx_req_header(r, "Content-Length");
+  if (cl && strtoull(cl, NULL, 10) > srv->max_body) {
+    /* Answer before reading a byte of an oversized body. */
+    r->body_too_large = true;
+    too_large(srv, &err);
+    return send_error(r, &err);
+  }
+  if (!has_body(r) || auth_before_body(a))
+    sbx_conn_guard_disarm(srv->guard, slot_of(c));
+  return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
 {
+  (void)version;
   struct sbx_server *srv = cls;
-  struct sbx_req *r = *con_cls;
-  if (!r) {
-    r = req_new(srv, c, url, method);
-    if (!r)
-      return MHD_NO;
-    *con_cls = r;
-    const char *cl = sbx_req_header(r, "Content-Length");
-    if (cl && strtoull(cl, NULL, 10) > srv->max_body) {
-      /* Answer before reading a byte of an oversized body. */
-      r->body_too_large = true;
-      struct sbx_error err = {0};
-      too_large(srv, &err);
-      return send_error(r, &err);
-    }
-    return MHD_YES;
-  }
+  struct api_req *a = *con_cls;
+  if (!a)
+    return MHD_NO; /* on_uri ran out of memory */
+  struct sbx_req *r = &a->r;
+  if (!a->started)
+    return first_call(srv, a, c, url, method);
   if (*upload_size) {
     if (r->status_sent == 0 && append_body(srv, r, upload_data, *upload_size) < 0)
       return MHD_NO;
@@ -402,8 +587,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   if (r->status_sent)
     return MHD_YES;
+  sbx_conn_guard_disarm(srv->guard, slot_of(c)); /* the whole request is in */
   sbx_span_enter(r->span); /* core's spans are children of the request's */
-  enum MHD_Result ret = dispatch(srv, r);
+  enum MHD_Result ret = dispatch(srv, a);
   sbx_span_leave(r->span);
   return ret;
 }
@@ -411,17 +597,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+  (void)toe;
   struct sbx_server *srv = cls;
-  struct sbx_req *r = *con_cls;
-  if (!r)
+  struct api_req *a = *con_cls;
+  /* A keep-alive connection's next request is due within the deadline too:
+   * an idle connection costs a thread as much as a half-sent head. */
+  sbx_conn_guard_arm(srv->guard, slot_of(c));
+  if (!a)
     return;
-  uint64_t us = (sbx_now_ns() - r->start_ns) / 1000;
-  sbx_core_observe_http(srv->core, r->route ? r->route->name : "unmatched", r->status_sent, us);
-  sbx_trace_request_end(r->span, r->status_sent);
-  sbx_debug("http", "%s %s -> %d (%llu us) [%s]", r->method, r->path, r->status_sent,
-            (unsigned long long)us, r->request_id);
+  struct sbx_req *r = &a->r;
+  if (a->started) {
+    uint64_t us = (sbx_now_ns() - r->start_ns) / 1000;
+    sbx_core_observe_http(srv->core, r->route ? r->route->name : "unmatched", r->status_sent,
+                          us);
+    sbx_trace_request_end(r->span, r->status_sent);
+    sbx_debug("http", "%s %s -> %d (%llu us) [%s]", r->method, r->path, r->status_sent,
+              (unsigned long long)us, r->request_id);
+  }
   free(r->body);
-  free(r);
+  free(a->target);
+  free(a);
   *con_cls = NULL;
 }
 
@@ -454,6 +649,46 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ss, sockl
   return 0;
 }
 
+/* libmicrohttpd's own messages ("Server reached connection limit" for each
+ * refused connection during a flood) go to our log, at most a few a
+ * second so that a flood cannot fill the disk through it. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+  (void)cls;
+  static uint64_t window_ns;
+  static unsigned in_window, dropped;
+  uint64_t now = sbx_now_ns();
+  if (now - __atomic_load_n(&window_ns, __ATOMIC_RELAXED) > 1000000000ULL) {
+    __atomic_store_n(&window_ns, now, __ATOMIC_RELAXED);
+    unsigned d = __atomic_exchange_n(&dropped, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&in_window, 0, __ATOMIC_RELAXED);
+    if (d)
+      sbx_warn("http", "%u more libmicrohttpd messages were not logged", d);
+  }
+  if (__atomic_fetch_add(&in_window, 1, __ATOMIC_RELAXED) >= 5) {
+    __atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  msg[strcspn(msg, "\n")] = '\0';
+  sbx_warn("http", "libmicrohttpd: %s", msg);
+}
+
+/* Every connection holds an fd (and sessions hold many more): say so when
+ * the fd limit cannot hold the connection limit. */
+static void log_limits(const struct sbx_server_config *cfg, unsigned max_conn)
+{
+  struct rlimit rl = {0};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  sbx_info("http", "up to %u connections (%u per client address, 0 = no limit), request head "
+           "due within %u s, fd limit %llu", max_conn, cfg->max_connections_per_client,
+           cfg->head_timeout_s, (unsigned long long)rl.rlim_cur);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_conn + 1024)
+    sbx_warn("http", "the fd limit (%llu) leaves little room beyond max_connections (%u): "
+             "raise LimitNOFILE / ulimit -n", (unsigned long long)rl.rlim_cur, max_conn);
+}
+
 int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
                      struct sbx_server **out, struct sbx_error *err)
 {
@@ -466,22 +701,33 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
     return sbx_err_sys(err, ENOMEM, "server");
   srv->core = core;
   srv->max_body = cfg->max_body_bytes;
+  if (sbx_conn_guard_new(cfg->head_timeout_s, &srv->guard, err) < 0) {
+    free(srv);
+    return -1;
+  }
+  unsigned max_conn = cfg->max_connections ? cfg->max_connections : SBX_SERVER_MAX_CONNECTIONS;
+  /* MHD_USE_POLL: see the header comment (no select(), no epoll). */
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                   MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+                   MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   srv->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
-      cfg->max_connections ? cfg->max_connections : 1024u, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)120, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+      flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+      MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_connections_per_client,
+      MHD_OPTION_THREAD_STACK_SIZE, CONN_STACK_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
+      IDLE_TIMEOUT_S, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
   if (!srv->mhd) {
+    sbx_conn_guard_free(srv->guard);
     free(srv);
     return sbx_err_set(err, SBX_E_INTERNAL, 0, "cannot listen on %s (address in use?)",
                        cfg->listen);
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
   srv->port = info ? info->port : 0;
+  log_limits(cfg, max_conn);
   *out = srv;
   return 0;
 }
@@ -500,5 +746,6 @@ void sbx_server_stop(struct sbx_server *s)
   if (!s)
     return;
   MHD_stop_daemon(s->mhd);
+  sbx_conn_guard_free(s->guard); /* after MHD: every connection's slot is gone */
   free(s);
 }

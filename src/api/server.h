@@ -1,5 +1,8 @@
 /* server.h — the HTTP listener (libmicrohttpd, a thread per connection so
- * a handler may block on an exec or a long-poll without stalling others). */
+ * a handler may block on an exec or a long-poll without stalling others;
+ * poll(), so fds past 1023 are fine; per-client and global connection
+ * limits and a request-head deadline, so slow clients cannot starve the
+ * others). */
 #ifndef SBX_API_SERVER_H
 #define SBX_API_SERVER_H
 
@@ -10,10 +13,15 @@
 struct sbx_core;
 struct sbx_server;
 
+#define SBX_SERVER_MAX_CONNECTIONS 4096u /* when max_connections is 0 */
+
 struct sbx_server_config {
   const char *listen;     /* "127.0.0.1:8080", "[::1]:0", ":8080" */
   size_t max_body_bytes;  /* larger bodies → 413 */
-  unsigned max_connections;
+  unsigned max_connections; /* beyond it a new connection is closed at once */
+  unsigned max_connections_per_client; /* per client IP address; 0 = no limit */
+  unsigned head_timeout_s; /* from accept (or the previous response) to a complete request
+                            * head (and body, unless authenticated); 0 = no deadline */
 };
 
 int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,

@@ -35,6 +35,9 @@ void sbx_config_defaults(struct sbx_config *c)
   c->probe_timeout_s = 10;
   c->probe_wait_s = 5;
   c->gvisor_kvm_timeout_s = 2;
+  c->max_connections = 4096;
+  c->max_connections_per_client = 64;
+  c->request_head_timeout_s = 10;
   sbx_quota_config_defaults(&c->quota);
 }
 
@@ -161,6 +164,9 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
       {"probe_timeout", 600, &c->probe_timeout_s, 0},
       {"probe_wait", 600, &c->probe_wait_s, 0},
       {"gvisor_kvm_timeout", 600, &c->gvisor_kvm_timeout_s, 0},
+      {"max_connections", 1000000, &c->max_connections, 0},
+      {"max_connections_per_client", 1000000, &c->max_connections_per_client, 1}, /* 0: none */
+      {"request_head_timeout", 3600, &c->request_head_timeout_s, 1},              /* 0: none */
   };
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
     if (strcmp(key, nums[i].name) != 0)
@@ -300,6 +306,9 @@ static const struct {
     {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
     {"SANDBOXD_OUTPUT_MEMORY_PER_TENANT", "output_memory_per_tenant"},
     {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"}, {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
+    {"SANDBOXD_MAX_CONNECTIONS", "max_connections"},
+    {"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT", "max_connections_per_client"},
+    {"SANDBOXD_REQUEST_HEAD_TIMEOUT", "request_head_timeout"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -328,6 +337,9 @@ static const struct {
     {"--gvisor-kvm", "gvisor_kvm"}, {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
     {"--workers-per-tenant", "workers_per_tenant"},
     {"--queue-max-per-tenant", "queue_max_per_tenant"},
+    {"--max-connections", "max_connections"},
+    {"--max-connections-per-client", "max_connections_per_client"},
+    {"--request-head-timeout", "request_head_timeout"},
     {"--enable-unsafe-process-driver", NULL},
 };
 

@@ -32,6 +32,10 @@ struct sbx_config {
   int64_t session_max_ttl_s;
   int64_t idle_timeout_s;
   unsigned max_sessions_per_tenant;
+  /* The HTTP listener's limits against slow and flooding clients. */
+  unsigned max_connections;
+  int64_t max_connections_per_client; /* 0 = no limit */
+  int64_t request_head_timeout_s;     /* 0 = no deadline */
   bool unsafe_process_driver;
   struct sbx_profile profiles[32];
   size_t nprofiles;

@@ -2,6 +2,7 @@
  * (serve, key, routes, audit, db, image, version). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "daemon/commands.h"
@@ -35,8 +36,27 @@ static void usage(FILE *f)
           "                          veth addresses for allowlisted sandboxes\n"
           "  --pull missing|never    pull images requests name when not stored (default\n"
           "                          missing; env SANDBOXD_PULL)\n"
+          "  --max-connections N     open HTTP connections at most (default 4096)\n"
+          "  --max-connections-per-client N\n"
+          "                          per client IP address (default 64; 0: no limit)\n"
+          "  --request-head-timeout S\n"
+          "                          seconds a client has to send a request (default 10)\n"
           "  --enable-unsafe-process-driver\n"
           "                          allow the 'process' driver (no isolation: development only)\n");
+}
+
+/* The soft fd limit up to the hard one: the API waits with poll(), so any fd
+ * number works, and connections, sessions and their processes all hold fds
+ * (a default soft limit of 1024 would be the ceiling select() was).  The
+ * sandboxes set their own RLIMIT_NOFILE. */
+static void raise_fd_limit(void)
+{
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+      perror("sandboxd: raising RLIMIT_NOFILE");
+  }
 }
 
 /* Settings in order: defaults, --config file, environment, flags. */
@@ -93,6 +113,7 @@ int main(int argc, char **argv)
       }
       i += used - 1;
     }
+    raise_fd_limit();
     int rc = sbx_cmd_serve(&cfg);
     sbx_config_release(&cfg);
     return rc;
