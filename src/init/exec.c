@@ -2,6 +2,7 @@
  * spare shepherd (or fork one) and forget it (its report goes to the daemon
  * on ctl; the SIGCHLD handler in main.c reaps it). */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,12 @@ static _Noreturn void spare_wait(const struct sbxi *in, int sock)
   int fds[SBX_PROTO_MAX_FDS];
   size_t nfds = SBX_PROTO_MAX_FDS;
   ssize_t n = sbx_proto_recv(sock, buf, sizeof buf, fds, &nfds);
-  close(sock);
-  if (n <= 0 || nfds != 4)
+  /* The ack tells sbx-init the request is ours from here on; dying before
+   * it (a workload's kill -1 reaches spares too) leaves the request with
+   * sbx-init, which starts it on a shepherd of its own. */
+  if (n <= 0 || nfds != 4 || write(sock, "k", 1) != 1)
     _exit(0);
+  close(sock);
   struct sbx_proto_hdr h;
   memcpy(&h, buf, sizeof h);
   start_shepherd(&mine, buf + sizeof h, h.len, fds, true);
@@ -80,12 +84,21 @@ static void spare_refill(const struct sbxi *in)
   spare_sock = sv[0];
 }
 
-/* Hands the request to the spare; false if there is none or it is gone. */
+/* Hands the request to the spare; false if there is none, or it is gone
+ * or dies before acknowledging (a SIGKILL already queued for it lands
+ * between our send and its exit): the caller then starts it itself. */
 static bool spare_take(const char *payload, size_t len, int *fds)
 {
   if (spare_pid <= 0 || len > SBX_PROTO_MAX_INLINE)
     return false;
   int rc = sbx_proto_send(spare_sock, SBX_MSG_EXEC, 0, 0, payload, len, fds, 4);
+  char ack = 0;
+  if (rc == 0) {
+    struct pollfd p = {.fd = spare_sock, .events = POLLIN};
+    rc = poll(&p, 1, 2000) == 1 && read(spare_sock, &ack, 1) == 1 && ack == 'k' ? 0 : -1;
+  }
+  if (rc < 0 && spare_pid > 0)
+    kill(spare_pid, SIGKILL); /* a stuck spare must not start it a second time */
   close(spare_sock);
   spare_sock = -1;
   spare_pid = -1;
