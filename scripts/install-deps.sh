@@ -27,6 +27,8 @@ PACKAGES=(
   # issue 7: images (a real registry and skopeo in tests, mmdebstrap for image build,
   # busybox-static for the test images)
   docker-registry skopeo mmdebstrap busybox-static zlib1g-dev
+  # make fuzz: clang with libFuzzer and the sanitizer runtimes (tests/fuzz)
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -11,8 +11,8 @@
  * [u8 ctl][u16 len][len bytes payload][u16 mlen][mlen bytes into the
  * request's memfd], ctl: bits 0-1 type (OK, ERR, PONG, byte 2 of the
  * payload), bit 2 wrong id, bit 3 attach an fd, bit 4 F_MEMFD flag, bit 5
- * length field off by one (with bits 2, 4 or 5 the client drops the reply
- * and waits on: the next reply follows).  When the replies run out the
+ * length field off by one (with bits 2, 4 or 5, or a payload over 256
+ * bytes, the client drops the reply and waits on: the next reply follows).  When the replies run out the
  * fake closes the channel ("sandbox lost"). */
 #include <fcntl.h>
 #include <pthread.h>
@@ -85,9 +85,11 @@ static bool reply(struct script *s, const struct sbx_proto_hdr *req, int *rfds, 
   sendmsg(s->sock, &m, MSG_NOSIGNAL);
   if (fd >= 0)
     close(fd);
-  /* A stale id, a MEMFD flag or a length that does not match: the client
-   * drops the datagram and keeps waiting, so another reply follows. */
-  return (ctl & (4 | 16 | 32)) ? reply(s, req, rfds, nrfds) : true;
+  /* A stale id, a MEMFD flag, a length that does not match or a datagram
+   * over the client's reply buffer (header + 256): the client drops it and
+   * keeps waiting (until SBX_CHAN_REPLY_TIMEOUT_MS), so another follows. */
+  bool dropped = (ctl & (4 | 16 | 32)) || len > 256;
+  return dropped ? reply(s, req, rfds, nrfds) : true;
 }
 
 static void *fake_init(void *arg)

@@ -36,6 +36,14 @@ static int peer = -1; /* the daemon's end */
 static char root[] = "/tmp/sbx-fuzz-init.XXXXXX";
 static bool own_netns;
 
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f);
+
+static void remove_root(void)
+{
+  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  rmdir(root);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   (void)argc, (void)argv;
@@ -51,6 +59,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   in.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (in.rootfd < 0)
     abort();
+  atexit(remove_root);
   return 0;
 }
 
