@@ -5,7 +5,9 @@
  * sandbox_files.c: the STAT, READLINK, LIST, GLOB records it writes into
  * the client's memfd, the fd it hands back) with bytes from the input,
  * and the tail of the input is parsed as a watch event stream
- * (sbx_watch_reader).  Exec's control channel is not covered here.
+ * (sbx_watch_reader).  Two execs follow the file operations: the fake
+ * then plays the exec's shepherd on its control socket (runtime/sandbox.c
+ * on_ctl_msg: STARTED, EXITED, EXEC_FAILED, ERR, PTY).
  *
  * Input: byte 0 bit 0 = the sandbox is fd-in (gVisor); then per reply
  * [u8 ctl][u16 len][len bytes payload][u16 mlen][mlen bytes into the
@@ -42,6 +44,36 @@ static bool take(struct script *s, void *out, size_t n)
   return true;
 }
 
+/* Sends header {type, id, flags, hlen} + len bytes of payload (+ fd,
+ * which is closed here) on sock. */
+static void send_dgram(int sock, uint32_t type, uint32_t id, uint32_t flags, uint32_t hlen,
+                       const uint8_t *payload, size_t len, int fd)
+{
+  struct sbx_proto_hdr h = {.type = type, .id = id, .flags = flags, .len = hlen};
+  char buf[sizeof h + 1024];
+  memcpy(buf, &h, sizeof h);
+  memcpy(buf + sizeof h, payload, len);
+  struct iovec iov = {buf, sizeof h + len};
+  union {
+    char b[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (fd >= 0) {
+    memset(&u, 0, sizeof u);
+    m.msg_control = u.b;
+    m.msg_controllen = sizeof u.b;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  sendmsg(sock, &m, MSG_NOSIGNAL);
+  if (fd >= 0)
+    close(fd);
+}
+
 /* One reply to the request hdr (whose fds are rfds); false: script over. */
 static bool reply(struct script *s, const struct sbx_proto_hdr *req, int *rfds, size_t nrfds)
 {
@@ -62,34 +94,40 @@ static bool reply(struct script *s, const struct sbx_proto_hdr *req, int *rfds, 
   struct sbx_proto_hdr h = {.type = type, .id = req->id + ((ctl & 4) ? 1 : 0),
                             .flags = (ctl & 16) ? SBX_PROTO_F_MEMFD : 0,
                             .len = len + ((ctl & 32) ? 1 : 0)};
-  char buf[sizeof h + 1024];
-  memcpy(buf, &h, sizeof h);
-  memcpy(buf + sizeof h, payload, len);
   int fd = (ctl & 8) ? memfd_create("fuzz-reply", MFD_CLOEXEC) : -1;
-  struct iovec iov = {buf, sizeof h + len};
-  union {
-    char b[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (fd >= 0) {
-    memset(&u, 0, sizeof u);
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof u.b;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  sendmsg(s->sock, &m, MSG_NOSIGNAL);
-  if (fd >= 0)
-    close(fd);
+  send_dgram(s->sock, h.type, h.id, h.flags, h.len, payload, len, fd);
   /* A stale id, a MEMFD flag, a length that does not match or a datagram
    * over the client's reply buffer (header + 256): the client drops it and
    * keeps waiting (until SBX_CHAN_REPLY_TIMEOUT_MS), so another follows. */
   bool dropped = (ctl & (4 | 16 | 32)) || len > 256;
   return dropped ? reply(s, req, rfds, nrfds) : true;
+}
+
+/* EXEC: the shepherd's side of the exec's control socket (fds[3]; fds[1],
+ * fds[2] its stdout and stderr): up to 16 ctl datagrams from the script,
+ * [u8 ctl][u8 len][payload], ctl bits 0-2: STARTED, EXEC_FAILED, EXITED,
+ * ERR, PTY (with a memfd, which is no pty master), PONG, KILL, byte 0 of
+ * the payload; bit 3 length field off by one.  Then every fd closes. */
+static void shepherd(struct script *s, int *fds, size_t nfds)
+{
+  static const uint32_t types[] = {SBX_MSG_STARTED, SBX_MSG_EXEC_FAILED, SBX_MSG_EXITED,
+                                   SBX_MSG_ERR,     SBX_MSG_PTY,         SBX_MSG_PONG,
+                                   SBX_MSG_KILL,    0};
+  uint8_t count = 0;
+  take(s, &count, 1);
+  for (unsigned i = 0; i < (count & 15u); i++) {
+    uint8_t ctl, len;
+    if (!take(s, &ctl, 1) || !take(s, &len, 1) || s->len - s->off < len)
+      break;
+    const uint8_t *payload = s->p + s->off;
+    s->off += len;
+    uint32_t type = types[ctl & 7] ? types[ctl & 7] : (len ? payload[0] : 0);
+    int fd = type == SBX_MSG_PTY ? memfd_create("fuzz-pty", MFD_CLOEXEC) : -1;
+    send_dgram(fds[3], type, 0, 0, (uint32_t)len + ((ctl & 8) ? 1 : 0), payload, len, fd);
+  }
+  if (write(fds[1], "out", 3) < 0 || write(fds[2], "err", 3) < 0)
+    abort();
+  (void)nfds;
 }
 
 static void *fake_init(void *arg)
@@ -104,7 +142,11 @@ static void *fake_init(void *arg)
       break;
     struct sbx_proto_hdr h;
     memcpy(&h, buf, sizeof h);
-    bool more = reply(s, &h, fds, nfds);
+    bool more = true;
+    if (h.type == SBX_MSG_EXEC && nfds >= 4)
+      shepherd(s, fds, nfds); /* EXEC has no reply on the main channel */
+    else
+      more = reply(s, &h, fds, nfds);
     for (size_t i = 0; i < nfds; i++)
       close(fds[i]);
     if (!more)
@@ -112,6 +154,32 @@ static void *fake_init(void *arg)
   }
   close(s->sock); /* the client sees "sandbox lost" from here on */
   return NULL;
+}
+
+static void on_started(void *ctx, pid_t pid, int ctl_fd, int pty_fd)
+{
+  (void)ctx, (void)pid;
+  if (ctl_fd >= 0)
+    close(ctl_fd);
+  if (pty_fd >= 0)
+    close(pty_fd);
+}
+
+/* A plain exec and a background-style one (on_started): what the
+ * shepherd's ctl messages decide (status, exit code, pid, pty fd). */
+static void exec_ops(struct sbx_sandbox *sb)
+{
+  static char *const argv[] = {"true", NULL}, *const env[] = {NULL};
+  const struct sbx_exec_live live = {.stdin_fd = -1, .on_started = on_started};
+  for (int i = 0; i < 2; i++) {
+    struct sbx_exec_request req = {.argv = argv, .env = env, .timeout_ms = 5000,
+                                   .live = i ? &live : NULL};
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    struct sbx_error err = {0};
+    sbx_sandbox_exec(sb, &req, &res, &err);
+    sbx_exec_result_free(&res);
+  }
 }
 
 static void client_ops(struct sbx_sandbox *sb)
@@ -140,6 +208,7 @@ static void client_ops(struct sbx_sandbox *sb)
   ents = NULL;
   if (sbx_sandbox_list_tree(sb, "/work", 3, &ents, &count, 100, &err) == 0)
     free(ents);
+  exec_ops(sb);
 }
 
 static void watch_stream(const uint8_t *data, size_t size)

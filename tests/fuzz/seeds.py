@@ -261,4 +261,12 @@ chan = [b"\0" + rep(0, ok(0), stat_file) + rep(0, ok(0), stat_link) + rep(0, ok(
         wev(1, 0, b"a.txt") + wev(4, 1, b"d", b"e") + wev(5, 0, b"", cnt=9) + wev(7, 0, b""),
         b"\0" + rep(1, u32(0xffffffff)) * 8 + wev(1, 0, b"../x") + wev(1, 0, b"a\0b"),
         b"\0", b"\1" + rep(8, ok(0))]
+# eight ERR replies (one per file operation), then the two execs' shepherds
+errs = rep(1, u32(2)) * 8
+ctl = lambda c, p: bytes([c, len(p)]) + p
+exited = lambda st: ctl(2, u32(st) + u64(1500) + u64(2048))
+chan += [b"\0" + errs + bytes([2]) + ctl(0, u32(42)) + exited(0) + bytes([3]) + ctl(4, b"") + ctl(0, u32(43)) + exited(9),
+         b"\1" + errs + bytes([1]) + ctl(1, u32(2) + u32(0)) + bytes([1]) + ctl(1, u32(13) + u32(1)),
+         b"\0" + errs + bytes([2]) + ctl(3, u32(12)) + ctl(0, u32(0)) + bytes([2]) + ctl(0, u32(0x80000000)) + ctl(8, u32(1)),
+         b"\0" + errs + bytes([0]) + bytes([4]) + ctl(7, b"\x22" + u32(0)) + ctl(5, b"") + ctl(6, b"") + exited(0x7f)]
 write("chan_reply", chan)
