@@ -164,6 +164,9 @@ def tar(members, fmt=tarfile.PAX_FORMAT, compress=False):
                 ti.linkname = m[2]
             t.addfile(ti)
     data = bio.getvalue()
+    # tarfile pads to a 10 KiB record; the end-of-archive blocks suffice
+    body = data.rstrip(b"\0")
+    data = body + b"\0" * (-len(body) % 512) + b"\0" * 1024
     return gzip.compress(data, mtime=0) if compress else data
 
 
