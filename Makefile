@@ -5,15 +5,19 @@
 #                 and the driver-facing integration files on gvisor (make test-gvisor)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
+#   make fuzz     every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each (clang)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZERS    ?= router schema init_msg chan_reply archive image dns sni policy
 PYTHON     ?= /usr/bin/python3
 STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        bench clean deb test-deb
+        bench fuzz clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -64,9 +68,19 @@ deb: deps
 
 test-deb: deb
 	./tests/packaging/test-deb.sh $$(ls -t $(BUILD)/deb/sandboxd_*.deb | head -1)
+# libFuzzer needs clang and coverage in every library a harness links: a
+# build dir of its own (docs/testing.md, "Fuzzing").  Only the fuzz_*
+# binaries are built there (sbx-init, static, cannot take the coverage).
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang-14 meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_sanitize=address,undefined \
+	  -Db_lundef=false >/dev/null
+
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) $(FUZZERS:%=tests/fuzz/fuzz_%)
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
 
 bench: deps all
 	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -29,6 +29,8 @@ PACKAGES=(
   docker-registry skopeo mmdebstrap busybox-static zlib1g-dev
   # the Debian package (make deb) and its install test
   debhelper dpkg-dev
+  # make fuzz: clang with libFuzzer and the sanitizer runtimes (tests/fuzz)
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

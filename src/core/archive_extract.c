@@ -204,8 +204,8 @@ static int limit_err(struct sbx_error *err, const char *what, unsigned long long
 }
 
 /* Pass 1: every header, nothing written. */
-static int validate(const void *data, size_t len, const struct sbx_archive_limits *lim,
-                    struct sbx_error *err)
+int sbx_archive_validate(const void *data, size_t len, const struct sbx_archive_limits *lim,
+                         struct sbx_error *err)
 {
   struct archive *a = open_reader(data, len, err);
   if (!a)
@@ -441,7 +441,7 @@ int sbx_archive_extract(struct sbx_core *core, const struct sbx_principal *who, 
   int r = -1;
   if (!x)
     sbx_err_sys(err, ENOMEM, "archive");
-  else if (validate(data, len, lim, err) == 0) {
+  else if (sbx_archive_validate(data, len, lim, err) == 0) {
     x->sb = ls->sb;
     x->dir = dir;
     r = extract_all(x, data, len, err);

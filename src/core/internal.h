@@ -157,6 +157,11 @@ int sbx_core_image_exec(const struct sbx_image *img, struct sbx_exec_spec *spec,
                         bool use_default_command, struct sbx_error *err);
 const char *const *sbx_core_image_env(const struct sbx_image *img);
 
+/* core/archive_extract.c: the check of every entry of a tar before
+ * anything is written (sbx_archive_extract's first pass; the fuzzer's). */
+int sbx_archive_validate(const void *data, size_t len, const struct sbx_archive_limits *lim,
+                         struct sbx_error *err);
+
 /* core/network.c (issue 5): the net module's life with the daemon's, and
  * the fail-closed checks of an allowlist request. */
 struct sbx_net_policy;

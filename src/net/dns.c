@@ -170,8 +170,8 @@ static size_t rcode_only(uint8_t *r, size_t len, unsigned rcode)
   return len;
 }
 
-/* Builds the reply to q in r (RMAX bytes); 0: send nothing. */
-static size_t answer(const uint8_t *q, size_t qlen, const struct sockaddr_storage *from, uint8_t *r)
+size_t sbx_net_dns_answer(const uint8_t *q, size_t qlen, const struct sockaddr_storage *from,
+                          uint8_t *r)
 {
   if (qlen < 12 || (q[2] & 0x80)) /* too short to answer, or a response: never reply */
     return 0;
@@ -326,7 +326,7 @@ static void *worker_main(void *arg)
     D.qhead = (D.qhead + 1) % QUEUE_MAX;
     D.qn--;
     pthread_mutex_unlock(&D.mu);
-    size_t rlen = answer(j->q, j->qlen, &j->from, r);
+    size_t rlen = sbx_net_dns_answer(j->q, j->qlen, &j->from, r);
     if (rlen)
       udp_reply(j, r, rlen);
     free(j);
@@ -421,7 +421,7 @@ static void *tcp_main(void *arg)
     size_t qlen = (size_t)lenb[0] << 8 | lenb[1];
     if (qlen > QMAX || read_full(t->fd, q, qlen) < 0)
       break;
-    size_t rlen = answer(q, qlen, &t->from, r + 2);
+    size_t rlen = sbx_net_dns_answer(q, qlen, &t->from, r + 2);
     if (!rlen)
       break;
     put16(r, (unsigned)rlen);

@@ -52,6 +52,10 @@ int sbx_net_resolve(const char *name, struct sockaddr_storage *out, int max);
  * but a sandbox veth. */
 int sbx_net_dns_start(uint16_t *port_out, struct sbx_error *err);
 void sbx_net_dns_stop(void);
+/* The responder's answer to one query q from `from`, built in r (512
+ * bytes); 0: send nothing.  What both transports call (and the fuzzer). */
+size_t sbx_net_dns_answer(const uint8_t *q, size_t qlen, const struct sockaddr_storage *from,
+                          uint8_t *r);
 int sbx_net_egress_start(uint16_t *port_out, struct sbx_error *err);
 void sbx_net_egress_stop(void);
 
