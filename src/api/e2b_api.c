@@ -257,12 +257,13 @@ static int get_ready(struct sbx_req *r, json_t **s, struct sbx_error *err)
 {
   if (sbx_session_get(r->core, &r->who, r->params[0], s, err) < 0)
     return -1;
-  const char *st = json_string_value(json_object_get(*s, "status"));
-  if (st && !strcmp(st, "ready"))
+  char st[32];
+  snprintf(st, sizeof st, "%s", json_string_value(json_object_get(*s, "status")) ?: "unknown");
+  if (!strcmp(st, "ready"))
     return 0;
   json_decref(*s);
-  sbx_err_set(err, SBX_E_NOT_FOUND, 0, "sandbox %s not found (it ended: %s)", r->params[0],
-              st ? st : "unknown");
+  *s = NULL;
+  sbx_err_set(err, SBX_E_NOT_FOUND, 0, "sandbox %s not found (it ended: %s)", r->params[0], st);
   return sbx_err_fr(err, "Bac à sable %s introuvable (terminé)", r->params[0]);
 }
 
@@ -278,6 +279,10 @@ SBX_HANDLER(sbx_h_e2b_get)
 
 SBX_HANDLER(sbx_h_e2b_kill)
 {
+  json_t *s;
+  if (get_ready(r, &s, err) < 0) /* an ended sandbox is gone for E2B: 404, "not killed" */
+    return -1;
+  json_decref(s);
   if (sbx_session_delete(r->core, &r->who, r->params[0], err) < 0)
     return -1;
   sbx_resp_empty(out, 204);

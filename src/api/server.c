@@ -470,7 +470,8 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
 {
   struct sockaddr_storage ss;
   socklen_t slen;
-  if (resolve_listen(cfg->listen, &ss, &slen, err) < 0)
+  if (resolve_listen(cfg->listen, &ss, &slen, err) < 0 ||
+      sbx_e2b_configure(cfg->e2b_templates, err) < 0)
     return -1;
   struct sbx_server *srv = calloc(1, sizeof *srv);
   if (!srv)

@@ -14,6 +14,7 @@ struct sbx_server_config {
   const char *listen;     /* "127.0.0.1:8080", "[::1]:0", ":8080" */
   size_t max_body_bytes;  /* larger bodies → 413 */
   unsigned max_connections;
+  const char *e2b_templates; /* E2B template mapping, "NAME=PROFILE[:IMAGE],…" (api/e2b.h) */
 };
 
 int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,

@@ -107,6 +107,7 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   STR("dns_upstream", dns_upstream) /* issue 5 */
   STR("net_pool4", net_pool4)
   STR("net_pool6", net_pool6)
+  STR("e2b_templates", e2b_templates)
 #undef STR
   if (!strcmp(key, "pull")) { /* issue 7: pull images a request names when missing? */
     c->image_pull = !strcmp(v, "missing") ? 0 : !strcmp(v, "never") ? 1 : -1;
@@ -273,6 +274,7 @@ static const struct {
     {"SANDBOXD_PULL", "pull"}, /* issue 7 */
     {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
     {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
+    {"SANDBOXD_E2B_TEMPLATES", "e2b_templates"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -299,6 +301,7 @@ static const struct {
     {"--pull", "pull"}, /* issue 7 */
     {"--workers-per-tenant", "workers_per_tenant"},
     {"--queue-max-per-tenant", "queue_max_per_tenant"},
+    {"--e2b-templates", "e2b_templates"},
     {"--enable-unsafe-process-driver", NULL},
 };
 

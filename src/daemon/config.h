@@ -46,6 +46,7 @@ struct sbx_config {
   char net_pool6[64];
   /* issue 7: images */
   int image_pull;         /* SBX_IMAGE_PULL_MISSING (0, default) or _NEVER (1) */
+  char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

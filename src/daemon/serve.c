@@ -82,7 +82,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
     close(lock_fd);
     return 1;
   }
-  struct sbx_server_config sc = {.listen = cfg->listen, .max_body_bytes = cfg->max_body};
+  struct sbx_server_config sc = {.listen = cfg->listen, .max_body_bytes = cfg->max_body,
+                                 .e2b_templates = cfg->e2b_templates};
   struct sbx_server *srv;
   if (sbx_server_start(&sc, core, &srv, &err) < 0) {
     sbx_error("serve", "%s", err.msg);
