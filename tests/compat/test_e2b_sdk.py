@@ -97,8 +97,11 @@ def test_sdk_workflows_container(daemon, keys, node_modules):
 @pytest.fixture(scope="module")
 def gvisor_daemon(tmp_path_factory):
     runsc = os.environ.get("SANDBOXD_RUNSC", "runsc")
+    # make test-gvisor's rule: a wanted gvisor that is unavailable fails
+    unavailable = pytest.fail if os.environ.get("SANDBOXD_TEST_REQUIRE_PROFILES") == "1" \
+        else pytest.skip
     if not shutil.which(runsc):
-        pytest.skip("runsc is not installed")
+        unavailable("runsc is not installed")
     d = start_daemon(tmp_path_factory, "e2b-gvisor", {"SANDBOXD_RUNSC": runsc},
                      ["--e2b-templates", "walled=gvisor"])
     profiles = requests.get(d.url + "/v1/sandbox/profiles", timeout=30,
@@ -106,7 +109,7 @@ def gvisor_daemon(tmp_path_factory):
     g = [p for p in profiles.get("profiles", []) if p.get("name") == "gvisor"]
     if not g or not g[0].get("available"):
         d.stop()
-        pytest.skip("the gvisor profile is unavailable here")
+        unavailable("the gvisor profile is unavailable here")
     yield d
     d.stop()
 
