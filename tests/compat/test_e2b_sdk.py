@@ -12,6 +12,7 @@ profile; it skips when runsc is unavailable here.
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -89,9 +90,23 @@ def test_discovery_gives_absolute_urls(daemon):
     assert urls["sandbox_url"] == daemon.url + "/e2b/envd"
 
 
+def passed(out):
+    m = re.search(r"^ℹ pass (\d+)$", out, re.M)
+    return int(m.group(1)) if m else 0
+
+
 def test_sdk_workflows_container(daemon, keys, node_modules):
     out = run_sdk(daemon, keys)
-    assert "fail 0" in out.replace("ℹ ", "")
+    assert passed(out) >= 19, out
+    # the same audit trail as our own API: who created, deleted, ran what
+    admin = daemon.create_key("ops", admin=True)
+    events = requests.get(daemon.url + "/v1/audit", params={"limit": 1000}, timeout=30,
+                          headers={"Authorization": "Bearer " + admin}).json()["events"]
+    routes = {(e["action"], (e.get("details") or {}).get("route")) for e in events}
+    for want in [("sandbox.session.create", "e2b_create"), ("sandbox.session.delete", "e2b_kill"),
+                 ("sandbox.execute", "e2b_proc_start"), ("sandbox.files.write", "e2b_files_write"),
+                 ("sandbox.context.run", "e2b_execute")]:
+        assert want in routes, (want, sorted(routes))
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +131,8 @@ def gvisor_daemon(tmp_path_factory):
 
 def test_sdk_workflows_gvisor_subset(gvisor_daemon, node_modules):
     keys = {"alice": gvisor_daemon.create_key("alice"), "bob": gvisor_daemon.create_key("bob")}
-    run_sdk(gvisor_daemon, keys, {"SBX_E2B_TEMPLATE": "walled"}, GVISOR_SUBSET)
+    out = run_sdk(gvisor_daemon, keys, {"SBX_E2B_TEMPLATE": "walled"}, GVISOR_SUBSET)
+    assert passed(out) >= 6, out
     sessions = requests.get(gvisor_daemon.url + "/v1/sandbox/sessions", timeout=30,
                             headers={"Authorization": "Bearer " + keys["alice"]}).json()
     assert all(s["runtime"] == "gvisor" for s in sessions["sessions"])
