@@ -22,8 +22,8 @@ const until = async (pred, ms = 30000, what = 'condition') => {
 }
 
 before(async () => {
-  sbx = TEMPLATE ? await Sandbox.create(TEMPLATE, { envs: { GREETING: 'bonjour' } })
-                 : await Sandbox.create({ envs: { GREETING: 'bonjour' } })
+  const opts = { envs: { GREETING: 'bonjour' }, metadata: { agent: 'compat-test' } }
+  sbx = TEMPLATE ? await Sandbox.create(TEMPLATE, opts) : await Sandbox.create(opts)
 })
 after(async () => { await sbx?.kill() })
 
@@ -36,7 +36,16 @@ test('create and list: the sandbox is listed, running, with its template', async
   const info = await sbx.getInfo()
   assert.equal(info.sandboxId, sbx.sandboxId)
   assert.ok(info.endAt > info.startedAt)
+  assert.deepEqual(info.metadata, { agent: 'compat-test' })
   assert.equal(await sbx.isRunning(), true)
+  const filtered = await Base.list({ query: { metadata: { agent: 'compat-test' } } }).nextItems()
+  assert.deepEqual(filtered.map((s) => s.sandboxId), [sbx.sandboxId])
+  assert.equal((await Base.list({ query: { metadata: { agent: 'other' } } }).nextItems()).length, 0)
+  await sbx.setTimeout(900000)
+  const later = await sbx.getInfo()
+  assert.ok(later.endAt - later.startedAt >= 890000, 'the new timeout counts from now')
+  const again = await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await again.commands.run('echo $GREETING')).stdout, 'bonjour\n')
 })
 
 test('commands.run: stdout, stderr, exit codes, envs, cwd', async () => {
@@ -183,6 +192,9 @@ test('runCode: javascript and separate contexts', async () => {
   assert.equal((await sbx.runCode('counter', { context: ctx })).text, '-1')
   assert.equal((await sbx.runCode('counter')).text, '42', 'the default context kept its own')
   assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
+  await sbx.restartCodeContext(ctx)
+  const fresh = await sbx.runCode('counter', { context: ctx })
+  assert.equal(fresh.error?.name, 'NameError', 'a restarted context lost its state')
   await sbx.removeCodeContext(ctx)
   assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
 })
