@@ -3,9 +3,10 @@
  * Connect are server streams of ProcessEvent (start, data, end,
  * keepalive), fed by a follower thread like the SSE one of
  * h_processes.c; List, SendInput, CloseStdin, SendSignal and Update
- * (terminal resize) are unary.  A stream whose client set
- * Connect-Timeout-Ms kills its process at that deadline and ends with
- * deadline_exceeded, as envd does.  StreamInput (client streaming) needs
+ * (terminal resize) are unary.  Connect-Timeout-Ms on Start is the
+ * process's deadline, as in envd: it is killed then, whether or not its
+ * client is still there (a client that merely leaves does not kill it);
+ * on Connect it only bounds the stream.  Both end deadline_exceeded.  StreamInput (client streaming) needs
  * HTTP/2 end to end and is answered unimplemented. */
 #include <pthread.h>
 #include <stdio.h>
@@ -29,7 +30,8 @@ struct follower {
   struct sbx_principal who;
   char sid[256], pid[16];
   bool pty;
-  uint64_t deadline_ms; /* monotonic ms, 0 = none */
+  bool kill_at_deadline; /* Start: the deadline is the process's too */
+  uint64_t deadline_ms;  /* monotonic ms, 0 = none */
   uint64_t off[2];
 };
 
@@ -87,58 +89,64 @@ static json_t *end_event(json_t *res)
   return o;
 }
 
-static void end_stream(struct sbx_sse *sse, const struct sbx_error *err)
+/* At the call's deadline: Start kills its process (envd runs it under the
+ * request's timeout); Connect only ends its stream. */
+static void deadline_passed(struct follower *f, bool client_gone)
 {
-  size_t len = 0;
-  char *f = sbx_e2b_end_frame(err, &len);
-  send_frame(sse, f, len);
-  sbx_sse_finish(sse);
-}
-
-static void deadline_passed(struct follower *f)
-{
-  json_t *body = json_pack("{s:s}", "signal", "SIGKILL"), *res = NULL;
-  struct sbx_error ignore = {0};
-  sbx_process_signal(f->core, &f->who, f->sid, f->pid, body, &res, &ignore);
-  json_decref(body);
-  json_decref(res);
+  if (f->kill_at_deadline) {
+    json_t *body = json_pack("{s:s}", "signal", "SIGKILL"), *res = NULL;
+    struct sbx_error ignore = {0};
+    sbx_process_signal(f->core, &f->who, f->sid, f->pid, body, &res, &ignore);
+    json_decref(body);
+    json_decref(res);
+  }
+  if (client_gone)
+    return;
   size_t len = 0;
   char *fr = sbx_e2b_frame(0x02, json_pack("{s:{s:s, s:s}}", "error", "code", "deadline_exceeded",
-                                           "message", "the call's deadline passed: the process "
-                                           "was killed"), &len);
+                                           "message", f->kill_at_deadline
+                                               ? "the call's deadline passed: the process was "
+                                                 "killed"
+                                               : "the call's deadline passed"), &len);
   send_frame(f->sse, fr, len);
-  sbx_sse_finish(f->sse);
 }
 
+/* Relays the process until it ends or the client leaves; a Start with a
+ * deadline outlives its client, since its process must still die then. */
 static void *follow_main(void *arg)
 {
   struct follower *f = arg;
   struct sbx_proc_chunk *c = malloc(sizeof *c);
   uint64_t quiet_since = sbx_now_ms();
   bool open = c && send_event(f->sse, "start", json_pack("{s:i}", "pid", atoi(f->pid)));
-  while (open && !sbx_sse_gone(f->sse)) {
+  bool watch_deadline = f->kill_at_deadline && f->deadline_ms;
+  while (c) {
+    bool gone = !open || sbx_sse_gone(f->sse);
+    if (gone && !watch_deadline)
+      break;
     if (f->deadline_ms && sbx_now_ms() >= f->deadline_ms) {
-      deadline_passed(f);
-      open = false;
+      deadline_passed(f, gone);
       break;
     }
     json_t *result = NULL;
     int rc = sbx_process_next(f->p, f->off, c, POLL_MS, &result);
-    if (rc == 1) {
+    if (rc == 1 && !gone) {
       open = send_chunk(f, c);
       quiet_since = sbx_now_ms();
     } else if (rc < 0) {
-      if (send_event(f->sse, "end", end_event(result)))
-        end_stream(f->sse, NULL);
+      if (!gone && send_event(f->sse, "end", end_event(result))) {
+        size_t len = 0;
+        char *fr = sbx_e2b_end_frame(NULL, &len);
+        send_frame(f->sse, fr, len);
+      }
       json_decref(result);
-      open = false;
-    } else if (sbx_now_ms() - quiet_since >= KEEPALIVE_MS) {
+      break;
+    } else if (rc == 0 && !gone && sbx_now_ms() - quiet_since >= KEEPALIVE_MS) {
       open = send_event(f->sse, "keepalive", json_object());
       quiet_since = sbx_now_ms();
     }
   }
-  if (open) /* the client left first */
-    sbx_sse_finish(f->sse);
+  sbx_sse_finish(f->sse);
   free(c);
   sbx_sse_unref(f->sse);
   sbx_process_detach(f->p);
@@ -147,7 +155,7 @@ static void *follow_main(void *arg)
 }
 
 static int follow(struct sbx_req *r, struct sbx_resp *out, const char *pid, bool pty,
-                  struct sbx_error *err)
+                  bool kill_at_deadline, struct sbx_error *err)
 {
   struct follower *f = calloc(1, sizeof *f);
   if (!f)
@@ -155,6 +163,7 @@ static int follow(struct sbx_req *r, struct sbx_resp *out, const char *pid, bool
   f->core = r->core;
   f->who = r->who;
   f->pty = pty;
+  f->kill_at_deadline = kill_at_deadline;
   snprintf(f->sid, sizeof f->sid, "%s", sbx_e2b_sid(r));
   snprintf(f->pid, sizeof f->pid, "%s", pid);
   unsigned long ms = sbx_e2b_deadline_ms(r);
@@ -244,7 +253,7 @@ SBX_HANDLER(sbx_h_e2b_proc_start)
     sbx_process_stdin(r->core, &r->who, sbx_e2b_sid(r), pid, "", 0, true, &o, &ignore);
     json_decref(o);
   }
-  return follow(r, out, pid, pty, err);
+  return follow(r, out, pid, pty, true, err);
 }
 
 /* ---- the selector of the other calls ---- */
@@ -275,7 +284,7 @@ SBX_HANDLER(sbx_h_e2b_proc_connect)
     return -1;
   bool pty = json_is_object(json_object_get(info, "pty"));
   json_decref(info);
-  return follow(r, out, pid, pty, err);
+  return follow(r, out, pid, pty, false, err);
 }
 
 static json_t *process_info(json_t *p)

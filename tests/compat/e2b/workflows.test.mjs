@@ -199,11 +199,18 @@ test('runCode: javascript and separate contexts', async () => {
   assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
 })
 
-test('a command past its timeout is killed', async () => {
+test('a command past its timeout is killed, even once its client left', async () => {
   await assert.rejects(sbx.commands.run('sleep 300', { timeoutMs: 1500 }),
     (e) => e instanceof TimeoutError || /deadline|timed out|abort/i.test(String(e)))
-  await until(async () => !(await sbx.commands.list()).some((p) => true), 30000,
-    'no process left running')
+  const left = await sbx.commands.run('sleep 301', { background: true, timeoutMs: 1500 })
+  await left.disconnect()
+  const kept = await sbx.commands.run('sleep 302', { background: true, timeoutMs: 0 })
+  await kept.disconnect()
+  const running = async () => (await sbx.commands.list()).map((p) => p.args.join(' '))
+  await until(async () => !(await running()).some((a) => /sleep 30[01]/.test(a)), 30000,
+    'both timed-out commands gone')
+  assert.ok((await running()).some((a) => a.includes('sleep 302')), 'no timeout: still running')
+  await sbx.commands.kill(kept.pid)
 })
 
 test('a sandbox past its timeout is killed', async () => {
