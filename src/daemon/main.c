@@ -35,6 +35,7 @@ static void usage(FILE *f)
           "                          veth addresses for allowlisted sandboxes\n"
           "  --pull missing|never    pull images requests name when not stored (default\n"
           "                          missing; env SANDBOXD_PULL)\n"
+          "  --e2b-templates LIST    E2B templates: NAME=PROFILE[:IMAGE],... (docs/compat/e2b.md)\n"
           "  --enable-unsafe-process-driver\n"
           "                          allow the 'process' driver (no isolation: development only)\n");
 }
