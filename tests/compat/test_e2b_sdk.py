@@ -294,3 +294,27 @@ def test_killed_sandbox_answers_not_running(daemon, keys, sandbox):
     assert envd(daemon, sid, tok, "GET", "/health").status_code == 502
     r = api(daemon, keys["alice"], "DELETE", f"/sandboxes/{sid}")
     assert r.status_code == 404 and r.json()["code"] == 404
+
+
+def test_quotas_hold_through_the_e2b_surface(tmp_path_factory):
+    state = tmp_path_factory.mktemp("e2b-quota")
+    conf = state / "sandboxd.conf"
+    conf.write_text("[tenant.carol]\nquota_sessions = 1\n")
+    d = start_daemon(tmp_path_factory, "e2b-quota-d", {"SANDBOXD_RUNSC": "/nonexistent/runsc"},
+                     ["--config", str(conf)])
+    try:
+        key = d.create_key("carol")
+        first = api(d, key, "POST", "/v2/sandboxes", json={})
+        assert first.status_code == 201, first.text
+        second = api(d, key, "POST", "/v2/sandboxes", json={})
+        assert second.status_code == 429 and second.json()["code"] == 429, second.text
+        assert "session" in second.json()["message"]
+        assert sessions_of(d, key) == [first.json()["sandboxID"]]
+        # the refusal is a policy decision in the audit trail, like ours
+        admin = d.create_key("ops", admin=True)
+        events = requests.get(d.url + "/v1/audit", params={"limit": 1000}, timeout=30,
+                              headers={"Authorization": "Bearer " + admin}).json()["events"]
+        assert any(e["action"] == "policy.denied" and
+                   (e.get("details") or {}).get("route") == "e2b_create" for e in events)
+    finally:
+        d.stop()
