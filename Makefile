@@ -2,7 +2,8 @@
 #   make          build build/sandboxd, build/sbx and build/sbx-init
 #   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
-#                 and the driver-facing integration files on gvisor (make test-gvisor)
+#                 the driver-facing integration files on gvisor (make test-gvisor) and the
+#                 real E2B SDKs against the E2B-compatible API (make test-compat)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 #   make fuzz     every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each (clang)
@@ -17,7 +18,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        bench fuzz clean deb test-deb
+        test-compat bench fuzz clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -34,7 +35,8 @@ deps:
 run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
-test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-deb
+test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-compat \
+      test-deb
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -60,6 +62,13 @@ test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
+
+# The E2B-compatible surface driven by the real e2b / @e2b/code-interpreter
+# SDKs, installed with npm ci from tests/compat/package-lock.json
+# (docs/compat/e2b.md); a subset again on gvisor when runsc works here.
+test-compat: all
+	cd tests/compat && npm ci --no-audit --no-fund --silent
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/compat
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).

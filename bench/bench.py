@@ -26,6 +26,7 @@ import gvbench  # noqa: E402
 import imgbench  # noqa: E402
 import limitsbench  # noqa: E402
 import netbench  # noqa: E402
+import e2bbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
@@ -539,7 +540,8 @@ class Bench:
         for name, fn in (("nopool", self.nopool_part), ("net", lambda: netbench.net_part(self)),
                          ("images", lambda: imgbench.image_part(self)),
                          ("store", self.store_part), ("trace", self.trace_part),
-                         ("limits", lambda: limitsbench.limits_part(self))):
+                         ("limits", lambda: limitsbench.limits_part(self)),
+                         ("e2b", lambda: e2bbench.e2b_part(self))):
             if name in parts:
                 fn()
 
@@ -707,7 +709,8 @@ def main():
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
-                    help="comma list of parts to run (gvisor,nopool,net,images,store,trace,limits), "
+                    help="comma list of parts to run (gvisor,nopool,net,images,store,trace,limits,"
+                         "e2b), "
                          "for working on one part; the report then has only those rows")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -731,6 +734,7 @@ def main():
             b.store_part()
             b.trace_part()
             limitsbench.limits_part(b)
+            e2bbench.e2b_part(b)
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)

@@ -285,6 +285,21 @@ def _side_table(rows, spec, base_title):
     return L + [""]
 
 
+def _e2b_section(rows):
+    """The E2B-compatible surface (bench/e2bbench.py): the SDK against our exec."""
+    if not any(k.startswith("e2b.") for k in rows):
+        return []
+    return ["## The E2B SDK against our own API", "",
+            "One `container` session each, alternating batches; ratios against our exec "
+            "by fetch from the same node process.  `commands.run` runs `bash -l -c` as a "
+            "background process and answers a Connect stream (start, data, end envelopes "
+            "from a follower thread), so the `bash -l -c true` row is its like-for-like base.",
+            ""] + _side_table(rows, [
+                ("e2b.api_true", None, ""), ("e2b.api_bash", "e2b.api_true", ""),
+                ("e2b.sdk", "e2b.api_true", ""), ("e2b.apiloop", "e2b.api_true", "")],
+                "× fetch exec `true`")
+
+
 def _network_section(rows, facts):
     if not any(k.startswith("net.") for k in rows):
         return []
@@ -566,6 +581,7 @@ def render(rows, facts, profiles):
         if line:
             L.append(line)
     L.append("")
+    L += _e2b_section(rows)
     L += _network_section(rows, facts)
     L += _gvisor_section(rows, facts, profiles)
     L += _image_section(rows, facts)

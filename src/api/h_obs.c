@@ -162,6 +162,22 @@ static const struct {
     {"image_pull", "image.pull"}, /* issue 7 */
     {"image_gc", "image.gc"},
     {"image_delete", "image.delete"},
+    /* The E2B-compatible surface (api/e2b*.c): the same actions as ours. */
+    {"e2b_create", "sandbox.session.create"},
+    {"e2b_kill", "sandbox.session.delete"},
+    {"e2b_timeout", "sandbox.session.patch"},
+    {"e2b_files_write", "sandbox.files.write"},
+    {"e2b_proc_start", "sandbox.execute"},
+    {"e2b_proc_input", "sandbox.process.stdin"},
+    {"e2b_proc_signal", "sandbox.process.signal"},
+    {"e2b_proc_update", "sandbox.process.resize"},
+    {"e2b_fs_mkdir", "sandbox.files.mkdir"},
+    {"e2b_fs_move", "sandbox.files.move"},
+    {"e2b_fs_remove", "sandbox.files.delete"},
+    {"e2b_execute", "sandbox.context.run"},
+    {"e2b_ctx_create", "sandbox.context.create"},
+    {"e2b_ctx_delete", "sandbox.context.delete"},
+    {"e2b_ctx_restart", "sandbox.context.restart"},
 };
 
 static const char *mutation_action(const struct sbx_route *rt)

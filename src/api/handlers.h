@@ -70,4 +70,43 @@ int sbx_api_exec_stream(struct sbx_req *r, struct sbx_resp *out, json_t *body,
 /* An output chunk as an SSE event's data: {data|data_base64, offset}. */
 json_t *sbx_api_chunk_json(const char *data, size_t len, uint64_t offset);
 
+/* The E2B-compatible surface: api/e2b_api.c, e2b_process.c, e2b_fs.c,
+ * e2b_files.c, e2b_code.c (api/e2b.h). */
+SBX_HANDLER(sbx_h_e2b_discovery);
+SBX_HANDLER(sbx_h_e2b_create);
+SBX_HANDLER(sbx_h_e2b_list);
+SBX_HANDLER(sbx_h_e2b_get);
+SBX_HANDLER(sbx_h_e2b_kill);
+SBX_HANDLER(sbx_h_e2b_timeout);
+SBX_HANDLER(sbx_h_e2b_connect);
+SBX_HANDLER(sbx_h_e2b_pause);
+SBX_HANDLER(sbx_h_e2b_resume);
+SBX_HANDLER(sbx_h_e2b_snapshot);
+SBX_HANDLER(sbx_h_e2b_metrics);
+SBX_HANDLER(sbx_h_e2b_templates);
+SBX_HANDLER(sbx_h_e2b_volumes);
+SBX_HANDLER(sbx_h_e2b_health);
+SBX_HANDLER(sbx_h_e2b_files_get);
+SBX_HANDLER(sbx_h_e2b_files_post);
+SBX_HANDLER(sbx_h_e2b_proc_start);
+SBX_HANDLER(sbx_h_e2b_proc_connect);
+SBX_HANDLER(sbx_h_e2b_proc_list);
+SBX_HANDLER(sbx_h_e2b_proc_input);
+SBX_HANDLER(sbx_h_e2b_proc_close_stdin);
+SBX_HANDLER(sbx_h_e2b_proc_signal);
+SBX_HANDLER(sbx_h_e2b_proc_update);
+SBX_HANDLER(sbx_h_e2b_proc_stream_input);
+SBX_HANDLER(sbx_h_e2b_fs_stat);
+SBX_HANDLER(sbx_h_e2b_fs_list);
+SBX_HANDLER(sbx_h_e2b_fs_mkdir);
+SBX_HANDLER(sbx_h_e2b_fs_move);
+SBX_HANDLER(sbx_h_e2b_fs_remove);
+SBX_HANDLER(sbx_h_e2b_fs_watch);
+SBX_HANDLER(sbx_h_e2b_fs_watchers);
+SBX_HANDLER(sbx_h_e2b_execute);
+SBX_HANDLER(sbx_h_e2b_ctx_create);
+SBX_HANDLER(sbx_h_e2b_ctx_list);
+SBX_HANDLER(sbx_h_e2b_ctx_delete);
+SBX_HANDLER(sbx_h_e2b_ctx_restart);
+
 #endif

@@ -11,6 +11,10 @@
 
 #include "api/handlers.h"
 
+#define E2B_API "/e2b/api"   /* SBX_E2B_API_PREFIX */
+#define E2B_ENVD "/e2b/envd" /* SBX_E2B_ENVD_PREFIX */
+#define E2B_KEY SBX_AUTH_E2B_KEY
+#define E2B_SBX SBX_AUTH_E2B_SANDBOX
 #define SBX_PORTS_PATTERN "/v1/sandbox/sessions/{id}/ports/{port}/{rest*}"
 
 static const struct sbx_route routes[] = {
@@ -86,6 +90,63 @@ static const struct sbx_route routes[] = {
     {"GET", "/v1/audit/verify", sbx_h_audit_verify, SBX_AUTH_ADMIN, "audit_verify"},
     {"GET", "/v1/sandbox/usage", sbx_h_usage, SBX_AUTH_KEY, "usage"},
     {"GET", "/metrics", sbx_h_metrics, SBX_AUTH_NONE, "metrics"},
+    /* The E2B-compatible surface (api/e2b*.c, docs/compat/e2b.md). */
+    {"GET", "/v1/compat/e2b", sbx_h_e2b_discovery, SBX_AUTH_NONE, "e2b_discovery"},
+    {"POST", E2B_API "/v2/sandboxes", sbx_h_e2b_create, E2B_KEY, "e2b_create"},
+    {"GET", E2B_API "/v2/sandboxes", sbx_h_e2b_list, E2B_KEY, "e2b_list"},
+    {"GET", E2B_API "/sandboxes", sbx_h_e2b_list, E2B_KEY, "e2b_list"},
+    {"GET", E2B_API "/sandboxes/{id}", sbx_h_e2b_get, E2B_KEY, "e2b_get"},
+    {"DELETE", E2B_API "/sandboxes/{id}", sbx_h_e2b_kill, E2B_KEY, "e2b_kill"},
+    {"POST", E2B_API "/sandboxes/{id}/timeout", sbx_h_e2b_timeout, E2B_KEY, "e2b_timeout"},
+    {"POST", E2B_API "/v2/sandboxes/{id}/connect", sbx_h_e2b_connect, E2B_KEY, "e2b_connect"},
+    {"POST", E2B_API "/sandboxes/{id}/pause", sbx_h_e2b_pause, E2B_KEY, "e2b_unsupported"},
+    {"POST", E2B_API "/sandboxes/{id}/resume", sbx_h_e2b_resume, E2B_KEY, "e2b_unsupported"},
+    {"POST", E2B_API "/sandboxes/{id}/snapshots", sbx_h_e2b_snapshot, E2B_KEY,
+     "e2b_unsupported"},
+    {"GET", E2B_API "/sandboxes/{id}/metrics", sbx_h_e2b_metrics, E2B_KEY, "e2b_unsupported"},
+    {"GET", E2B_API "/templates", sbx_h_e2b_templates, E2B_KEY, "e2b_unsupported"},
+    {"POST", E2B_API "/v3/templates", sbx_h_e2b_templates, E2B_KEY, "e2b_unsupported"},
+    {"GET", E2B_API "/volumes", sbx_h_e2b_volumes, E2B_KEY, "e2b_unsupported"},
+    {"POST", E2B_API "/volumes", sbx_h_e2b_volumes, E2B_KEY, "e2b_unsupported"},
+    {"GET", E2B_ENVD "/health", sbx_h_e2b_health, E2B_SBX, "e2b_health"},
+    {"GET", E2B_ENVD "/files", sbx_h_e2b_files_get, E2B_SBX, "e2b_files_read"},
+    {"POST", E2B_ENVD "/files", sbx_h_e2b_files_post, E2B_SBX, "e2b_files_write"},
+    {"POST", E2B_ENVD "/process.Process/Start", sbx_h_e2b_proc_start, E2B_SBX, "e2b_proc_start"},
+    {"POST", E2B_ENVD "/process.Process/Connect", sbx_h_e2b_proc_connect, E2B_SBX,
+     "e2b_proc_connect"},
+    {"POST", E2B_ENVD "/process.Process/List", sbx_h_e2b_proc_list, E2B_SBX, "e2b_proc_list"},
+    {"POST", E2B_ENVD "/process.Process/SendInput", sbx_h_e2b_proc_input, E2B_SBX,
+     "e2b_proc_input"},
+    {"POST", E2B_ENVD "/process.Process/CloseStdin", sbx_h_e2b_proc_close_stdin, E2B_SBX,
+     "e2b_proc_input"},
+    {"POST", E2B_ENVD "/process.Process/SendSignal", sbx_h_e2b_proc_signal, E2B_SBX,
+     "e2b_proc_signal"},
+    {"POST", E2B_ENVD "/process.Process/Update", sbx_h_e2b_proc_update, E2B_SBX,
+     "e2b_proc_update"},
+    {"POST", E2B_ENVD "/process.Process/StreamInput", sbx_h_e2b_proc_stream_input, E2B_SBX,
+     "e2b_unsupported"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/Stat", sbx_h_e2b_fs_stat, E2B_SBX, "e2b_fs_stat"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/ListDir", sbx_h_e2b_fs_list, E2B_SBX,
+     "e2b_fs_list"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/MakeDir", sbx_h_e2b_fs_mkdir, E2B_SBX,
+     "e2b_fs_mkdir"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/Move", sbx_h_e2b_fs_move, E2B_SBX, "e2b_fs_move"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/Remove", sbx_h_e2b_fs_remove, E2B_SBX,
+     "e2b_fs_remove"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/WatchDir", sbx_h_e2b_fs_watch, E2B_SBX,
+     "e2b_fs_watch"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/CreateWatcher", sbx_h_e2b_fs_watchers, E2B_SBX,
+     "e2b_unsupported"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/GetWatcherEvents", sbx_h_e2b_fs_watchers, E2B_SBX,
+     "e2b_unsupported"},
+    {"POST", E2B_ENVD "/filesystem.Filesystem/RemoveWatcher", sbx_h_e2b_fs_watchers, E2B_SBX,
+     "e2b_unsupported"},
+    {"POST", E2B_ENVD "/execute", sbx_h_e2b_execute, E2B_SBX, "e2b_execute"},
+    {"POST", E2B_ENVD "/contexts", sbx_h_e2b_ctx_create, E2B_SBX, "e2b_ctx_create"},
+    {"GET", E2B_ENVD "/contexts", sbx_h_e2b_ctx_list, E2B_SBX, "e2b_ctx_list"},
+    {"DELETE", E2B_ENVD "/contexts/{cid}", sbx_h_e2b_ctx_delete, E2B_SBX, "e2b_ctx_delete"},
+    {"POST", E2B_ENVD "/contexts/{cid}/restart", sbx_h_e2b_ctx_restart, E2B_SBX,
+     "e2b_ctx_restart"},
     {NULL, NULL, NULL, SBX_AUTH_NONE, NULL},
 };
 

@@ -9,7 +9,10 @@
 
 #include "api/http.h"
 
-enum sbx_auth { SBX_AUTH_NONE, SBX_AUTH_KEY, SBX_AUTH_ADMIN };
+/* E2B_KEY: our key in X-API-Key; E2B_SANDBOX: a sandbox's access token
+ * (api/e2b.h).  Both answer in E2B's error shapes. */
+enum sbx_auth { SBX_AUTH_NONE, SBX_AUTH_KEY, SBX_AUTH_ADMIN, SBX_AUTH_E2B_KEY,
+                SBX_AUTH_E2B_SANDBOX };
 
 struct sbx_route {
   const char *method;   /* "GET", …, "*" for any */

@@ -24,6 +24,7 @@
 
 #include "api/auth.h"
 #include "api/conn_guard.h"
+#include "api/e2b.h"
 #include "api/envelope.h"
 #include "api/handlers.h"
 #include "api/http_check.h"
@@ -166,6 +167,10 @@ void sbx_resp_empty(struct sbx_resp *out, int status)
 
 void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err)
 {
+  if (sbx_e2b_owns(r)) { /* E2B's SDKs parse E2B's shapes */
+    sbx_e2b_error(r, out, err);
+    return;
+  }
   sbx_resp_json(out, sbx_envelope_status(err->code),
                 sbx_envelope_build(err, r->lang, r->request_id));
 }
@@ -291,6 +296,13 @@ static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_err
   return send_resp(r, &resp);
 }
 
+static int authenticate(struct sbx_req *r, enum sbx_auth how, struct sbx_error *err)
+{
+  if (how == SBX_AUTH_E2B_KEY || how == SBX_AUTH_E2B_SANDBOX)
+    return sbx_e2b_authenticate(r, how == SBX_AUTH_E2B_SANDBOX, err);
+  return sbx_api_authenticate(r, how == SBX_AUTH_ADMIN, err);
+}
+
 static bool valid_request_id(const char *s)
 {
   size_t n = strlen(s);
@@ -412,8 +424,7 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct api_req *a)
   }
   r->route = rt;
   sbx_trace_request_route(r->span, r->method, rt->pattern);
-  if (rt->auth != SBX_AUTH_NONE && !a->authed &&
-      sbx_api_authenticate(r, rt->auth == SBX_AUTH_ADMIN, &err) < 0)
+  if (rt->auth != SBX_AUTH_NONE && !a->authed && authenticate(r, rt->auth, &err) < 0)
     return send_error(r, &err);
   unsigned retry_s = 0;
   if (rt->auth != SBX_AUTH_NONE && after_auth(r, &retry_s, &err) < 0)
@@ -540,7 +551,7 @@ static bool auth_before_body(struct api_req *a)
     return false;
   struct sbx_error err = {0};
   sbx_span_enter(r->span);
-  a->authed = sbx_api_authenticate(r, rt->auth == SBX_AUTH_ADMIN, &err) == 0;
+  a->authed = authenticate(r, rt->auth, &err) == 0;
   sbx_span_leave(r->span);
   if (!a->authed)
     memset(&r->who, 0, sizeof r->who);
@@ -694,7 +705,8 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
 {
   struct sockaddr_storage ss;
   socklen_t slen;
-  if (resolve_listen(cfg->listen, &ss, &slen, err) < 0)
+  if (resolve_listen(cfg->listen, &ss, &slen, err) < 0 ||
+      sbx_e2b_configure(cfg->e2b_templates, err) < 0)
     return -1;
   struct sbx_server *srv = calloc(1, sizeof *srv);
   if (!srv)

@@ -22,6 +22,7 @@ struct sbx_server_config {
   unsigned max_connections_per_client; /* per client IP address; 0 = no limit */
   unsigned head_timeout_s; /* from accept (or the previous response) to a complete request
                             * head (and body, unless authenticated); 0 = no deadline */
+  const char *e2b_templates; /* E2B template mapping, "NAME=PROFILE[:IMAGE],…" (api/e2b.h) */
 };
 
 int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,

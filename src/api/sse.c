@@ -21,6 +21,7 @@ struct sbx_sse {
   size_t head_off;   /* bytes of head already sent */
   bool finished;
   bool gone;
+  bool raw;          /* another framing over the same queue: no keep-alive comments */
   void (*on_gone)(void *);
   void *on_gone_ctx;
 };
@@ -66,13 +67,8 @@ static void deadline_in(struct timespec *ts, unsigned ms)
   }
 }
 
-static int push(struct sbx_sse *s, const char *event, json_t *data, unsigned wait_ms)
+static int enqueue(struct sbx_sse *s, char *text, size_t len, unsigned wait_ms)
 {
-  size_t len = 0;
-  char *text = format_event(event, data, &len);
-  json_decref(data);
-  if (!text)
-    return 1;
   struct timespec until;
   deadline_in(&until, wait_ms);
   pthread_mutex_lock(&s->lock);
@@ -106,6 +102,23 @@ static int push(struct sbx_sse *s, const char *event, json_t *data, unsigned wai
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
   return 0;
+}
+
+static int push(struct sbx_sse *s, const char *event, json_t *data, unsigned wait_ms)
+{
+  size_t len = 0;
+  char *text = format_event(event, data, &len);
+  json_decref(data);
+  if (!text)
+    return 1;
+  return enqueue(s, text, len, wait_ms);
+}
+
+int sbx_sse_push_raw(struct sbx_sse *s, char *bytes, size_t len, unsigned wait_ms)
+{
+  if (!bytes)
+    return 1;
+  return enqueue(s, bytes, len, wait_ms);
 }
 
 int sbx_sse_push(struct sbx_sse *s, const char *event, json_t *data)
@@ -163,8 +176,11 @@ static long sse_read(void *ctx, uint64_t pos, char *buf, size_t max)
   struct timespec until;
   deadline_in(&until, 15000);
   while (!s->head && !s->finished)
-    if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0)
-      break;
+    if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0) {
+      if (!s->raw)
+        break;
+      deadline_in(&until, 15000); /* a raw producer sends its own keep-alives */
+    }
   long n;
   if (s->head) {
     struct sse_item *it = s->head;
@@ -224,6 +240,16 @@ void sbx_sse_respond(struct sbx_resp *out, struct sbx_sse *s, void (*on_gone)(vo
   out->stream = sse_read;
   out->stream_ctx = s;
   out->stream_free = sse_release;
+}
+
+void sbx_sse_respond_raw(struct sbx_resp *out, struct sbx_sse *s, const char *content_type,
+                         void (*on_gone)(void *ctx), void *ctx)
+{
+  pthread_mutex_lock(&s->lock);
+  s->raw = true;
+  pthread_mutex_unlock(&s->lock);
+  sbx_sse_respond(out, s, on_gone, ctx);
+  out->content_type = content_type;
 }
 
 bool sbx_req_wants_sse(struct sbx_req *r)

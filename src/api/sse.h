@@ -32,12 +32,20 @@ int sbx_sse_push(struct sbx_sse *s, const char *event, json_t *data);
 /* Like push, but waits up to timeout_ms for room instead of dropping
  * (for producers that can wait, e.g. replaying stored output). */
 int sbx_sse_push_wait(struct sbx_sse *s, const char *event, json_t *data, unsigned timeout_ms);
+/* Raw streams (another framing over the same bounded queue, e.g. Connect
+ * envelopes or JSON lines): queues bytes as they are (consumed, freed
+ * with free()); same return values as push_wait.  A raw stream sends no
+ * keep-alive comments: its producer writes its own. */
+int sbx_sse_push_raw(struct sbx_sse *s, char *bytes, size_t len, unsigned wait_ms);
 void sbx_sse_finish(struct sbx_sse *s);
 bool sbx_sse_gone(struct sbx_sse *s);
 void sbx_sse_unref(struct sbx_sse *s);
 /* Turns the response into the stream (takes a reference). */
 void sbx_sse_respond(struct sbx_resp *out, struct sbx_sse *s, void (*on_gone)(void *ctx),
                      void *ctx);
+/* Like sbx_sse_respond for a raw stream with its own content type. */
+void sbx_sse_respond_raw(struct sbx_resp *out, struct sbx_sse *s, const char *content_type,
+                         void (*on_gone)(void *ctx), void *ctx);
 /* True when the request asks for an event stream (Accept: text/event-stream). */
 bool sbx_req_wants_sse(struct sbx_req *r);
 

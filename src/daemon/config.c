@@ -113,6 +113,7 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   STR("dns_upstream", dns_upstream) /* issue 5 */
   STR("net_pool4", net_pool4)
   STR("net_pool6", net_pool6)
+  STR("e2b_templates", e2b_templates)
 #undef STR
   if (!strcmp(key, "pull")) { /* issue 7: pull images a request names when missing? */
     c->image_pull = !strcmp(v, "missing") ? 0 : !strcmp(v, "never") ? 1 : -1;
@@ -309,6 +310,7 @@ static const struct {
     {"SANDBOXD_MAX_CONNECTIONS", "max_connections"},
     {"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT", "max_connections_per_client"},
     {"SANDBOXD_REQUEST_HEAD_TIMEOUT", "request_head_timeout"},
+    {"SANDBOXD_E2B_TEMPLATES", "e2b_templates"},
 };
 
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
@@ -340,6 +342,7 @@ static const struct {
     {"--max-connections", "max_connections"},
     {"--max-connections-per-client", "max_connections_per_client"},
     {"--request-head-timeout", "request_head_timeout"},
+    {"--e2b-templates", "e2b_templates"},
     {"--enable-unsafe-process-driver", NULL},
 };
 

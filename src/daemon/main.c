@@ -41,6 +41,7 @@ static void usage(FILE *f)
           "                          per client IP address (default 64; 0: no limit)\n"
           "  --request-head-timeout S\n"
           "                          seconds a client has to send a request (default 10)\n"
+          "  --e2b-templates LIST    E2B templates: NAME=PROFILE[:IMAGE],... (docs/compat/e2b.md)\n"
           "  --enable-unsafe-process-driver\n"
           "                          allow the 'process' driver (no isolation: development only)\n");
 }

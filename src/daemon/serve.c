@@ -88,7 +88,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .listen = cfg->listen, .max_body_bytes = cfg->max_body,
       .max_connections = cfg->max_connections,
       .max_connections_per_client = (unsigned)cfg->max_connections_per_client,
-      .head_timeout_s = (unsigned)cfg->request_head_timeout_s};
+      .head_timeout_s = (unsigned)cfg->request_head_timeout_s,
+      .e2b_templates = cfg->e2b_templates};
   struct sbx_server *srv;
   if (sbx_server_start(&sc, core, &srv, &err) < 0) {
     sbx_error("serve", "%s", err.msg);
