@@ -3,6 +3,7 @@
 #   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 and the driver-facing integration files on gvisor (make test-gvisor)
+#                 and the Python and TypeScript SDKs (make test-sdk)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 
@@ -13,7 +14,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        bench clean deb test-deb
+        bench clean deb test-deb test-sdk
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -30,7 +31,7 @@ deps:
 run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
-test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-deb
+test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-deb test-sdk
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -56,6 +57,18 @@ test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
+
+# The Python and TypeScript SDKs (sdk/, docs/sdk/): the TypeScript build
+# (Debian's tsc), each SDK's unit tests, the contract check against
+# docs/api/openapi.yaml, both installed as packages offline, then the same
+# scenario for each against a real daemon and a loopback registry.
+test-sdk: deps all
+	cd sdk/typescript && tsc -p tsconfig.json
+	$(PYTHON) -m unittest discover -s sdk/python/tests
+	cd sdk/typescript && node --test test/unit.test.mjs
+	$(PYTHON) tests/sdk/check_sdk_contract.py
+	PYTHON=$(PYTHON) ./tests/sdk/check_packages.sh
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/sdk
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).

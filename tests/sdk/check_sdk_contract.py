@@ -203,12 +203,12 @@ def ts_models():
 
 
 def ts_bodies():
-    """Runs sdk/typescript/test/record_requests.mjs (the built package with
-    a recording fetch); [] when the package is not built."""
+    """Runs sdk/typescript/e2e/record_requests.mjs (the built package with
+    a recording fetch)."""
     dist = os.path.join(ROOT, "sdk", "typescript", "dist", "index.js")
     if not os.path.exists(dist):
         raise SystemExit(f"{dist} missing: build it (cd sdk/typescript && tsc -p .)")
-    p = subprocess.run(["node", os.path.join(ROOT, "sdk", "typescript", "test",
+    p = subprocess.run(["node", os.path.join(ROOT, "sdk", "typescript", "e2e",
                                              "record_requests.mjs")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

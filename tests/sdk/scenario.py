@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """scenario.py — the SDK scenario, Python side (tests/sdk/test_sdk.py runs
-it against a real daemon; sdk/typescript/test/scenario.mjs is the same
+it against a real daemon; sdk/typescript/e2e/scenario.mjs is the same
 scenario in TypeScript).  Environment: SANDBOXD_URL, SANDBOXD_API_KEY (a
 plain tenant), SBX_ADMIN_KEY, SBX_RATE_KEY (a tenant with a tiny rate
 limit), SBX_REGISTRY_IMAGE (an image on a loopback registry),

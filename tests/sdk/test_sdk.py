@@ -1,7 +1,7 @@
 """test_sdk.py — the SDKs against a real daemon: one daemon, one loopback
 registry (Debian's docker-registry) holding a small python image, and the
 same scripted scenario run by each SDK (scenario.py for Python,
-sdk/typescript/test/scenario.mjs for TypeScript), plus each SDK's own unit
+sdk/typescript/e2e/scenario.mjs for TypeScript), plus each SDK's own unit
 tests.  `make test-sdk` runs this file.
 
 The image: the host's own python3 (binary, shared libraries and the part of
@@ -132,6 +132,6 @@ def built_typescript():
 def test_typescript_scenario(world):
     d, env = world
     ts = built_typescript()
-    p = run(["node", os.path.join(ts, "test", "scenario.mjs")], env, cwd=ts)
+    p = run(["node", os.path.join(ts, "e2e", "scenario.mjs")], env, cwd=ts)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
     assert "[typescript] scenario passed" in p.stdout
