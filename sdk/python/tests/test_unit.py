@@ -307,5 +307,19 @@ class TestStreamsAndModels(Base):
         self.assertEqual(asyncio.run(main()), ("x", ["stdout", "exit"]))
 
 
+class TestImportPaths(unittest.TestCase):
+    def test_src_and_the_project_dir_both_import(self):
+        import subprocess
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for p in (os.path.join(here, "src"), here):
+            r = subprocess.run([sys.executable, "-c", "import sandboxd, sandboxd.aio; "
+                                "from sandboxd import Client, NotFoundError; "
+                                "print(sandboxd.__version__, Client.__module__)"],
+                               env=dict(os.environ, PYTHONPATH=p), cwd="/",
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), ["0.1.0", "sandboxd.client"])
+
+
 if __name__ == "__main__":
     unittest.main()
