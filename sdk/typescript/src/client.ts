@@ -255,7 +255,7 @@ async function* streamEvents(it: AsyncGenerator<{ event: string; data: unknown }
     } else if (event === "exit") {
       yield { event, data: data as ExecResult, result: data as ExecResult };
       return;
-    } else {
+    } else if (event === "gap") {
       yield { event, data } as StreamEvent;
     }
   }

@@ -324,12 +324,15 @@ export interface OutputChunk {
   offset: number;
 }
 
-/** One event of an exec or process-output stream. */
+/**
+ * One event of an exec or process-output stream, narrowed by `event`
+ * (events of other names, which this version of the API does not send,
+ * are skipped).
+ */
 export type StreamEvent =
   | { event: "stdout" | "stderr"; data: OutputChunk; text: string; bytes: Uint8Array }
   | { event: "gap"; data: { stream: string; from: number; to: number; dropped_bytes: number } }
-  | { event: "exit"; data: ExecResult; result: ExecResult }
-  | { event: string; data: unknown };
+  | { event: "exit"; data: ExecResult; result: ExecResult };
 
 /** One event of a watch stream. */
 export interface WatchEvent {
