@@ -59,12 +59,14 @@ test-gvisor: all
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
 
 # The Python and TypeScript SDKs (sdk/, docs/sdk/): the TypeScript build
-# (Debian's tsc) and a compile-time check of its documented usage, each
-# SDK's unit tests, the contract check against docs/api/openapi.yaml, both
-# installed as packages offline, then the same scenario for each against a
-# real daemon and a loopback registry.
+# (Debian's tsc) and a compile-time check of its documented usage, the
+# Python package's types (mypy --strict), each SDK's unit tests, the
+# contract check against docs/api/openapi.yaml, both installed as packages
+# offline, then the same scenario for each against a real daemon and a
+# loopback registry.
 test-sdk: deps all
 	cd sdk/typescript && tsc -p tsconfig.json && tsc -p test
+	mypy --strict sdk/python/src/sandboxd
 	$(PYTHON) -m unittest discover -s sdk/python/tests
 	cd sdk/typescript && node --test test/unit.test.mjs
 	$(PYTHON) tests/sdk/check_sdk_contract.py

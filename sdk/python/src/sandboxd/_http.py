@@ -12,7 +12,7 @@ import socket
 import ssl
 import time
 import urllib.parse
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from . import errors
 from .routes import ROUTES
@@ -42,8 +42,12 @@ class Response:
     def request_id(self) -> Optional[str]:
         return self.headers.get("X-Request-Id")
 
-    def json(self) -> Any:
-        return json.loads(self.body.decode("utf-8")) if self.body else None
+    def json(self) -> Dict[str, Any]:
+        """The JSON object of the answer (every JSON answer of the API is an object)."""
+        v = json.loads(self.body.decode("utf-8")) if self.body else {}
+        if not isinstance(v, dict):
+            raise errors.TransportError(f"expected a JSON object, got {type(v).__name__}")
+        return v
 
 
 class EventStream:
@@ -57,7 +61,8 @@ class EventStream:
         self.request_id = resp.getheader("X-Request-Id")
 
     def __iter__(self) -> Iterator[Tuple[str, Any]]:
-        event, data = None, []
+        event: Optional[str] = None
+        data: List[str] = []
         try:
             while True:
                 raw = self._resp.readline()
@@ -96,7 +101,7 @@ class EventStream:
         self.close()
 
 
-def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
+def _retry_after(headers: Any) -> Optional[float]:
     v = headers.get("Retry-After")
     if v is None:
         return None
@@ -207,12 +212,26 @@ class Transport:
 
     # ---- sending ----
 
-    def request(self, op: str, params: Optional[Mapping[str, Any]] = None, *,
-                query: Optional[Mapping[str, Any]] = None, json_body: Any = None,
-                body: Optional[bytes] = None, content_type: Optional[str] = None,
-                headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
-                stream: bool = False, expect: Tuple[int, ...] = ()
-                ) -> Union[Response, EventStream]:
+    def request(self, op: str, params: Optional[Mapping[str, Any]] = None,
+                **kw: Any) -> Response:
+        """One request, its whole answer read (keyword arguments: query,
+        json_body, body, content_type, headers, timeout, expect)."""
+        r = self._send(op, params, stream=False, **kw)
+        assert isinstance(r, Response)
+        return r
+
+    def stream(self, op: str, params: Optional[Mapping[str, Any]] = None,
+               **kw: Any) -> Union[EventStream, Response]:
+        """A request asking for an event stream: the open stream, or the
+        whole answer when the daemon answered without one."""
+        return self._send(op, params, stream=True, **kw)
+
+    def _send(self, op: str, params: Optional[Mapping[str, Any]] = None, *,
+              query: Optional[Mapping[str, Any]] = None, json_body: Any = None,
+              body: Optional[bytes] = None, content_type: Optional[str] = None,
+              headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
+              stream: bool = False, expect: Tuple[int, ...] = ()
+              ) -> Union[Response, EventStream]:
         method = ROUTES[op][0]
         path = self.path(op, params or {}, query)
         h = self.headers(headers)

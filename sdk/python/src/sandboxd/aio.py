@@ -22,7 +22,7 @@ _DONE = object()
 async def _aiter(it: Iterator[Any]) -> AsyncIterator[Any]:
     try:
         while True:
-            v = await asyncio.to_thread(next, it, _DONE)
+            v = await asyncio.to_thread(next, it, _DONE)  # type: ignore[call-arg]
             if v is _DONE:
                 return
             yield v

@@ -7,7 +7,7 @@ import time
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union)
 
 from . import errors
-from ._http import EventStream, Transport, TraceparentSource
+from ._http import EventStream, Response, Transport, TraceparentSource
 from .models import (ArchiveExtracted, AuditEvent, AuditVerdict, Context, ContextRunResult,
                      DirEntry, ExecResult, Execution, ExecutionCreated, FileStat, FileWritten,
                      Image, Page, Process, ProcessOutput, ProfileList, Session, StreamEvent,
@@ -279,8 +279,8 @@ class SandboxSession:
         output is read, then `exit` whose `.result` is the ExecResult.
         Closing the iterator early disconnects, which kills the command."""
         body = _exec_body(command, language, code, stdin, env, cwd, timeout_s, extra)
-        es = self._t.request("execInSession", {"id": self.info.id}, json_body=body,
-                             stream=True, timeout=self._http_timeout(timeout_s, timeout))
+        es = self._t.stream("execInSession", {"id": self.info.id}, json_body=body,
+                            timeout=self._http_timeout(timeout_s, timeout))
         return _stream_events(es)
 
     def start(self, command: Command = None, *, language: Optional[str] = None,
@@ -305,7 +305,9 @@ class SandboxSession:
         return self.files.watch(path, recursive=recursive, timeout=timeout)
 
 
-def _stream_events(es: EventStream) -> Iterator[StreamEvent]:
+def _stream_events(es: Union[EventStream, Response]) -> Iterator[StreamEvent]:
+    if isinstance(es, Response):
+        raise errors.TransportError("the daemon answered without an event stream")
     with es:
         for ev, data in es:
             if ev == "exit":
@@ -343,8 +345,7 @@ class Processes:
         Events: stdout, stderr, gap, exit.  timeout: the longest silence
         tolerated (None: wait as long as the process runs)."""
         q = {"offset": offset, "stdout_offset": stdout_offset, "stderr_offset": stderr_offset}
-        es = self._t.request("getProcessOutput", self._p(pid), query=q, stream=True,
-                             timeout=timeout)
+        es = self._t.stream("getProcessOutput", self._p(pid), query=q, timeout=timeout)
         return _stream_events(es)
 
     def stdin(self, pid: int, data: Union[str, bytes] = b"", eof: bool = False) -> Dict[str, Any]:
@@ -463,11 +464,13 @@ class Files_:
         """File events under a directory: `ready` first, then create /
         modify / delete / move, `overflow`, and `end` last.  Closing the
         iterator drops the watch."""
-        es = self._t.request("watchSessionFiles", self._s(),
-                             query={"path": path, "recursive": True if recursive else None},
-                             stream=True, timeout=timeout)
+        es = self._t.stream("watchSessionFiles", self._s(),
+                            query={"path": path, "recursive": True if recursive else None},
+                            timeout=timeout)
 
         def gen() -> Iterator[WatchEvent]:
+            if isinstance(es, Response):
+                raise errors.TransportError("the daemon answered without an event stream")
             with es:
                 for ev, data in es:
                     yield WatchEvent(ev, data or {})
@@ -549,15 +552,15 @@ class Images(_Resource):
         progress: called with each `progress` event {blob, done, total}."""
         if progress is None:
             return self._t.request("pullImage", json_body={"ref": ref}, timeout=timeout).json()
-        es = self._t.request("pullImage", json_body={"ref": ref}, stream=True, timeout=timeout)
-        if not isinstance(es, EventStream):  # an answer without a stream
-            return es.json()
+        es = self._t.stream("pullImage", json_body={"ref": ref}, timeout=timeout)
+        if isinstance(es, Response):  # an answer without a stream
+            return dict(es.json())
         with es:
             for ev, data in es:
                 if ev == "progress":
                     progress(data)
                 elif ev == "done":
-                    return data
+                    return dict(data)
                 elif ev == "error":
                     raise errors.error_from_envelope(502 if data.get("code") == "bad_gateway"
                                                      else 500, {"error": data},
@@ -585,7 +588,7 @@ class Audit(_Resource):
             yield from page.items
             if page.next_cursor is None:
                 return
-            after = page.next_cursor
+            after = int(page.next_cursor)
 
     def verify(self) -> AuditVerdict:
         return AuditVerdict.from_dict(self._t.request("verifyAudit",
@@ -620,9 +623,10 @@ class Client:
     def with_options(self, **kw: Any) -> "Client":
         """A copy with some options changed (language="fr", timeout=5, …)."""
         t = self._t
-        opts = dict(language=t.language, timeout=t.timeout, max_retries=t.max_retries,
-                    backoff=t.backoff, max_backoff=t.max_backoff, traceparent=t.traceparent,
-                    on_retry=t.on_retry)
+        opts: Dict[str, Any] = dict(language=t.language, timeout=t.timeout,
+                                    max_retries=t.max_retries, backoff=t.backoff,
+                                    max_backoff=t.max_backoff, traceparent=t.traceparent,
+                                    on_retry=t.on_retry)
         opts.update(kw)
         return Client(t.base_url, t.api_key, **opts)
 

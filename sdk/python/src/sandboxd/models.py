@@ -6,9 +6,10 @@ for a Python keyword."""
 import base64
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Generic, List, Optional, TypeVar
+from typing import Any, ClassVar, Dict, Generic, Iterator, List, Optional, Type, TypeVar, Union
 
 T = TypeVar("T")
+M = TypeVar("M", bound="Model")
 
 FINAL_EXECUTION_STATUSES = frozenset(
     {"succeeded", "failed", "timeout", "oom_killed", "killed", "error"})
@@ -16,13 +17,14 @@ FINAL_EXECUTION_STATUSES = frozenset(
 
 class Model:
     __schema__: ClassVar[str] = ""
+    raw: Dict[str, Any]
     _nested: ClassVar[Dict[str, Any]] = {}
     _lists: ClassVar[Dict[str, Any]] = {}
 
     @classmethod
-    def from_dict(cls, d: Optional[Dict[str, Any]]):
-        if d is None:
-            return None
+    def from_dict(cls: Type[M], d: Dict[str, Any]) -> M:
+        if not isinstance(d, dict):
+            raise TypeError(f"{cls.__name__}: expected a JSON object, got {type(d).__name__}")
         kw = {}
         for f in dataclasses.fields(cls):
             if f.name == "raw":
@@ -243,11 +245,12 @@ class Execution(Model, _Output):
 
 @dataclass
 class Page(Generic[T]):
-    """One page of a list; `next_cursor` is None on the last one."""
+    """One page of a list; `next_cursor` is None on the last one (a
+    string for sessions and executions, the last seq for audit events)."""
     items: List[T]
-    next_cursor: Optional[str]
+    next_cursor: Union[str, int, None]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[T]:
         return iter(self.items)
 
     def __len__(self) -> int:
