@@ -30,9 +30,12 @@ from sbxtest import Daemon, reap_leftovers, sandboxd_bin  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="images need root")
 
+# One request every 2 s: the scenario's back-to-back calls are refused
+# (Retry-After: 2) however slow the machine is, and the retries still end
+# within seconds.
 CONFIG = """
 [tenant.ratey]
-rate_limit_rps = 1
+rate_limit_rps = 0.5
 rate_limit_burst = 1
 """
 
