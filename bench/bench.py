@@ -25,6 +25,7 @@ import report  # noqa: E402
 import gvbench  # noqa: E402
 import imgbench  # noqa: E402
 import netbench  # noqa: E402
+import sdkbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
@@ -537,7 +538,8 @@ class Bench:
             d.stop()
         for name, fn in (("nopool", self.nopool_part), ("net", lambda: netbench.net_part(self)),
                          ("images", lambda: imgbench.image_part(self)),
-                         ("store", self.store_part), ("trace", self.trace_part)):
+                         ("store", self.store_part), ("trace", self.trace_part),
+                         ("sdk", lambda: sdkbench.sdk_part(self))):
             if name in parts:
                 fn()
 
@@ -705,7 +707,7 @@ def main():
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
-                    help="comma list of parts to run (gvisor,nopool,net,images,store,trace), "
+                    help="comma list of parts to run (gvisor,nopool,net,images,store,trace,sdk), "
                          "for working on one part; the report then has only those rows")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -728,6 +730,7 @@ def main():
             imgbench.image_part(b)
             b.store_part()
             b.trace_part()
+            sdkbench.sdk_part(b)
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)
