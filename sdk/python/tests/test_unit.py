@@ -39,7 +39,7 @@ class Script(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self):
-        self.answers, self.requests = [], []
+        self.answers, self.requests, self.peers = [], [], []
 
         class H(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -52,6 +52,7 @@ class Script(http.server.ThreadingHTTPServer):
                 body = self.rfile.read(n) if n else b""
                 srv = self.server
                 srv.requests.append((self.command, self.path, dict(self.headers), body))
+                srv.peers.append(self.client_address[1])
                 a = srv.answers.pop(0) if srv.answers else ok({})
                 if callable(a):
                     a = a(self)
@@ -88,6 +89,7 @@ class Base(unittest.TestCase):
                                       on_retry=self.retries.append)
 
     def tearDown(self):
+        self.client.close()
         self.srv.shutdown()
         self.srv.server_close()
 
@@ -170,6 +172,32 @@ class TestRetries(Base):
         self.assertGreaterEqual(t._delay(0, 2), 2)
 
 
+def close_after(answer):
+    """Answers, then closes the connection without saying so (an idle
+    keep-alive connection the server drops)."""
+    def run(handler):
+        handler.close_connection = True
+        return answer
+    return run
+
+
+class TestKeepAlive(Base):
+    def test_plain_requests_share_one_connection(self):
+        for _ in range(3):
+            self.client.healthz()
+        self.assertEqual(len(set(self.srv.peers)), 1, self.srv.peers)
+
+    def test_a_connection_dropped_while_idle_is_not_reused_and_nothing_is_resent(self):
+        self.srv.answers = [close_after(ok({})),
+                            ok({"id": "exe_1", "status": "queued", "profile": "p"}, 202)]
+        self.client.healthz()
+        time.sleep(0.2)  # the server's close reaches the client
+        self.assertEqual(self.client.sandbox.executions.create(None, ["true"]).id, "exe_1")
+        self.assertEqual([r[0] for r in self.srv.requests], ["GET", "POST"])
+        self.assertEqual(len(set(self.srv.peers)), 2)
+        self.assertEqual(self.retries, [])
+
+
 class TestErrorsAndHeaders(Base):
     def test_every_code_has_its_class(self):
         for code, cls in sandboxd.ERRORS_BY_CODE.items():
@@ -218,7 +246,7 @@ class TestErrorsAndHeaders(Base):
         self.assertEqual(self.srv.requests[-1][2]["Authorization"], "Bearer sbx_kenv")
 
     def test_paths_and_queries(self):
-        self.srv.answers = [ok({}, 204, extra={}), ok(b"data", 200, "application/octet-stream")]
+        self.srv.answers = [(204, {}, b""), ok(b"data", 200, "application/octet-stream")]
         self.client.images.delete("127.0.0.1:5000/t/busybox:1")
         self.assertEqual(self.srv.requests[-1][:2],
                          ("DELETE", "/v1/sandbox/images/127.0.0.1:5000/t/busybox:1"))

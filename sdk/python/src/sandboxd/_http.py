@@ -8,8 +8,10 @@ import http.client
 import json
 import os
 import random
+import select
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
@@ -155,6 +157,7 @@ class Transport:
         self.user_agent = user_agent or f"sandboxd-python/{__version__}"
         self.on_retry = on_retry
         self.ssl_context = ssl_context
+        self._idle = threading.local()
 
     # ---- building requests ----
 
@@ -202,6 +205,39 @@ class Transport:
                                                context=self.ssl_context)
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
+    # One idle keep-alive connection per thread, reused by the next plain
+    # request (streams always get their own).  A connection the daemon has
+    # closed while idle is noticed before reuse (its socket reads as
+    # ready: EOF), so reuse never turns a live request into a resend.
+    def _take_idle(self, timeout: Optional[float]) -> Optional[http.client.HTTPConnection]:
+        conn: Optional[http.client.HTTPConnection] = getattr(self._idle, "conn", None)
+        self._idle.conn = None
+        if conn is None or conn.sock is None:
+            return None
+        try:
+            readable, _, _ = select.select([conn.sock], [], [], 0)
+        except (OSError, ValueError):
+            readable = [conn.sock]
+        if readable:
+            conn.close()
+            return None
+        conn.timeout = timeout
+        conn.sock.settimeout(timeout)
+        return conn
+
+    def _give_idle(self, conn: http.client.HTTPConnection) -> None:
+        old = getattr(self._idle, "conn", None)
+        if old is not None:
+            old.close()
+        self._idle.conn = conn
+
+    def close(self) -> None:
+        """Closes this thread's idle connection."""
+        old = getattr(self._idle, "conn", None)
+        self._idle.conn = None
+        if old is not None:
+            old.close()
+
     def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
         if retry_after is not None:
             # Retry-After is in whole seconds; a little jitter spreads a
@@ -247,21 +283,25 @@ class Transport:
         t = self.timeout if timeout is None else timeout
         attempt = 0
         while True:
-            conn = self._connect(t)
-            sent = False
+            conn = None if stream else self._take_idle(t)
+            sent = conn is not None
             try:
-                conn.connect()
-                sent = True
+                if conn is None:
+                    conn = self._connect(t)
+                    conn.connect()
+                    sent = True
                 conn.request(method, path, body=body, headers=h)
                 resp = conn.getresponse()
             except (socket.timeout, TimeoutError) as e:
-                conn.close()
+                if conn is not None:
+                    conn.close()
                 if (not sent or method in IDEMPOTENT) and attempt < self.max_retries:
                     attempt = self._sleep(op, attempt, None, f"timeout: {e}")
                     continue
                 raise errors.TimeoutError(f"{method} {path}: no answer within {t}s") from e
             except (OSError, http.client.HTTPException) as e:
-                conn.close()
+                if conn is not None:
+                    conn.close()
                 # Refused before anything was sent: safe for any method.
                 if (not sent or method in IDEMPOTENT) and attempt < self.max_retries:
                     attempt = self._sleep(op, attempt, None, f"transport: {e}")
@@ -278,14 +318,17 @@ class Transport:
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 raise errors.TransportError(f"{method} {path}: {e}") from e
-            conn.close()
+            if resp.will_close:
+                conn.close()
+            else:
+                self._give_idle(conn)
             r = Response(resp.status, resp.headers, data)
             if resp.status < 400 and (not expect or resp.status in expect):
                 return r
             try:
                 parsed = r.json() if ctype.startswith("application/json") else data.decode(
                     "utf-8", "replace")
-            except ValueError:
+            except (ValueError, errors.TransportError):
                 parsed = data.decode("utf-8", "replace")
             ra = _retry_after(resp.headers)
             if _should_retry(resp.status, parsed) and attempt < self.max_retries:

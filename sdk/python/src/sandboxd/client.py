@@ -630,6 +630,16 @@ class Client:
         opts.update(kw)
         return Client(t.base_url, t.api_key, **opts)
 
+    def close(self) -> None:
+        """Closes the idle keep-alive connection of the calling thread."""
+        self._t.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def healthz(self) -> Dict[str, Any]:
         return self._t.request("healthz").json()
 
