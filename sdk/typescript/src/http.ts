@@ -211,8 +211,9 @@ export class Transport {
       const ctl = new AbortController();
       let timedOut = false;
       const timer = timeoutMs === undefined ? undefined
-        : setTimeout(() => { timedOut = true; ctl.abort(); }, timeoutMs);
-      const onAbort = () => ctl.abort();
+        : setTimeout(() => { timedOut = true; state.timedOut = true; ctl.abort(); }, timeoutMs);
+      const state = { timedOut: false, aborted: false };
+      const onAbort = () => { state.aborted = true; ctl.abort(); };
       if (spec.signal?.aborted) throw new AbortedError(`${method} ${url}: aborted`);
       spec.signal?.addEventListener("abort", onAbort, { once: true });
       const done = () => { if (timer) clearTimeout(timer); spec.signal?.removeEventListener("abort", onAbort); };
@@ -232,11 +233,10 @@ export class Transport {
       }
       const ctype = resp.headers.get("Content-Type") ?? "";
       if (resp.status < 400 && (!spec.expect || spec.expect.includes(resp.status))) {
-        if (spec.stream && ctype.startsWith("text/event-stream")) {
+        if (spec.stream) {
           // The stream keeps the timer (a total bound when the caller set one) and the signal.
-          return withCleanup(resp, done);
+          return withCleanup(resp, done, state);
         }
-        if (spec.stream) return withCleanup(resp, done);
         // Buffer the body inside the timeout, so a stalled body is a timeout too.
         try {
           const buf = new Uint8Array(await resp.arrayBuffer());
@@ -293,15 +293,18 @@ export class Transport {
 }
 
 const CLEANUP = Symbol("sandboxd.cleanup");
+type StreamState = { timedOut: boolean; aborted: boolean };
+type Tracked = Response & { [CLEANUP]?: { done: () => void; state: StreamState } };
 
-function withCleanup(resp: Response, fn: () => void): Response {
-  (resp as Response & { [CLEANUP]?: () => void })[CLEANUP] = fn;
+function withCleanup(resp: Response, done: () => void, state: StreamState): Response {
+  (resp as Tracked)[CLEANUP] = { done, state };
   return resp;
 }
 
 /** Parses an SSE body (a Response) into (event, data) pairs. */
 export async function* parseSSE(resp: Response): AsyncGenerator<{ event: string; data: unknown }> {
-  const cleanup = (resp as Response & { [CLEANUP]?: () => void })[CLEANUP];
+  const tracked = (resp as Tracked)[CLEANUP];
+  const cleanup = tracked?.done;
   if (!resp.body) { cleanup?.(); return; }
   const reader = resp.body.getReader();
   const dec = new TextDecoder("utf-8");
@@ -314,6 +317,8 @@ export async function* parseSSE(resp: Response): AsyncGenerator<{ event: string;
       try {
         chunk = await reader.read();
       } catch (err) {
+        if (tracked?.state.timedOut) throw new RequestTimeoutError("stream cut by its timeout", { cause: err });
+        if (tracked?.state.aborted) throw new AbortedError("stream aborted", { cause: err });
         throw new TransportError(`stream broken: ${(err as Error)?.message ?? err}`, { cause: err });
       }
       if (chunk.done) return;

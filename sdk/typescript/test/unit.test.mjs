@@ -181,6 +181,22 @@ describe("streams and helpers", () => {
     assert.equal(requests.at(-1).headers.accept, "text/event-stream");
     assert.deepEqual(JSON.parse(requests.at(-1).body), { command: ["echo", "a"] });
   });
+  test("a stream past its timeout or aborted says so", async () => {
+    const [c] = mk();
+    const hang = (req, res) => { res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write("event: stdout\ndata: {\"data\": \"x\", \"offset\": 0}\n\n"); return null; };
+    answers = [hang];
+    const s = c.sandbox.sessions.session("ses_1");
+    const got = [];
+    await assert.rejects((async () => { for await (const ev of s.stream({ command: ["sleep", "9"], timeoutMs: 300 })) got.push(ev.event); })(),
+      RequestTimeoutError);
+    assert.deepEqual(got, ["stdout"]);
+    answers = [hang];
+    const ctl = new AbortController();
+    await assert.rejects((async () => {
+      for await (const ev of s.stream({ command: ["sleep", "9"], signal: ctl.signal })) if (ev.event === "stdout") ctl.abort();
+    })(), AbortedError);
+  });
   test("execute long-polls until final", async () => {
     const [c] = mk();
     answers = [ok({ id: "exe_1", status: "queued", profile: "p" }, 202), ok({ id: "exe_1", status: "running" }),
