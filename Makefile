@@ -2,8 +2,9 @@
 #   make          build build/sandboxd, build/sbx and build/sbx-init
 #   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
-#                 the driver-facing integration files on gvisor (make test-gvisor) and the
-#                 real E2B SDKs against the E2B-compatible API (make test-compat)
+#                 the driver-facing integration files on gvisor (make test-gvisor), the
+#                 real E2B SDKs against the E2B-compatible API (make test-compat), the
+#                 Python and TypeScript SDKs (make test-sdk) and the .deb (make test-deb)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 #   make fuzz     every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each (clang)
@@ -18,7 +19,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-compat bench fuzz clean deb test-deb
+        test-compat test-sdk bench fuzz clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -36,7 +37,7 @@ run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
 test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-compat \
-      test-deb
+      test-sdk test-deb
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -69,6 +70,20 @@ test-gvisor: all
 test-compat: all
 	cd tests/compat && npm ci --no-audit --no-fund --silent
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/compat
+# The Python and TypeScript SDKs (sdk/, docs/sdk/): the TypeScript build
+# (Debian's tsc) and a compile-time check of its documented usage, the
+# Python package's types (mypy --strict), each SDK's unit tests, the
+# contract check against docs/api/openapi.yaml, both installed as packages
+# offline, then the same scenario for each against a real daemon and a
+# loopback registry.
+test-sdk: deps all
+	cd sdk/typescript && tsc -p tsconfig.json && tsc -p test
+	mypy --strict sdk/python/src/sandboxd
+	$(PYTHON) -m unittest discover -s sdk/python/tests
+	cd sdk/typescript && node --test test/unit.test.mjs
+	$(PYTHON) tests/sdk/check_sdk_contract.py
+	PYTHON=$(PYTHON) ./tests/sdk/check_packages.sh
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/sdk
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).

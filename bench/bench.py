@@ -27,6 +27,7 @@ import imgbench  # noqa: E402
 import limitsbench  # noqa: E402
 import netbench  # noqa: E402
 import e2bbench  # noqa: E402
+import sdkbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
@@ -541,7 +542,8 @@ class Bench:
                          ("images", lambda: imgbench.image_part(self)),
                          ("store", self.store_part), ("trace", self.trace_part),
                          ("limits", lambda: limitsbench.limits_part(self)),
-                         ("e2b", lambda: e2bbench.e2b_part(self))):
+                         ("e2b", lambda: e2bbench.e2b_part(self)),
+                         ("sdk", lambda: sdkbench.sdk_part(self))):
             if name in parts:
                 fn()
 
@@ -710,7 +712,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
                     help="comma list of parts to run (gvisor,nopool,net,images,store,trace,limits,"
-                         "e2b), "
+                         "e2b,sdk), "
                          "for working on one part; the report then has only those rows")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -735,6 +737,7 @@ def main():
             b.trace_part()
             limitsbench.limits_part(b)
             e2bbench.e2b_part(b)
+            sdkbench.sdk_part(b)
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)

@@ -27,6 +27,9 @@ PACKAGES=(
   # issue 7: images (a real registry and skopeo in tests, mmdebstrap for image build,
   # busybox-static for the test images)
   docker-registry skopeo mmdebstrap busybox-static zlib1g-dev
+  # the TypeScript SDK's compiler and the Python SDK's type check (make test-sdk;
+  # Node itself is nodejs above)
+  node-typescript mypy
   # the Debian package (make deb) and its install test
   debhelper dpkg-dev
   # make fuzz: clang with libFuzzer and the sanitizer runtimes (tests/fuzz)
