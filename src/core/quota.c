@@ -367,13 +367,8 @@ int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
   return rc;
 }
 
-void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
+static void cpu_used_add(struct sbx_quota *q, int64_t tenant_id, double seconds)
 {
-  struct sbx_quota *q = core->quota;
-  if (!q || !(seconds > 0))
-    return;
-  if (cpu_seed(q, tenant_id))
-    return; /* the store already had this run's usage record: counted */
   pthread_mutex_lock(lock_of(q, tenant_id));
   struct tstate *t = state_locked(q, tenant_id, NULL);
   if (t) {
@@ -381,6 +376,16 @@ void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
     t->cpu_used += seconds;
   }
   pthread_mutex_unlock(lock_of(q, tenant_id));
+}
+
+void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q || !(seconds > 0))
+    return;
+  if (cpu_seed(q, tenant_id))
+    return; /* the store already had this run's usage record: counted */
+  cpu_used_add(q, tenant_id, seconds);
 }
 
 /* ---- CPU measured on session cgroups (core/session_cpu.c) ---- */
@@ -391,13 +396,7 @@ void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double secon
   if (!q || !(seconds > 0))
     return;
   cpu_seed(q, tenant_id); /* these seconds are in no stored record yet */
-  pthread_mutex_lock(lock_of(q, tenant_id));
-  struct tstate *t = state_locked(q, tenant_id, NULL);
-  if (t) {
-    cpu_roll(t);
-    t->cpu_used += seconds;
-  }
-  pthread_mutex_unlock(lock_of(q, tenant_id));
+  cpu_used_add(q, tenant_id, seconds);
 }
 
 bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id)
