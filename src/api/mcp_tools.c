@@ -34,7 +34,7 @@ typedef json_t *(*tool_fn)(struct sbx_req *r, json_t *args, struct sbx_error *er
 
 static json_t *text_result(json_t *structured, bool is_error)
 {
-  char *txt = json_dumps(structured, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+  char *txt = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(9));
   json_t *res = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text",
                           txt ? txt : "{}", "structuredContent", structured, "isError",
                           is_error);
