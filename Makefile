@@ -3,6 +3,7 @@
 #   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 and the driver-facing integration files on gvisor (make test-gvisor)
+#   make test-mcp the MCP server through the official MCP SDK client and conformance suite (npm ci)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 
@@ -13,7 +14,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        bench clean deb test-deb
+        test-mcp bench clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -30,7 +31,7 @@ deps:
 run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
-test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-deb
+test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-mcp test-deb
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -56,6 +57,14 @@ test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
+
+# The MCP server (/mcp and `sbx mcp`) driven by the pinned official MCP SDK
+# client and @modelcontextprotocol/conformance's server scenarios
+# (tests/mcp/, docs/mcp.md); npm ci installs exactly package-lock.json.
+test-mcp: all
+	cd tests/mcp && npm ci --no-audit --no-fund >/dev/null && \
+	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node --test --test-concurrency=1 mcp.test.mjs && \
+	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node conformance.mjs
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).

@@ -4,18 +4,25 @@
  * application/json (or as a one-event text/event-stream when the client
  * accepts only that); a notification or a client's response gets 202 and
  * no body.  The server never sends requests of its own, so GET (a
- * server-to-client stream) is 405, as the transport allows.  DELETE ends an
+ * server-to-client stream) is 405, as the transport allows: the router
+ * answers it, there being no GET route.  DELETE ends an
  * MCP session.
  *
  * Authentication is the route table's (Bearer API key, before any byte of
  * JSON-RPC is read).  An MCP session id names a session of the tenant that
  * opened it: another tenant's id is answered exactly like an unknown one.
  * The table is bounded: per tenant and overall, the least recently used
- * session is forgotten first, and idle ones expire. */
+ * session is forgotten first, and idle ones expire.  On a loopback
+ * listener, a Host or Origin that is not a loopback name is refused (DNS
+ * rebinding), as the transport requires. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 #include "api/mcp.h"
 #include "common/util.h"
@@ -144,6 +151,56 @@ static void reply(struct sbx_req *r, struct sbx_resp *out, int status, json_t *m
     out->headers = json_pack("[[s, s]]", "Mcp-Session-Id", session_id);
 }
 
+/* ---- DNS rebinding: Host and Origin ---- */
+
+/* Whether the connection came in on a loopback address of ours. */
+static bool on_loopback(struct sbx_req *r)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  int fd = sbx_req_client_fd(r);
+  if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+    return false;
+  if (ss.ss_family == AF_INET)
+    return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+  return ss.ss_family == AF_INET6 &&
+         IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+}
+
+/* "localhost[:port]", "127.x.y.z[:port]", "[::1][:port]". */
+static bool loopback_name(const char *hostport)
+{
+  char h[256];
+  size_t n = hostport[0] == '[' ? strcspn(hostport, "]") + 1 : strcspn(hostport, ":");
+  if (!hostport[0] || n >= sizeof h)
+    return false;
+  memcpy(h, hostport, n);
+  h[n] = '\0';
+  if (hostport[n] && hostport[n] != ':')
+    return false;
+  struct in_addr a4;
+  return !strcasecmp(h, "localhost") || !strcmp(h, "[::1]") ||
+         (inet_pton(AF_INET, h, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
+}
+
+/* A browser page that rebound its own name to our loopback address carries
+ * its name in Host (and Origin): such a request is refused before it runs
+ * anything, key or not.  An Origin, when sent, must be the Host itself. */
+static bool origin_ok(struct sbx_req *r, struct sbx_resp *out)
+{
+  const char *host = sbx_req_header(r, "Host");
+  const char *origin = sbx_req_header(r, "Origin");
+  bool loop = on_loopback(r);
+  const char *auth = origin ? strstr(origin, "://") : NULL;
+  bool bad = (loop && (!host || !loopback_name(host))) ||
+             (origin && strcmp(origin, "null") &&
+              (!auth || !((host && !strcasecmp(auth + 3, host)) || (loop && loopback_name(auth + 3)))));
+  if (bad)
+    sbx_resp_json(out, 403, rpc_error(NULL, -32000, "Host or Origin not allowed "
+                                                     "(DNS rebinding protection)"));
+  return !bad;
+}
+
 /* ---- methods ---- */
 
 static json_t *initialize_result(json_t *params, const char **version)
@@ -265,6 +322,8 @@ static bool check_session(struct sbx_req *r, struct sbx_resp *out, json_t *id)
 SBX_HANDLER(sbx_h_mcp_post)
 {
   (void)err;
+  if (!origin_ok(r, out))
+    return 0;
   json_t *msg = parse_message(r, out);
   if (!msg)
     return 0;
@@ -283,19 +342,11 @@ SBX_HANDLER(sbx_h_mcp_post)
   return rc;
 }
 
-SBX_HANDLER(sbx_h_mcp_get)
-{
-  (void)r, (void)err;
-  sbx_resp_json(out, 405,
-                rpc_error(NULL, RPC_INVALID_REQUEST,
-                          "this server opens no server-to-client stream; POST requests to /mcp"));
-  out->headers = json_pack("[[s, s]]", "Allow", "POST, DELETE");
-  return 0;
-}
-
 SBX_HANDLER(sbx_h_mcp_delete)
 {
   (void)err;
+  if (!origin_ok(r, out))
+    return 0;
   const char *sid = sbx_req_header(r, "Mcp-Session-Id");
   if (!sid || !*sid) {
     sbx_resp_json(out, 400, rpc_error(NULL, RPC_INVALID_REQUEST, "Mcp-Session-Id header is "

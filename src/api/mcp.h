@@ -14,7 +14,6 @@
 #include "api/handlers.h"
 
 SBX_HANDLER(sbx_h_mcp_post);
-SBX_HANDLER(sbx_h_mcp_get);
 SBX_HANDLER(sbx_h_mcp_delete);
 
 /* The tools array of a tools/list result (new reference). */

@@ -87,9 +87,10 @@ static const struct sbx_route routes[] = {
     {"GET", "/v1/audit/verify", sbx_h_audit_verify, SBX_AUTH_ADMIN, "audit_verify"},
     {"GET", "/v1/sandbox/usage", sbx_h_usage, SBX_AUTH_KEY, "usage"},
     {"GET", "/metrics", sbx_h_metrics, SBX_AUTH_NONE, "metrics"},
-    /* MCP, Streamable HTTP transport (api/mcp.c, docs/mcp.md). */
+    /* MCP, Streamable HTTP transport (api/mcp.c, docs/mcp.md).  No GET:
+     * the server opens no stream of its own, and the transport says a GET
+     * is then 405, which the matcher answers. */
     {"POST", "/mcp", sbx_h_mcp_post, SBX_AUTH_KEY, "mcp"},
-    {"GET", "/mcp", sbx_h_mcp_get, SBX_AUTH_KEY, "mcp_stream"},
     {"DELETE", "/mcp", sbx_h_mcp_delete, SBX_AUTH_KEY, "mcp_end"},
     {NULL, NULL, NULL, SBX_AUTH_NONE, NULL},
 };

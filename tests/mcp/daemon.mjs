@@ -33,7 +33,8 @@ export async function startDaemon() {
   const fd = openSync(log, 'a');
   const initBin = join(build, 'sbx-init');
   const proc = spawn(sandboxdBin, ['serve', '--listen', `127.0.0.1:${port}`, '--state-dir', state,
-    '--sbx-init', initBin, '--log-format', 'json'], { stdio: ['ignore', fd, fd], detached: true });
+    '--sbx-init', initBin, '--log-format', 'json'], { stdio: ['ignore', fd, fd] });
+  process.on('exit', () => proc.exitCode === null && proc.kill('SIGKILL')); // never outlive the test
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000; // a loaded 2-core machine; first start probes drivers
   for (;;) {

@@ -4,6 +4,7 @@
 // daemon running code on the container driver.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -258,4 +259,24 @@ test('stdio: `sbx mcp` relays the SDK\'s StdioClientTransport to the daemon', as
     env: { PATH: process.env.PATH, SANDBOXD_URL: d.url, SANDBOXD_API_KEY: 'sbx_bad_key' } });
   await assert.rejects(bad.connect(bt), /401|unauthenticated/i);
   await bad.close().catch(() => {});
+});
+
+test('DNS rebinding: a foreign Host or Origin on the loopback listener is 403, even with a key', async () => {
+  const raw = (headers) => new Promise((res, rej) => {
+    const u = new URL(d.url);
+    const q = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST',
+      headers: { Authorization: `Bearer ${alice}`, 'Content-Type': 'application/json', ...headers } }, (r) => {
+      let b = ''; r.on('data', (c) => { b += c; }); r.on('end', () => res({ status: r.statusCode, body: b }));
+    });
+    q.on('error', rej);
+    q.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } } }));
+  });
+  let r = await raw({ Host: 'evil.example' });
+  assert.equal(r.status, 403);
+  assert.match(JSON.parse(r.body).error.message, /DNS rebinding/);
+  r = await raw({ Origin: 'http://evil.example' });
+  assert.equal(r.status, 403);
+  r = await raw({ Host: 'localhost:1', Origin: 'http://localhost:3000' });
+  assert.equal(r.status, 200);
 });
