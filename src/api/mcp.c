@@ -2,7 +2,8 @@
  *
  * POST carries one JSON-RPC message.  A request gets its response as
  * application/json (or as a one-event text/event-stream when the client
- * accepts only that); a notification or a client's response gets 202 and
+ * accepts only that); a session_exec that asked for progress streams its
+ * output as progress notifications before the response; a notification or a client's response gets 202 and
  * no body.  The server never sends requests of its own, so GET (a
  * server-to-client stream) is 405, as the transport allows: the router
  * answers it, there being no GET route.  DELETE ends an
@@ -336,6 +337,8 @@ SBX_HANDLER(sbx_h_mcp_post)
     rc = 0;
   else if (!method || !id) /* a notification, or a response to us: nothing to answer */
     sbx_resp_empty(out, 202);
+  else if (!strcmp(method, "tools/call") && sbx_mcp_tool_stream(r, out, id, params))
+    rc = 0;
   else
     reply(r, out, 200, dispatch_request(r, method, id, params), NULL);
   json_decref(msg);

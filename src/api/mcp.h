@@ -26,4 +26,12 @@ json_t *sbx_mcp_tools_list(void);
  * caller answers a JSON-RPC error). */
 json_t *sbx_mcp_tool_call(struct sbx_req *r, const char *name, json_t *args);
 
+/* tools/call of session_exec with a progressToken, from a client that
+ * accepts an event stream: answers on `out` as text/event-stream, each
+ * output chunk a notifications/progress (its text in `message`), then the
+ * response.  Returns 1 when it took the call, 0 to answer it buffered (not
+ * that kind of call, or the exec did not start: the buffered call then
+ * reports the same refusal). */
+int sbx_mcp_tool_stream(struct sbx_req *r, struct sbx_resp *out, json_t *id, json_t *params);
+
 #endif

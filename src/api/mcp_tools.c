@@ -17,6 +17,7 @@
 #include "api/envelope.h"
 #include "api/mcp.h"
 #include "api/router.h"
+#include "api/sse.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "core/core.h"
@@ -27,6 +28,9 @@
 #define COLLECT_FILE_MAX (1024u * 1024) /* bytes of one collected file inlined */
 #define COLLECT_TOTAL_MAX (8u * 1024 * 1024)
 #define RUN_WAIT_MAX_S (2 * 3600.0)     /* a one-shot run is waited for at most this */
+#define STREAM_QUEUE_BYTES (4u << 20)   /* progress events not yet read (then dropped) */
+#define STREAM_END_WAIT_MS 60000        /* a slow reader still gets the final response */
+#define PROGRESS_TEXT_MAX 4096          /* output bytes quoted in one progress message */
 
 typedef json_t *(*tool_fn)(struct sbx_req *r, json_t *args, struct sbx_error *err);
 
@@ -330,6 +334,96 @@ static json_t *tool_read_file(struct sbx_req *r, json_t *args, struct sbx_error 
     return NULL;
   json_t *res = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)size);
   return b64_or_text(data, (size_t)size, "content", "content_base64", res);
+}
+
+/* ---- session_exec, streamed: output as progress notifications ---- */
+
+struct exec_stream {
+  struct sbx_sse *sse; /* the producer's reference */
+  uint64_t token;
+  json_t *id, *progress_token; /* owned */
+  uint64_t progress;           /* output bytes so far: strictly increasing */
+};
+
+static void stream_free(struct exec_stream *es)
+{
+  json_decref(es->id);
+  json_decref(es->progress_token);
+  free(es);
+}
+
+static void on_output(void *ctx, int stream, const char *data, size_t len, uint64_t offset)
+{
+  struct exec_stream *es = ctx;
+  (void)offset;
+  es->progress += len ? len : 1;
+  char text[PROGRESS_TEXT_MAX + 16];
+  int n = snprintf(text, sizeof text, "%s%.*s", stream == 2 ? "[stderr] " : "",
+                   (int)(len < PROGRESS_TEXT_MAX ? len : PROGRESS_TEXT_MAX), data);
+  json_t *msg = json_stringn(text, (size_t)n); /* NULL unless UTF-8 (binary: no text) */
+  json_t *ev = json_pack("{s:s, s:s, s:{s:O, s:I, s:o*}}", "jsonrpc", "2.0", "method",
+                         "notifications/progress", "params", "progressToken",
+                         es->progress_token, "progress", (json_int_t)es->progress, "message",
+                         msg);
+  if (ev && sbx_sse_push(es->sse, "message", ev) < 0)
+    sbx_exec_stream_cancel(es->token); /* the client left: its exec goes too */
+}
+
+static void on_end(void *ctx, json_t *result)
+{
+  struct exec_stream *es = ctx;
+  const char *st = json_string_value(json_object_get(result, "status"));
+  json_t *res = text_result(result, st && !strcmp(st, "error"));
+  json_t *msg = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", es->id, "result", res);
+  sbx_sse_push_wait(es->sse, "message", msg, STREAM_END_WAIT_MS);
+  sbx_sse_finish(es->sse);
+  sbx_sse_unref(es->sse);
+  stream_free(es);
+}
+
+static void on_gone(void *ctx) { sbx_exec_stream_cancel((uint64_t)(uintptr_t)ctx); }
+
+static void unrespond(struct sbx_resp *out)
+{
+  if (out->stream_free)
+    out->stream_free(out->stream_ctx);
+  memset(out, 0, sizeof *out);
+  out->fd = -1;
+}
+
+int sbx_mcp_tool_stream(struct sbx_req *r, struct sbx_resp *out, json_t *id, json_t *params)
+{
+  static const char *const drop[] = {"session_id", NULL};
+  json_t *args = json_object_get(params, "arguments");
+  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  const char *name = json_string_value(json_object_get(params, "name"));
+  const char *sid = json_string_value(json_object_get(args, "session_id"));
+  if (!name || strcmp(name, "session_exec") || !sid || !*sid || !json_is_object(args) ||
+      !(json_is_string(tok) || json_is_integer(tok)) || !sbx_req_wants_sse(r))
+    return 0;
+  struct exec_stream *es = calloc(1, sizeof *es);
+  if (!es || !(es->sse = sbx_sse_new(STREAM_QUEUE_BYTES))) {
+    free(es);
+    return 0;
+  }
+  es->id = json_incref(id);
+  es->progress_token = json_incref(tok);
+  es->token = sbx_exec_stream_token();
+  /* Wired up first: the exec may end before this returns. */
+  sbx_sse_respond(out, es->sse, on_gone, (void *)(uintptr_t)es->token);
+  struct sbx_exec_sink sink = {.output = on_output, .exit = on_end, .ctx = es};
+  json_t *body = args_without(args, drop);
+  struct sbx_error err = {0};
+  int rc = sbx_session_exec_stream(r->core, &r->who, sid, body, &sink, es->token, &err);
+  json_decref(body);
+  if (rc < 0) { /* the buffered path answers the same refusal as a tool error */
+    unrespond(out);
+    sbx_sse_unref(es->sse);
+    stream_free(es);
+    return 0;
+  }
+  audit_as(r, "session_exec", sid, NULL, NULL);
+  return 1;
 }
 
 /* ---- the table ---- */

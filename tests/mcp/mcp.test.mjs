@@ -280,3 +280,27 @@ test('DNS rebinding: a foreign Host or Origin on the loopback listener is 403, e
   r = await raw({ Host: 'localhost:1', Origin: 'http://localhost:3000' });
   assert.equal(r.status, 200);
 });
+
+test('session_exec with a progress token streams its output as progress notifications (SSE)', async () => {
+  const { c } = await connect(alice);
+  const s = ok(await call(c, 'session_create', {}));
+  try {
+    const seen = [];
+    const res = await c.callTool({ name: 'session_exec', arguments: { session_id: s.id,
+      command: ['sh', '-c', 'for i in 1 2 3; do echo tick$i; sleep 0.2; done; echo err >&2; exit 4'] } },
+    undefined, { ...LONG, onprogress: (p) => seen.push(p), resetTimeoutOnProgress: true });
+    const r = ok(res);
+    assert.equal(r.status, 'failed');
+    assert.equal(r.exit_code, 4);
+    assert.equal(r.stdout, 'tick1\ntick2\ntick3\n');
+    const text = seen.map((p) => p.message).join('');
+    for (const t of ['tick1', 'tick2', 'tick3', '[stderr] err']) assert.ok(text.includes(t), text);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress);
+    // A refused streamed call is the same tool error as a buffered one.
+    const gone = await c.callTool({ name: 'session_exec', arguments: { session_id: 'ses_nope', command: ['true'] } },
+      undefined, { onprogress: () => {} });
+    failed(gone, 'not_found');
+  } finally {
+    await call(c, 'session_delete', { session_id: s.id });
+  }
+});
