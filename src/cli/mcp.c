@@ -2,7 +2,8 @@
  * the daemon's Streamable HTTP endpoint (POST <url>/mcp).
  *
  * Each line on stdin is one JSON-RPC message; each message the daemon
- * answers (JSON, or the data of SSE events) goes to stdout as one line.
+ * answers (JSON, or the data of SSE events, relayed as they arrive) goes
+ * to stdout as one line.
  * The relay keeps the Mcp-Session-Id and the negotiated protocol version
  * the daemon hands out and ends the MCP session at EOF.  Nothing but
  * JSON-RPC is written to stdout (the stdio transport forbids it); a failure
@@ -56,11 +57,38 @@ struct answer {
   struct buf body;
   char session[128];
   char ctype[128];
+  struct relay *rl;  /* an event stream is relayed as it arrives */
+  bool initializing;
+  bool streamed;     /* some events were relayed already */
 };
+
+static void emit(struct relay *rl, json_t *msg, bool initializing);
+
+/* Relays each complete `data:` line of an event stream and keeps only the
+ * unfinished tail, so progress reaches the agent while the call runs. */
+static void drain_events(struct answer *a)
+{
+  char *start = a->body.data, *nl;
+  while ((nl = memchr(start, '\n', a->body.len - (size_t)(start - a->body.data)))) {
+    *nl = '\0';
+    json_t *m = !strncmp(start, "data:", 5) ? json_loads(start + 5, 0, NULL) : NULL;
+    if (m) {
+      emit(a->rl, m, a->initializing);
+      a->streamed = true;
+    }
+    json_decref(m);
+    start = nl + 1;
+  }
+  size_t rest = a->body.len - (size_t)(start - a->body.data);
+  memmove(a->body.data, start, rest);
+  a->body.len = rest;
+  a->body.data[rest] = '\0';
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
-  struct buf *b = ctx;
+  struct answer *a = ctx;
+  struct buf *b = &a->body;
   size_t add = size * n;
   if (b->len + add > RESP_MAX_BYTES) {
     b->overflow = true;
@@ -73,6 +101,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
   b->data = nd;
   b->len += add;
   b->data[b->len] = '\0';
+  if (!strncmp(a->ctype, "text/event-stream", 17))
+    drain_events(a);
   return add;
 }
 
@@ -125,7 +155,7 @@ static long exchange(struct relay *rl, const char *method, const char *body, siz
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
   }
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &a->body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
@@ -211,7 +241,7 @@ static void relay_line(struct relay *rl, const char *line, size_t len)
   json_t *id = json_object_get(msg, "id");
   const char *method = json_string_value(json_object_get(msg, "method"));
   bool initializing = method && !strcmp(method, "initialize");
-  struct answer a = {0};
+  struct answer a = {.rl = rl, .initializing = initializing};
   char errbuf[CURL_ERROR_SIZE];
   long status = exchange(rl, "POST", line, len, &a, errbuf);
   if (initializing && a.session[0])
@@ -223,8 +253,9 @@ static void relay_line(struct relay *rl, const char *line, size_t len)
     /* a notification was taken: nothing to say */
   } else if (json_object_get(reply, "jsonrpc")) {
     emit(rl, reply, initializing);
-  } else if (!strncmp(a.ctype, "text/event-stream", 17) && a.body.data) {
-    emit_sse(rl, a.body.data, initializing);
+  } else if (!strncmp(a.ctype, "text/event-stream", 17) && (a.streamed || status == 200)) {
+    if (a.body.data) /* a last event without its final newline */
+      emit_sse(rl, a.body.data, initializing);
   } else if (a.body.overflow) {
     emit_error(id, "the answer is larger than %u bytes", RESP_MAX_BYTES);
   } else {
@@ -239,7 +270,7 @@ static void end_session(struct relay *rl)
 {
   if (!rl->session[0])
     return;
-  struct answer a = {0};
+  struct answer a = {.rl = rl};
   char errbuf[CURL_ERROR_SIZE];
   exchange(rl, "DELETE", NULL, 0, &a, errbuf);
   free(a.body.data);

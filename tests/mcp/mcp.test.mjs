@@ -252,6 +252,14 @@ test('stdio: `sbx mcp` relays the SDK\'s StdioClientTransport to the daemon', as
   const r = ok(await call(c, 'run_code', { language: 'node', code: 'console.log([1,2,3].map(x => x * 2).join(","))' }));
   assert.equal(r.stdout, '2,4,6\n');
   failed(await call(c, 'session_exec', { session_id: 'ses_doesnotexist', command: ['true'] }), 'not_found');
+  // Progress comes through the relay too (the daemon streams it as SSE).
+  const s = ok(await call(c, 'session_create', {}));
+  const seen = [];
+  const x = ok(await c.callTool({ name: 'session_exec', arguments: { session_id: s.id, command: ['echo', 'via-stdio'] } },
+    undefined, { ...LONG, onprogress: (p) => seen.push(p) }));
+  assert.equal(x.stdout, 'via-stdio\n');
+  assert.ok(seen.map((p) => p.message).join('').includes('via-stdio'), JSON.stringify(seen));
+  ok(await call(c, 'session_delete', { session_id: s.id }));
   await c.close();
   // A bad key through stdio: the agent gets a JSON-RPC error, not silence.
   const bad = new Client({ name: 'bad', version: '1' });
