@@ -274,6 +274,9 @@ static json_t *parse_message(struct sbx_req *r, struct sbx_resp *out)
                     : json_object_get(msg, "method") &&
                             !json_is_string(json_object_get(msg, "method"))
                         ? "method must be a string"
+                    : !json_object_get(msg, "method") && !json_object_get(msg, "result") &&
+                            !json_object_get(msg, "error")
+                        ? "a message needs a method (or, answering us, a result or an error)"
                         : NULL;
   if (why) {
     reply(r, out, 400, rpc_error(json_is_object(msg) ? id : NULL, RPC_INVALID_REQUEST, why),
