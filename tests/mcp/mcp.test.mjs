@@ -165,6 +165,14 @@ test('bad input: clear tool errors, and JSON-RPC errors for protocol mistakes', 
   assert.equal(e.field, 'content');
   failed(await call(c, 'run_code', { language: 'python', code: 'print(1)', limits: { memory: 'lots' } }),
     'invalid_request');
+  // Above the profile's ceiling: refused by the same policy check as the API, and audited as such.
+  e = failed(await call(c, 'run_code', { language: 'python', code: 'print(1)', limits: { memory: '1000Gi' } }),
+    'invalid_request');
+  assert.match(e.field, /^limits/);
+  const audit = await (await fetch(`${d.url}/v1/audit?limit=1000`,
+    { headers: { Authorization: `Bearer ${admin}` } })).json();
+  assert.ok(audit.events.some((ev) => ev.action === 'policy.denied' && ev.details?.route === 'execution_create'
+    && /limits/.test(ev.details?.field ?? '')), JSON.stringify(audit.events.slice(-3)));
   await assert.rejects(c.callTool({ name: 'no_such_tool', arguments: {} }),
     (err) => err instanceof McpError && err.code === -32602 && /unknown tool/.test(err.message));
   // Raw JSON-RPC on the same MCP session: wrong shapes and methods.
