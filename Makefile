@@ -4,7 +4,8 @@
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 the driver-facing integration files on gvisor (make test-gvisor), the
 #                 real E2B SDKs against the E2B-compatible API (make test-compat), the
-#                 Python and TypeScript SDKs (make test-sdk) and the .deb (make test-deb)
+#                 Python and TypeScript SDKs (make test-sdk), the MCP server (make test-mcp)
+#                 and the .deb (make test-deb)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 #   make fuzz     every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each (clang)
@@ -19,7 +20,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-compat test-sdk bench fuzz clean deb test-deb
+        test-compat test-sdk test-mcp bench fuzz clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -37,7 +38,7 @@ run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
 test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-compat \
-      test-sdk test-deb
+      test-sdk test-mcp test-deb
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -84,6 +85,13 @@ test-sdk: deps all
 	$(PYTHON) tests/sdk/check_sdk_contract.py
 	PYTHON=$(PYTHON) ./tests/sdk/check_packages.sh
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/sdk
+# The MCP server (/mcp and `sbx mcp`) driven by the pinned official MCP SDK
+# client and @modelcontextprotocol/conformance's server scenarios
+# (tests/mcp/, docs/mcp.md); npm ci installs exactly package-lock.json.
+test-mcp: all
+	cd tests/mcp && npm ci --no-audit --no-fund >/dev/null && \
+	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node --test --test-concurrency=1 mcp.test.mjs && \
+	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node conformance.mjs
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).

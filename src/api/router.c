@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/handlers.h"
+#include "api/mcp.h"
 
 #define E2B_API "/e2b/api"   /* SBX_E2B_API_PREFIX */
 #define E2B_ENVD "/e2b/envd" /* SBX_E2B_ENVD_PREFIX */
@@ -147,6 +148,11 @@ static const struct sbx_route routes[] = {
     {"DELETE", E2B_ENVD "/contexts/{cid}", sbx_h_e2b_ctx_delete, E2B_SBX, "e2b_ctx_delete"},
     {"POST", E2B_ENVD "/contexts/{cid}/restart", sbx_h_e2b_ctx_restart, E2B_SBX,
      "e2b_ctx_restart"},
+    /* MCP, Streamable HTTP transport (api/mcp.c, docs/mcp.md).  No GET:
+     * the server opens no stream of its own, and the transport says a GET
+     * is then 405, which the matcher answers. */
+    {"POST", "/mcp", sbx_h_mcp_post, SBX_AUTH_KEY, "mcp"},
+    {"DELETE", "/mcp", sbx_h_mcp_delete, SBX_AUTH_KEY, "mcp_end"},
     {NULL, NULL, NULL, SBX_AUTH_NONE, NULL},
 };
 

@@ -273,6 +273,8 @@ static enum MHD_Result send_error(struct sbx_req *r, const struct sbx_error *err
   struct sbx_resp resp = {.fd = -1};
   sbx_api_audit(r, NULL, err); /* issue 8: refusals and failed mutations */
   sbx_resp_error(r, &resp, err);
+  if (err->code == SBX_E_UNAUTHENTICATED) /* RFC 6750 §3; MCP clients read it */
+    resp.headers = json_pack("[[s, s]]", "WWW-Authenticate", "Bearer realm=\"sandboxd\"");
   return send_resp(r, &resp);
 }
 

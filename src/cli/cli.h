@@ -152,5 +152,6 @@ int sbx_cmd_profiles(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_executions(struct sbx_cli *cli, int argc, char **argv);
 /* image.c (issue 7): `sbx image pull|ls|rm|gc`. */
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
+int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv); /* mcp.c: MCP stdio relay */
 
 #endif

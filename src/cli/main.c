@@ -26,6 +26,7 @@ static const char usage[] =
     "  profiles     list the isolation profiles and whether they are usable here\n"
     "  executions   list, show and cancel one-shot executions\n"
     "  image        pull, list, remove and collect images (admin key for changes)\n"
+    "  mcp          serve MCP on stdin/stdout for a local agent (docs/mcp.md)\n"
     "  help CMD     show the help of a command\n"
     "\n"
     "Global options (also accepted after the command):\n"
@@ -80,6 +81,7 @@ static const struct verb verbs[] = {
     {"profiles", "profile", sbx_cmd_profiles},
     {"executions", "execution", sbx_cmd_executions},
     {"image", "images", sbx_cmd_image},
+    {"mcp", NULL, sbx_cmd_mcp},
 };
 
 static const struct verb *find_verb(const char *name)

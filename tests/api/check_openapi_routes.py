@@ -7,8 +7,9 @@ Checks, each failing with the list of what is wrong:
   * the set of (METHOD, path) in `paths:` equals `sandboxd routes` (the
     router's table), differences listed both ways;
   * every operation has `responses`, every 4xx answer is the error envelope
-    (components/schemas/Error), so is every 5xx unless marked
-    `x-error-envelope: false` (the readiness report of /readyz);
+    (components/schemas/Error), so is every 5xx, unless marked
+    `x-error-envelope: false` (the readiness report of /readyz, the
+    JSON-RPC errors of /mcp);
   * every authenticated operation documents 401;
   * operationIds exist and are unique;
   * every {param} of a path is declared `in: path`, and nothing else is;
@@ -135,7 +136,8 @@ def check_responses(doc):
         for code, resp in responses.items():
             code = str(code)
             r = deref(doc, resp)
-            if code.startswith("4") and not response_is_envelope(doc, resp, path):
+            if code.startswith("4") and r.get("x-error-envelope", True) and \
+                    not response_is_envelope(doc, resp, path):
                 errs.append("%s: %s does not reference the error envelope" % (where, code))
             if code.startswith("5") and r.get("x-error-envelope", True) and \
                     not response_is_envelope(doc, resp, path):
