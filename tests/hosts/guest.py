@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""guest.py — the host lab's runner inside a guest (started by init.sh's
+stage 2, with the host's userland as root).  Sets up cgroups the way the
+host kind does (v2: a systemd-like delegated subtree; v1: systemd's legacy
+hierarchies), runs each item of /lab/out/spec.json with a timeout, and
+writes per-test results to /lab/out/results.json for lab.py.  Stdlib only.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+CG = "/sys/fs/cgroup"
+# what systemd enables below the root on a v2 host
+V2_CONTROLLERS = ["cpuset", "cpu", "io", "memory", "pids"]
+# systemd's legacy layout: cpu and cpuacct (and net_cls, net_prio) share a hierarchy
+V1_HIERARCHIES = ["cpu,cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
+                  "net_cls,net_prio", "perf_event", "hugetlb"]
+SERVICE = "system.slice/sandboxd.service"
+
+
+def say(msg):
+    print("lab: " + msg, flush=True)
+
+
+def sh(*cmd):
+    subprocess.run(cmd, check=True)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def setup_v2():
+    sh("mount", "-t", "cgroup2", "-o", "nsdelegate,memory_recursiveprot", "cgroup2", CG)
+    os.makedirs(f"{CG}/init.scope", exist_ok=True)
+    write(f"{CG}/init.scope/cgroup.procs", "1")  # PID 1 leaves the root, as under systemd
+    avail = open(f"{CG}/cgroup.controllers").read().split()
+    enable = " ".join("+" + c for c in V2_CONTROLLERS if c in avail)
+    write(f"{CG}/cgroup.subtree_control", enable)
+    os.makedirs(f"{CG}/system.slice", exist_ok=True)
+    write(f"{CG}/system.slice/cgroup.subtree_control", enable)
+    # Delegate=yes: the service's cgroup, with every controller available to it,
+    # holding the service's processes (here: this runner and what it starts)
+    os.makedirs(f"{CG}/{SERVICE}", exist_ok=True)
+    write(f"{CG}/{SERVICE}/cgroup.procs", str(os.getpid()))
+    return f"cgroup2 (delegated {SERVICE}: {open(f'{CG}/{SERVICE}/cgroup.controllers').read().strip()})"
+
+
+def setup_v1():
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "cgroup", CG)
+    avail = {l.split()[0] for l in open("/proc/cgroups") if not l.startswith("#") and l.split()[3] == "1"}
+    mounted = []
+    for h in V1_HIERARCHIES:
+        ctrls = [c for c in h.split(",") if c in avail]
+        if not ctrls:
+            continue
+        d = f"{CG}/{','.join(ctrls)}"
+        os.makedirs(d, exist_ok=True)
+        sh("mount", "-t", "cgroup", "-o", ",".join(ctrls), "cgroup", d)
+        mounted.append(d)
+        for c in ctrls:
+            if len(ctrls) > 1:
+                os.symlink(",".join(ctrls), f"{CG}/{c}")
+    os.makedirs(f"{CG}/systemd", exist_ok=True)
+    sh("mount", "-t", "cgroup", "-o", "none,name=systemd", "cgroup", f"{CG}/systemd")
+    mounted.append(f"{CG}/systemd")
+    os.makedirs(f"{CG}/unified", exist_ok=True)
+    sh("mount", "-t", "cgroup2", "-o", "nsdelegate", "cgroup2", f"{CG}/unified")
+    mounted.append(f"{CG}/unified")
+    for d in mounted:
+        os.makedirs(f"{d}/{SERVICE}", exist_ok=True)
+        if d.endswith("/cpuset") or ",cpuset" in d:
+            for k in ("cpuset.cpus", "cpuset.mems"):  # v1 cpuset children start empty
+                for sub in ("system.slice", SERVICE):
+                    write(f"{d}/{sub}/{k}", open(f"{d}/{k}").read())
+        write(f"{d}/{SERVICE}/cgroup.procs", str(os.getpid()))
+    return "cgroup v1 (" + " ".join(os.path.basename(d) for d in mounted) + ")"
+
+
+def run_item(item, spec, env):
+    """Run one subset; returns (subset record, per-test results)."""
+    name, out = item["name"], spec["out"]
+    logf = f"{out}/{name}.log"
+    build, repo = spec["build"], spec["repo"]
+    if item["kind"] == "meson":
+        logbase = f"lab-{name}"
+        cmd = ["meson", "test", "-C", build, "--no-rebuild", "--print-errorlogs",
+               "--logbase", logbase, "--suite", item["suite"], *item.get("tests", [])]
+        cwd = repo
+    elif item["kind"] == "pytest":
+        junit = f"{out}/{name}.junit.xml"
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",
+               f"--junitxml={junit}", *item.get("args", []), *item["paths"]]
+        cwd = repo
+    else:
+        raise ValueError(f"unknown subset kind {item['kind']}")
+    say(f"{name}: {' '.join(cmd)}")
+    t0 = time.time()
+    timeout = item.get("timeout", 300)
+    problem = None
+    with open(logf, "w") as lf:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=lf, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            rc = p.wait()
+            problem = f"timed out after {timeout} s (killed)"
+    secs = time.time() - t0
+    if item["kind"] == "meson":
+        tests = meson_results(f"{build}/meson-logs/{logbase}.json")
+    else:
+        tests = junit_results(junit, repo)
+    if not tests and not problem:
+        problem = f"no test results (rc {rc}; see {name}.log)"
+    say(f"{name}: rc={rc} in {secs:.1f} s, "
+        + ", ".join(f"{k}={v}" for k, v in sorted(count(tests).items())))
+    return {"name": name, "rc": rc, "seconds": round(secs, 1), "problem": problem}, tests
+
+
+def count(tests):
+    c = {}
+    for t in tests:
+        c[t["outcome"]] = c.get(t["outcome"], 0) + 1
+    return c
+
+
+ERR = re.compile(r"CHECK(_STR)? failed|failed|error|Error|refused|denied|EINVAL|EBUSY")
+
+
+def meson_results(path):
+    tests = []
+    if not os.path.exists(path):
+        return tests
+    for line in open(path):
+        r = json.loads(line)
+        res = r.get("result", "")
+        outcome = {"OK": "pass", "SKIP": "skip", "EXPECTEDFAIL": "pass"}.get(res, "fail")
+        text = (r.get("stdout") or "") + (r.get("stderr") or "")
+        errs = [l.strip() for l in text.splitlines() if ERR.search(l)] if outcome == "fail" else []
+        if outcome == "fail" and res == "TIMEOUT":
+            errs.insert(0, "meson: TIMEOUT")
+        tests.append({"id": f"meson:{r['name']}", "outcome": outcome,
+                      "seconds": round(r.get("duration", 0), 1), "error": errs[:8]})
+    return tests
+
+
+def nodeid(classname, name, repo):
+    parts = classname.split(".")
+    for i in range(len(parts), 0, -1):
+        path = "/".join(parts[:i]) + ".py"
+        if os.path.exists(os.path.join(repo, path)):
+            return "::".join([path, *parts[i:], name])
+    return f"{classname}::{name}"
+
+
+def junit_results(path, repo):
+    tests = []
+    if not os.path.exists(path):
+        return tests
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        outcome, errs = "pass", []
+        for child in tc:
+            if child.tag in ("failure", "error"):
+                outcome = "fail"
+                lines = (child.text or "").splitlines()
+                errs = [child.get("message", "").splitlines()[0][:300]] if child.get("message") else []
+                errs += [l.strip()[:300] for l in lines if l.startswith("E ")][:6]
+            elif child.tag == "skipped":
+                outcome = "skip"
+                errs = [child.get("message", "")[:300]]
+        tests.append({"id": "pytest:" + nodeid(tc.get("classname", ""), tc.get("name"), repo),
+                      "outcome": outcome, "seconds": round(float(tc.get("time", 0)), 1),
+                      "error": errs})
+    return tests
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    t0 = time.time()
+    res = {"host": spec["host"], "uname": os.uname().release, "subsets": [], "tests": []}
+    try:
+        res["cgroup_fs"] = setup_v2() if spec["cgroup"] == "v2" else setup_v1()
+        say(f"{res['uname']}, {res['cgroup_fs']}")
+    except Exception as e:
+        res["subsets"].append({"name": "setup", "rc": None, "seconds": 0,
+                               "problem": f"cgroup setup: {e}"})
+        json.dump(res, open(f"{spec['out']}/results.json", "w"), indent=1)
+        return 1
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+           "HOME": "/root", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "TERM": "dumb",
+           "SANDBOXD_BUILD": spec["build"], "SANDBOXD_GVISOR_PLATFORM": "ptrace",
+           "SANDBOXD_TEST_PROFILES": "container", "SANDBOXD_LAB_HOST": spec["host"]}
+    env.update(spec.get("env", {}))
+    for item in spec["items"]:
+        sub, tests = run_item(item, spec, env)
+        res["subsets"].append(sub)
+        res["tests"] += tests
+        json.dump(res, open(f"{spec['out']}/results.json", "w"), indent=1)
+    res["seconds"] = round(time.time() - t0, 1)
+    json.dump(res, open(f"{spec['out']}/results.json", "w"), indent=1)
+    os.sync()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
