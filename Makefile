@@ -4,6 +4,7 @@
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 and the driver-facing integration files on gvisor (make test-gvisor)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
+#   make test-hosts  the host lab: Debian kernels under QEMU, suites inside (docs/hosts.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -12,7 +13,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        bench clean
+        test-hosts bench clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -55,6 +56,15 @@ test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
+
+# The host lab (docs/hosts.md): boots each host of tests/hosts/hosts.json
+# (Debian kernels, cgroup v1/v2) under QEMU and runs its subset inside.
+# HOSTS=debian12-v2 runs one host; LAB_ARGS='--docs docs/hosts.md' rewrites
+# the results table there from this run.
+HOSTS    ?=
+LAB_ARGS ?=
+test-hosts: deps all
+	$(PYTHON) tests/hosts/lab.py --build $(BUILD) $(LAB_ARGS) $(HOSTS)
 
 bench: deps all
 	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md

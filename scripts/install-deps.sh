@@ -27,6 +27,8 @@ PACKAGES=(
   # issue 7: images (a real registry and skopeo in tests, mmdebstrap for image build,
   # busybox-static for the test images)
   docker-registry skopeo mmdebstrap busybox-static zlib1g-dev
+  # the host lab (tests/hosts/): QEMU and its virtiofsd (qemu-system-common)
+  qemu-system-x86 qemu-system-common
 )
 
 missing=()

@@ -317,11 +317,11 @@ class Guest:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             self.console.write(line + "\n")
             self.console.flush()
-            for mark in ("LAB_MARK_INIT", "LAB_PROBE_OK", "LAB_FATAL", "LAB_GUEST_EXIT",
-                         "KVM internal error", "Kernel panic"):
-                if mark in line:
-                    self.markers.setdefault(mark, (time.time(), line))
-                    self.event.set()
+            marks = [line.split()[0]] if line.startswith("LAB_") else []
+            marks += [m for m in ("KVM internal error", "Kernel panic") if m in line]
+            for mark in marks:
+                self.markers.setdefault(mark, (time.time(), line))
+                self.event.set()
             if line.startswith("lab: "):
                 print(f"  [{os.path.basename(self.rundir)}] {line[5:]}", flush=True)
         self.event.set()
