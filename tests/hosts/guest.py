@@ -8,9 +8,11 @@ writes per-test results to /lab/out/results.json for lab.py.  Stdlib only.
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -83,6 +85,42 @@ def setup_v1():
     return "cgroup v1 (" + " ".join(os.path.basename(d) for d in mounted) + ")"
 
 
+def heartbeat(path, every=30):
+    """Every `every` s, the guest's process list to path: what a hung or
+    slow subset was doing is in the results even after it is killed."""
+    def loop():
+        while True:
+            time.sleep(every)
+            ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:24,etime,time,args",
+                                 "--sort=start_time"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+            load = open("/proc/loadavg").read().split()[0]
+            newest = [l.split(None, 5)[-1][:70] for l in ps.splitlines()[-3:]]
+            say(f"heartbeat: load {load}; newest: " + " | ".join(newest))
+            with open(path, "a") as f:
+                f.write(f"--- {time.strftime('%H:%M:%S')} load {load}\n{ps}")
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def dump_stacks(path):
+    """Kernel and wait state of every user process: why a subset hung."""
+    with open(path, "w") as f:
+        for pid in sorted((int(p) for p in os.listdir("/proc") if p.isdigit())):
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+                if not cmd:
+                    continue  # a kernel thread
+                st = open(f"/proc/{pid}/status").read()
+                state = re.search(r"State:\s+(.*)", st).group(1)
+                f.write(f"=== {pid} [{state}] {cmd[:200]}\n")
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    f.write(f"--- task {tid} wchan={open(f'/proc/{pid}/task/{tid}/wchan').read()}\n")
+                    f.write(open(f"/proc/{pid}/task/{tid}/stack").read())
+            except OSError:
+                continue
+    say(f"stacks of every process written to {os.path.basename(path)}")
+
+
 def run_item(item, spec, env):
     """Run one subset; returns (subset record, per-test results)."""
     name, out = item["name"], spec["out"]
@@ -110,6 +148,7 @@ def run_item(item, spec, env):
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            dump_stacks(f"{out}/{name}.stacks")
             os.killpg(p.pid, signal.SIGKILL)
             rc = p.wait()
             problem = f"timed out after {timeout} s (killed)"
@@ -147,7 +186,8 @@ def meson_results(path):
         errs = [l.strip() for l in text.splitlines() if ERR.search(l)] if outcome == "fail" else []
         if outcome == "fail" and res == "TIMEOUT":
             errs.insert(0, "meson: TIMEOUT")
-        tests.append({"id": f"meson:{r['name']}", "outcome": outcome,
+        name = r["name"].split(" / ")[-1]  # "project:suite / test" → test
+        tests.append({"id": f"meson:{name}", "outcome": outcome,
                       "seconds": round(r.get("duration", 0), 1), "error": errs[:8]})
     return tests
 
@@ -194,11 +234,20 @@ def main():
                                "problem": f"cgroup setup: {e}"})
         json.dump(res, open(f"{spec['out']}/results.json", "w"), indent=1)
         return 1
+    # systemd's default for a service (LimitNOFILE=1024:524288), not the
+    # kernel's 1024:4096 that PID 1 hands down without systemd
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 524288))
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": "/root", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "TERM": "dumb",
            "SANDBOXD_BUILD": spec["build"], "SANDBOXD_GVISOR_PLATFORM": "ptrace",
            "SANDBOXD_TEST_PROFILES": "container", "SANDBOXD_LAB_HOST": spec["host"]}
     env.update(spec.get("env", {}))
+    # meson's logs straight into the results share: seen live, kept after a kill
+    logs = f"{spec['build']}/meson-logs"
+    os.makedirs(f"{spec['out']}/meson-logs", exist_ok=True)
+    subprocess.run(["rm", "-rf", logs], check=True)
+    os.symlink(f"{spec['out']}/meson-logs", logs)
+    heartbeat(f"{spec['out']}/ps.log")
     for item in spec["items"]:
         sub, tests = run_item(item, spec, env)
         res["subsets"].append(sub)

@@ -549,7 +549,12 @@ def update_docs(path, text):
         f.write(head + begin + "\n" + text + end + tail)
 
 
+def _terminate(signum, _frame):
+    raise SystemExit(f"lab: signal {signum}")  # unwinds through Guest.stop()
+
+
 def main():
+    signal.signal(signal.SIGTERM, _terminate)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("hosts", nargs="*", help="host names from hosts.json (default: all)")
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
