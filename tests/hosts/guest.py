@@ -121,42 +121,66 @@ def dump_stacks(path):
     say(f"stacks of every process written to {os.path.basename(path)}")
 
 
+def run_proc(cmd, cwd, env, logf, timeout, stacks):
+    """Run cmd in its own session, output to logf; killed with its whole
+    group past timeout.  Returns (exit status, seconds, problem or None)."""
+    t0 = time.time()
+    with open(logf, "w") as lf:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=lf, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            return p.wait(timeout=timeout), time.time() - t0, None
+        except subprocess.TimeoutExpired:
+            dump_stacks(stacks)
+            os.killpg(p.pid, signal.SIGKILL)
+            return p.wait(), time.time() - t0, f"timed out after {timeout} s (killed)"
+
+
+def run_meson(item, spec, env):
+    """Each meson test of the subset on its own (command and environment
+    from `meson introspect --tests`, done by lab.py): a hung test costs its
+    own timeout, never the rest of the suite."""
+    tests = []
+    for t in item["meson_tests"]:
+        name = t["name"]
+        timeout = item.get("timeouts", {}).get(name, item.get("test_timeout", t["timeout"]))
+        logf = f"{spec['out']}/{item['name']}.{name}.log"
+        tenv = dict(env, **t["env"])
+        say(f"  {name} (timeout {timeout} s)")
+        rc, secs, problem = run_proc(t["cmd"], t.get("workdir") or spec["build"], tenv, logf,
+                                     timeout, f"{spec['out']}/{name}.stacks")
+        outcome = "pass" if rc == 0 else "skip" if rc == 77 else "fail"
+        text = open(logf, errors="replace").read()
+        errs = [l.strip()[:300] for l in text.splitlines() if ERR.search(l)] if outcome == "fail" else []
+        if problem:
+            errs.insert(0, problem)
+        elif outcome == "fail":
+            errs.insert(0, f"exit status {rc}")
+        say(f"  {name}: {outcome} in {secs:.1f} s")
+        tests.append({"id": f"meson:{name}", "outcome": outcome, "seconds": round(secs, 1),
+                      "error": errs[:8]})
+    return tests
+
+
 def run_item(item, spec, env):
     """Run one subset; returns (subset record, per-test results)."""
     name, out = item["name"], spec["out"]
-    logf = f"{out}/{name}.log"
-    build, repo = spec["build"], spec["repo"]
+    t0 = time.time()
+    problem, rc = None, None
     if item["kind"] == "meson":
-        logbase = f"lab-{name}"
-        cmd = ["meson", "test", "-C", build, "--no-rebuild", "--print-errorlogs",
-               "--logbase", logbase, "--suite", item["suite"], *item.get("tests", [])]
-        cwd = repo
+        tests = run_meson(item, spec, env)
+        rc = sum(1 for t in tests if t["outcome"] == "fail")
     elif item["kind"] == "pytest":
         junit = f"{out}/{name}.junit.xml"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",
                f"--junitxml={junit}", *item.get("args", []), *item["paths"]]
-        cwd = repo
+        say(f"{name}: {' '.join(cmd)}")
+        rc, _s, problem = run_proc(cmd, spec["repo"], env, f"{out}/{name}.log",
+                                   item.get("timeout", 300), f"{out}/{name}.stacks")
+        tests = junit_results(junit, spec["repo"])
     else:
         raise ValueError(f"unknown subset kind {item['kind']}")
-    say(f"{name}: {' '.join(cmd)}")
-    t0 = time.time()
-    timeout = item.get("timeout", 300)
-    problem = None
-    with open(logf, "w") as lf:
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=lf, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-        try:
-            rc = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            dump_stacks(f"{out}/{name}.stacks")
-            os.killpg(p.pid, signal.SIGKILL)
-            rc = p.wait()
-            problem = f"timed out after {timeout} s (killed)"
     secs = time.time() - t0
-    if item["kind"] == "meson":
-        tests = meson_results(f"{build}/meson-logs/{logbase}.json")
-    else:
-        tests = junit_results(junit, repo)
     if not tests and not problem:
         problem = f"no test results (rc {rc}; see {name}.log)"
     say(f"{name}: rc={rc} in {secs:.1f} s, "
@@ -172,24 +196,6 @@ def count(tests):
 
 
 ERR = re.compile(r"CHECK(_STR)? failed|failed|error|Error|refused|denied|EINVAL|EBUSY")
-
-
-def meson_results(path):
-    tests = []
-    if not os.path.exists(path):
-        return tests
-    for line in open(path):
-        r = json.loads(line)
-        res = r.get("result", "")
-        outcome = {"OK": "pass", "SKIP": "skip", "EXPECTEDFAIL": "pass"}.get(res, "fail")
-        text = (r.get("stdout") or "") + (r.get("stderr") or "")
-        errs = [l.strip() for l in text.splitlines() if ERR.search(l)] if outcome == "fail" else []
-        if outcome == "fail" and res == "TIMEOUT":
-            errs.insert(0, "meson: TIMEOUT")
-        name = r["name"].split(" / ")[-1]  # "project:suite / test" → test
-        tests.append({"id": f"meson:{name}", "outcome": outcome,
-                      "seconds": round(r.get("duration", 0), 1), "error": errs[:8]})
-    return tests
 
 
 def nodeid(classname, name, repo):
@@ -242,11 +248,6 @@ def main():
            "SANDBOXD_BUILD": spec["build"], "SANDBOXD_GVISOR_PLATFORM": "ptrace",
            "SANDBOXD_TEST_PROFILES": "container", "SANDBOXD_LAB_HOST": spec["host"]}
     env.update(spec.get("env", {}))
-    # meson's logs straight into the results share: seen live, kept after a kill
-    logs = f"{spec['build']}/meson-logs"
-    os.makedirs(f"{spec['out']}/meson-logs", exist_ok=True)
-    subprocess.run(["rm", "-rf", logs], check=True)
-    os.symlink(f"{spec['out']}/meson-logs", logs)
     heartbeat(f"{spec['out']}/ps.log")
     for item in spec["items"]:
         sub, tests = run_item(item, spec, env)

@@ -390,11 +390,27 @@ def probe_accel(rundir, kernel, initrd, base_cmdline):
 
 # ---------------------------------------------------------------- one host
 
-def expand_subsets(cfg, host):
+def meson_tests(build, suite, names):
+    """The meson tests of suite (all, or those named), as meson would run
+    them: command, environment, timeout."""
+    out = run(["meson", "introspect", "--tests", build], timeout=120).stdout
+    tests = [t for t in json.loads(out) if any(s.split(":")[-1] == suite for s in t["suite"])
+             and (not names or t["name"] in names)]
+    if not tests:
+        raise RuntimeError(f"no meson tests in suite {suite} of {build}")
+    return [{"name": t["name"], "cmd": t["cmd"], "env": t["env"], "timeout": t["timeout"],
+             "workdir": t.get("workdir")} for t in tests]
+
+
+def expand_subsets(cfg, host, build):
     items = []
     for name in host["subsets"]:
         s = dict(cfg["subsets"][name])
         s["name"] = name
+        if s["kind"] == "meson":
+            s["meson_tests"] = meson_tests(build, s["suite"], s.get("tests"))
+            s["timeout"] = sum(s.get("timeouts", {}).get(t["name"], s.get("test_timeout", t["timeout"]))
+                               for t in s["meson_tests"])
         items.append(s)
     return items
 
@@ -436,7 +452,7 @@ def run_host(name, host, cfg, args, accel_cache):
     accel = accel_cache["accel"][0]
 
     spec = {"host": name, "cgroup": host["cgroup"], "repo": REPO, "build": args.build,
-            "items": expand_subsets(cfg, host), "out": "/lab/out"}
+            "items": expand_subsets(cfg, host, args.build), "out": "/lab/out"}
     with open(os.path.join(rundir, "out", "spec.json"), "w") as f:
         json.dump(spec, f, indent=1)
     budget = sum(i.get("timeout", 300) for i in spec["items"]) + 180
