@@ -85,7 +85,7 @@ def setup_v1():
     return "cgroup v1 (" + " ".join(os.path.basename(d) for d in mounted) + ")"
 
 
-def heartbeat(path, every=30):
+def heartbeat(path, every=60):
     """Every `every` s, the guest's process list to path: what a hung or
     slow subset was doing is in the results even after it is killed."""
     def loop():
@@ -243,6 +243,10 @@ def main():
     # systemd's default for a service (LimitNOFILE=1024:524288), not the
     # kernel's 1024:4096 that PID 1 hands down without systemd
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 524288))
+    # hard limits of a bigger host (the kernel derives NPROC/SIGPENDING from
+    # RAM: 6144 in a 1.5 GiB guest), as hosts.json's "rlimits" says
+    for k, v in spec.get("rlimits", {}).items():
+        resource.setrlimit(getattr(resource, "RLIMIT_" + k.upper()), (v, v))
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": "/root", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "TERM": "dumb",
            "SANDBOXD_BUILD": spec["build"], "SANDBOXD_GVISOR_PLATFORM": "ptrace",

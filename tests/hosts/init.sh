@@ -48,11 +48,20 @@ mount -t overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w overlay /
 mkdir -p /newroot/lab/out
 mount -t virtiofs labout /newroot/lab/out || die "mount virtiofs labout"
 
-# State lives on tmpfs of its own: an overlay cannot take another overlay's
-# directory as its upper, and sandboxd's image roots are overlays.
-for d in tmp run var/tmp var/lib/sandboxd var/cache/sandboxd-test root; do
-  mkdir -p "/newroot/$d"
-  mount -t tmpfs -o mode=0755 tmpfs "/newroot/$d" || die "mount tmpfs /$d"
+# State lives on a real filesystem, as on a host: an ext4 scratch disk
+# (an overlay cannot take another overlay's directory as its upper, and
+# tmpfs cannot be idmapped before 6.3, which a host's disk can).  The
+# directories in lab.tmpfs= (Debian 13: /tmp) get a tmpfs instead.
+mkdir -p /newroot/lab/scratch
+mount -t ext4 /dev/vda /newroot/lab/scratch || die "mount the ext4 scratch disk"
+mount -t tmpfs -o mode=0755 tmpfs /newroot/run || die "mount tmpfs /run"
+tmpfs=",$(arg lab.tmpfs),"
+for d in tmp var/tmp var/lib/sandboxd var/cache/sandboxd-test root; do
+  mkdir -p "/newroot/$d" "/newroot/lab/scratch/$d"
+  case "$tmpfs" in
+    *",$d,"*) mount -t tmpfs -o mode=0755 tmpfs "/newroot/$d" || die "mount tmpfs /$d" ;;
+    *) mount --bind "/newroot/lab/scratch/$d" "/newroot/$d" || die "bind /$d" ;;
+  esac
 done
 chmod 1777 /newroot/tmp /newroot/var/tmp
 

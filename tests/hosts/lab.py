@@ -254,7 +254,7 @@ class Guest:
     """One QEMU microvm with its virtiofsd daemons; serial console to a file
     and scanned for markers; killed (whole process groups) on timeout."""
 
-    def __init__(self, rundir, kernel, initrd, cmdline, accel, mem, smp, shares):
+    def __init__(self, rundir, kernel, initrd, cmdline, accel, mem, smp, shares, scratch=None):
         self.rundir, self.procs, self.lines = rundir, [], []
         self.console = open(os.path.join(rundir, "console.log"), "w")
         self.markers = {}
@@ -274,6 +274,9 @@ class Guest:
             args += ["-accel", "tcg,thread=multi", "-cpu", "max"]
         if shares:
             args += ["-object", f"memory-backend-memfd,id=mem,size={mem}M,share=on"]
+        if scratch:
+            args += ["-drive", f"file={scratch},if=none,id=scratch,format=raw,cache=unsafe",
+                     "-device", "virtio-blk-device,drive=scratch"]
         for i, (tag, sock) in enumerate(shares):
             args += ["-chardev", f"socket,id=fs{i},path={sock}",
                      "-device", f"vhost-user-fs-device,chardev=fs{i},tag={tag}"]
@@ -390,25 +393,27 @@ def probe_accel(rundir, kernel, initrd, base_cmdline):
 
 # ---------------------------------------------------------------- one host
 
-def meson_tests(build, suite, names):
+def meson_tests(build, suite, names, exclude):
     """The meson tests of suite (all, or those named), as meson would run
     them: command, environment, timeout."""
     out = run(["meson", "introspect", "--tests", build], timeout=120).stdout
     tests = [t for t in json.loads(out) if any(s.split(":")[-1] == suite for s in t["suite"])
-             and (not names or t["name"] in names)]
+             and (not names or t["name"] in names) and t["name"] not in exclude]
     if not tests:
         raise RuntimeError(f"no meson tests in suite {suite} of {build}")
     return [{"name": t["name"], "cmd": t["cmd"], "env": t["env"], "timeout": t["timeout"],
              "workdir": t.get("workdir")} for t in tests]
 
 
-def expand_subsets(cfg, host, build):
+def expand_subsets(cfg, host, build, only=None):
     items = []
-    for name in host["subsets"]:
+    for name in only or host["subsets"]:
+        if name not in cfg["subsets"]:
+            raise SystemExit(f"lab: unknown subset {name} (hosts.json has {', '.join(cfg['subsets'])})")
         s = dict(cfg["subsets"][name])
         s["name"] = name
         if s["kind"] == "meson":
-            s["meson_tests"] = meson_tests(build, s["suite"], s.get("tests"))
+            s["meson_tests"] = meson_tests(build, s["suite"], s.get("tests"), s.get("exclude", {}))
             s["timeout"] = sum(s.get("timeouts", {}).get(t["name"], s.get("test_timeout", t["timeout"]))
                                for t in s["meson_tests"])
         items.append(s)
@@ -452,14 +457,20 @@ def run_host(name, host, cfg, args, accel_cache):
     accel = accel_cache["accel"][0]
 
     spec = {"host": name, "cgroup": host["cgroup"], "repo": REPO, "build": args.build,
-            "items": expand_subsets(cfg, host, args.build), "out": "/lab/out"}
+            "items": expand_subsets(cfg, host, args.build, args.subsets), "out": "/lab/out",
+            "rlimits": cfg.get("rlimits", {})}
     with open(os.path.join(rundir, "out", "spec.json"), "w") as f:
         json.dump(spec, f, indent=1)
     budget = sum(i.get("timeout", 300) for i in spec["items"]) + 180
-    cmdline = f"{base} {host.get('cmdline', '')} lab.guest={HERE}/guest.py"
+    cmdline = (f"{base} {host.get('cmdline', '')} lab.guest={HERE}/guest.py "
+               f"lab.tmpfs={','.join(host.get('tmpfs', []))}")
+    scratch = os.path.join(rundir, "scratch.img")
+    with open(scratch, "wb") as f:
+        f.truncate(args.disk << 30)
+    run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "nodiscard", scratch], timeout=120)
     shares = [("hostroot", os.path.join(rundir, "vfs-root.sock")),
               ("labout", os.path.join(rundir, "vfs-out.sock"))]
-    g = Guest(rundir, kernel, initrd, cmdline, accel, args.mem, args.smp, shares)
+    g = Guest(rundir, kernel, initrd, cmdline, accel, args.mem, args.smp, shares, scratch)
     t_boot = time.time()
     rc = None
     try:
@@ -469,6 +480,7 @@ def run_host(name, host, cfg, args, accel_cache):
         rc, stopped = g.wait([("LAB_MARK_INIT", 180), ("LAB_ROOT_OK", 180)], budget)
     finally:
         g.stop()
+        os.unlink(scratch)
     t_total = time.time() - t_start
     boot = g.markers.get("LAB_MARK_INIT", (None,))[0]
     summary = {"host": name, "title": host.get("title", name), "kernel": release,
@@ -581,6 +593,9 @@ def main():
                     default=os.environ.get("SANDBOXD_LAB_ACCEL", "auto"))
     ap.add_argument("--mem", type=int, default=1536, help="guest RAM in MiB")
     ap.add_argument("--smp", type=int, default=2)
+    ap.add_argument("--disk", type=int, default=8, help="sparse ext4 scratch disk in GiB")
+    ap.add_argument("--subsets", type=lambda v: v.split(","),
+                    help="comma-separated subsets to run instead of each host's own")
     ap.add_argument("--config", default=os.path.join(HERE, "hosts.json"))
     ap.add_argument("--docs", help="rewrite the lab table in this markdown file")
     args = ap.parse_args()
