@@ -436,7 +436,20 @@ def classify(results, xfail):
     return out
 
 
+def rejudge_host(name, host, args):
+    """The last run's summary of host, its tests judged again against the
+    current xfail list (no boot): for the table after editing hosts.json."""
+    rundir = os.path.join(args.out, name)
+    with open(os.path.join(rundir, "summary.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(rundir, "out", "results.json")) as f:
+        summary["tests"] = classify(json.load(f).get("tests", []), host.get("xfail", {}))
+    return summary
+
+
 def run_host(name, host, cfg, args, accel_cache):
+    if args.rejudge:
+        return rejudge_host(name, host, args)
     t_start = time.time()
     rundir = os.path.join(args.out, name)
     shutil.rmtree(rundir, ignore_errors=True)
@@ -538,14 +551,19 @@ def print_report(summaries):
             print(f"      {sub['name']:<20} {sub['seconds']:6.1f} s  rc={sub['rc']}")
         for p in s["problems"]:
             print(f"      problem: {p}")
+        xfails = {}
         for t in s["tests"]:
-            if t["verdict"] in ("fail", "xpass", "xfail"):
-                extra = (f"  [xfail: {t['xfail_reason']}]" if t["verdict"] == "xfail" else
-                         "  [listed as xfail but passed: remove the entry]"
+            if t["verdict"] == "xfail":
+                xfails.setdefault(t["xfail_reason"], []).append(t["id"])
+            elif t["verdict"] in ("fail", "xpass"):
+                extra = ("  [listed as xfail but passed: remove the entry]"
                          if t["verdict"] == "xpass" else "")
                 print(f"      {t['verdict'].upper():<5} {t['id']}{extra}")
                 for e in (t.get("error") or [])[:4]:
-                    print(f"            {e}")
+                    print(f"            {e[:200]}")
+        for why, ids in xfails.items():
+            print(f"      XFAIL {ids[0]}" + (f" and {len(ids) - 1} more" if len(ids) > 1 else "")
+                  + f": {why[:160]}")
 
 
 def table_md(summaries):
@@ -597,6 +615,8 @@ def main():
     ap.add_argument("--subsets", type=lambda v: v.split(","),
                     help="comma-separated subsets to run instead of each host's own")
     ap.add_argument("--config", default=os.path.join(HERE, "hosts.json"))
+    ap.add_argument("--rejudge", action="store_true",
+                    help="boot nothing: judge the last run's results against hosts.json again")
     ap.add_argument("--docs", help="rewrite the lab table in this markdown file")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
