@@ -425,14 +425,14 @@ def classify(results, xfail):
     skip, xfail (failed as listed), xpass (listed but passed: an error)."""
     out = []
     for r in results:
-        reason = next((why for pat, why in xfail.items() if fnmatch.fnmatchcase(r["id"], pat)),
-                      None)
+        pattern, reason = next(((pat, why) for pat, why in xfail.items()
+                                if fnmatch.fnmatchcase(r["id"], pat)), (None, None))
         o = r["outcome"]
         if reason is not None and o == "fail":
             o = "xfail"
         elif reason is not None and o == "pass":
             o = "xpass"
-        out.append(dict(r, verdict=o, xfail_reason=reason))
+        out.append(dict(r, verdict=o, xfail_reason=reason, xfail_pattern=pattern))
     return out
 
 
@@ -444,6 +444,8 @@ def rejudge_host(name, host, args):
         summary = json.load(f)
     with open(os.path.join(rundir, "out", "results.json")) as f:
         summary["tests"] = classify(json.load(f).get("tests", []), host.get("xfail", {}))
+    summary.setdefault("finished", os.stat(os.path.join(rundir, "summary.json")).st_mtime)
+    summary["rejudged"] = True
     return summary
 
 
@@ -520,6 +522,7 @@ def run_host(name, host, cfg, args, accel_cache):
         if s.get("problem"):
             summary["problems"].append(f"{s['name']}: {s['problem']}")
     summary["tests"] = classify(results.get("tests", []), host.get("xfail", {}))
+    summary["finished"] = time.time()
     with open(os.path.join(rundir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     return summary
@@ -571,17 +574,25 @@ def table_md(summaries):
             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summaries:
         c = counts(s)
-        bad = [t["id"] for t in s["tests"] if t["verdict"] in ("fail", "xfail", "xpass")]
-        bad += [f"problem: {p}" for p in s["problems"]]
+        bad = [f"{t['verdict']} {t['id']}" for t in s["tests"] if t["verdict"] in ("fail", "xpass")]
+        pats = []
+        for t in s["tests"]:  # xfails by the hosts.json entry they matched
+            if t["verdict"] == "xfail" and t["xfail_pattern"] not in pats:
+                pats.append(t["xfail_pattern"])
+        bad += [f"xfail {p}" for p in pats] + [f"problem: {p}" for p in s["problems"]]
         rows.append(f"| {s['host']} | {s['guest_kernel'] or s['kernel']} | {s['guest_cgroup'] or s['cgroup']} "
                     f"| {s['accel']} | {s['seconds']:.0f} s | {c.get('pass', 0)} | {c.get('fail', 0)} "
                     f"| {c.get('xfail', 0)} | {c.get('skip', 0)} | "
                     + ("<br>".join(f"`{b}`" for b in bad) or "—") + " |")
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    when = max(s.get("finished") or time.time() for s in summaries)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
     commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                             stdout=subprocess.PIPE, text=True).stdout.strip()
-    return (f"Run of {stamp} at commit `{commit}` (`tests/hosts/lab.py`, "
-            f"{sum(s['seconds'] for s in summaries):.0f} s in all):\n\n" + "\n".join(rows) + "\n")
+    again = (f", judged against hosts.json of `{commit}`" if any(s.get("rejudged") for s in summaries)
+             else f" at commit `{commit}`")
+    return (f"Run finished {stamp}{again} (`tests/hosts/lab.py`, "
+            f"{sum(s['seconds'] for s in summaries):.0f} s in all, TCG on 2 shared cores):\n\n"
+            + "\n".join(rows) + "\n")
 
 
 def update_docs(path, text):
