@@ -9,6 +9,7 @@
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 #   make fuzz     every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each (clang)
+#   make test-hosts  the host lab: Debian kernels under QEMU, suites inside (docs/hosts.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -20,7 +21,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-compat test-sdk test-mcp bench fuzz clean deb test-deb
+        test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -110,6 +111,14 @@ $(FUZZ_BUILD)/build.ninja:
 fuzz: deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) $(FUZZERS:%=tests/fuzz/fuzz_%)
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
+# The host lab (docs/hosts.md): boots each host of tests/hosts/hosts.json
+# (Debian kernels, cgroup v1/v2) under QEMU and runs its subset inside.
+# HOSTS=debian12-v2 runs one host; LAB_ARGS='--docs docs/hosts.md' rewrites
+# the results table there from this run.
+HOSTS    ?=
+LAB_ARGS ?=
+test-hosts: deps all
+	$(PYTHON) tests/hosts/lab.py --build $(BUILD) $(LAB_ARGS) $(HOSTS)
 
 bench: deps all
 	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md
