@@ -10,7 +10,7 @@
  * the memory limit), OOM killer on, pids.max, cpu.cfs_quota_us/period.
  * Whole-tree kill with the freezer: FROZEN, SIGKILL every pid, THAWED —
  * a frozen fork bomb cannot outrun the kill.
- * v2: memory.max, memory.swap.max=0, memory.oom.group=1, pids.max,
+ * v2: memory.max, memory.swap.max=0, memory.oom.group=0, pids.max,
  * cpu.max, cgroup.kill; the child enters with CLONE_INTO_CGROUP.  The v2
  * path is tested against a fake tree only (docs/cgroups.md has the gap).
  * All paths here are daemon-controlled cgroupfs paths. */
@@ -541,7 +541,11 @@ static int set_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sb
   snprintf(v, sizeof v, lim->memory_bytes ? "%llu" : "max", (unsigned long long)lim->memory_bytes);
   if (write_ctrl(cg, SBX_CGC_MEMORY, "memory.max", v, err) < 0 ||
       write_ctrl(cg, SBX_CGC_MEMORY, "memory.swap.max", "0", err) < 0 ||
-      write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom.group", "1", err) < 0)
+      /* 0, as v1 behaves: the OOM killer takes the workload that grew,
+       * not the whole cgroup — with 1 it takes sbx-init too and a
+       * session dies with its command.  The daemon then ends that exec's
+       * tree itself and reports oom_killed (runtime/sandbox.c). */
+      write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom.group", "0", err) < 0)
     return -1;
   snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
   if (write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)

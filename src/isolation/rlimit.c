@@ -8,8 +8,15 @@
 
 #include <sys/resource.h>
 
+/* Never above the hard limit the daemon was given: raising it needs
+ * CAP_SYS_RESOURCE in the initial namespace, and the kernel derives some
+ * hard limits from RAM (RLIMIT_NPROC is 6144 on a 1.5 GiB host, below the
+ * default 16384), so asking for more would fail every create there. */
 static int set1(int res, rlim_t v)
 {
+  struct rlimit cur;
+  if (getrlimit(res, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && v > cur.rlim_max)
+    v = cur.rlim_max;
   struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
   return setrlimit(res, &rl);
 }

@@ -23,6 +23,23 @@ V2_CONTROLLERS = ["cpuset", "cpu", "io", "memory", "pids"]
 V1_HIERARCHIES = ["cpu,cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids",
                   "net_cls,net_prio", "perf_event", "hugetlb"]
 SERVICE = "system.slice/sandboxd.service"
+# v2: where the runner itself lives (a service of its own: the cgroups it
+# hands to what it runs are siblings, never below a cgroup with processes)
+RUNNER = "system.slice/lab-runner.service"
+SLICE = "system.slice"
+_unit_seq = [0]
+
+
+def delegated_cgroup():
+    """v2: a fresh cgroup under system.slice for one command, like the one
+    systemd gives a Delegate=yes service; None on v1 (the legacy layout
+    keeps everything in SERVICE, as it does for the daemon)."""
+    if not os.environ.get("SANDBOXD_TEST_CGROUP"):
+        return None
+    _unit_seq[0] += 1
+    d = f"{CG}/{SLICE}/lab-test-{_unit_seq[0]}.service"
+    os.makedirs(d, exist_ok=True)
+    return d
 
 
 def say(msg):
@@ -47,11 +64,15 @@ def setup_v2():
     write(f"{CG}/cgroup.subtree_control", enable)
     os.makedirs(f"{CG}/system.slice", exist_ok=True)
     write(f"{CG}/system.slice/cgroup.subtree_control", enable)
-    # Delegate=yes: the service's cgroup, with every controller available to it,
-    # holding the service's processes (here: this runner and what it starts)
-    os.makedirs(f"{CG}/{SERVICE}", exist_ok=True)
-    write(f"{CG}/{SERVICE}/cgroup.procs", str(os.getpid()))
-    return f"cgroup2 (delegated {SERVICE}: {open(f'{CG}/{SERVICE}/cgroup.controllers').read().strip()})"
+    # The runner sits in a service of its own; every test command (and, from
+    # sbxtest.Daemon, every daemon a test starts) gets a fresh Delegate=yes
+    # cgroup of its own under system.slice, holding only it, as systemd
+    # gives sandboxd.service (SANDBOXD_TEST_CGROUP names the slice).
+    os.makedirs(f"{CG}/{RUNNER}", exist_ok=True)
+    write(f"{CG}/{RUNNER}/cgroup.procs", str(os.getpid()))
+    os.environ["SANDBOXD_TEST_CGROUP"] = f"{CG}/{SLICE}"
+    return f"cgroup2 (each test and daemon in a delegated {SLICE}/*.service: " \
+           f"{open(f'{CG}/{SLICE}/cgroup.controllers').read().strip()})"
 
 
 def setup_v1():
@@ -125,9 +146,16 @@ def run_proc(cmd, cwd, env, logf, timeout, stacks):
     """Run cmd in its own session, output to logf; killed with its whole
     group past timeout.  Returns (exit status, seconds, problem or None)."""
     t0 = time.time()
+    cg = delegated_cgroup()
+
+    def enter():
+        if cg:
+            with open(f"{cg}/cgroup.procs", "w") as f:
+                f.write("0")  # this process, before it execs the command
     with open(logf, "w") as lf:
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=lf, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+                             stdin=subprocess.DEVNULL, start_new_session=True,
+                             preexec_fn=enter)
         try:
             return p.wait(timeout=timeout), time.time() - t0, None
         except subprocess.TimeoutExpired:
@@ -251,6 +279,8 @@ def main():
            "HOME": "/root", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "TERM": "dumb",
            "SANDBOXD_BUILD": spec["build"], "SANDBOXD_GVISOR_PLATFORM": "ptrace",
            "SANDBOXD_TEST_PROFILES": "container", "SANDBOXD_LAB_HOST": spec["host"]}
+    if os.environ.get("SANDBOXD_TEST_CGROUP"):
+        env["SANDBOXD_TEST_CGROUP"] = os.environ["SANDBOXD_TEST_CGROUP"]
     env.update(spec.get("env", {}))
     heartbeat(f"{spec['out']}/ps.log")
     for item in spec["items"]:

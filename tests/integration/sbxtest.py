@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 
@@ -53,6 +54,22 @@ def sbx_init_bin():
 
 
 # ---- processes ------------------------------------------------------------
+
+def own_cgroup_v2():
+    """On a cgroup v2 test host (SANDBOXD_TEST_CGROUP: a slice with the
+    controllers enabled, as the host lab sets up), a fresh cgroup holding
+    only the daemon, as systemd gives a Delegate=yes service: the daemon
+    refuses a cgroup it shares with the test runner.  None elsewhere."""
+    parent = os.environ.get("SANDBOXD_TEST_CGROUP")
+    if not parent:
+        return None
+    d = tempfile.mkdtemp(prefix="sbx-daemon-", suffix=".service", dir=parent)
+
+    def enter():
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write("0")
+    return enter
+
 
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -252,7 +269,8 @@ class Daemon:
         log.flush()
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=log, start_new_session=True,
-                                     env=dict(os.environ, **self.env))
+                                     env=dict(os.environ, **self.env),
+                                     preexec_fn=own_cgroup_v2())
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

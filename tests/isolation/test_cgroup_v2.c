@@ -134,7 +134,7 @@ int main(void)
 #define F(name) (snprintf(rel, sizeof rel, "%s/%s", leaf, name), get(rel))
   CHECK_STR(F("memory.max"), "134217728");
   CHECK_STR(F("memory.swap.max"), "0");
-  CHECK_STR(F("memory.oom.group"), "1");
+  CHECK_STR(F("memory.oom.group"), "0");
   CHECK_STR(F("pids.max"), "50");
   CHECK_STR(F("cpu.max"), "50000 100000");
   CHECK_STR(get("system.slice/sandboxd.service/sandboxd/cgroup.subtree_control"),
