@@ -34,6 +34,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,27 +195,34 @@ const char *sbx_overlay_layer_form(void)
   }
 }
 
-static int set_lowers(int ofd, enum layer_form form, const int *lowers, size_t n)
+/* Where the layers come from: fds (lowerdir+) or paths (the list form). */
+struct layer_src {
+  const int *lowers; /* lowerdir+: dir fds, lowest first */
+  size_t n;
+  int upper, work;   /* lowerdir+: dir fds */
+  const char *list, *upper_path, *work_path; /* list form: paths */
+};
+
+static int set_layers(int ofd, const struct layer_src *l)
 {
-  if (form == FORM_APPEND) {
-    /* lowerdir+ appends below the ones already given: topmost first. */
-    for (size_t i = n; i-- > 0;)
-      if (set_dir(ofd, "lowerdir+", lowers[i]) < 0)
-        return -1;
-    return 0;
-  }
-  char list[SBX_ISO_MAX_LAYERS * 24 + 1];
-  size_t len = 0;
-  for (size_t i = n; i-- > 0;)
-    len += (size_t)snprintf(list + len, sizeof list - len, "%s/proc/self/fd/%d",
-                            i == n - 1 ? "" : ":", lowers[i]);
-  return sys_fsconfig(ofd, FSCONFIG_SET_STRING, "lowerdir", list, 0);
+  if (l->list)
+    return sys_fsconfig(ofd, FSCONFIG_SET_STRING, "lowerdir", l->list, 0) == 0 &&
+                   sys_fsconfig(ofd, FSCONFIG_SET_STRING, "upperdir", l->upper_path, 0) == 0 &&
+                   sys_fsconfig(ofd, FSCONFIG_SET_STRING, "workdir", l->work_path, 0) == 0
+               ? 0
+               : -1;
+  /* lowerdir+ appends below the ones already given: topmost first. */
+  for (size_t i = l->n; i-- > 0;)
+    if (set_dir(ofd, "lowerdir+", l->lowers[i]) < 0)
+      return -1;
+  return set_dir(ofd, "upperdir", l->upper) == 0 && set_dir(ofd, "workdir", l->work) == 0 ? 0
+                                                                                          : -1;
 }
 
-/* One attempt at the overlay in the given form: the mount fd, or -1 with
- * errno and *stage saying which step refused. */
-static int try_overlay(const struct sbx_overlay_spec *o, enum layer_form form, const int *lowers,
-                       size_t n, int upper, int work, const char **stage)
+/* One attempt at the overlay: the mount fd, or -1 with errno and *stage
+ * saying which step refused. */
+static int try_overlay(const struct sbx_overlay_spec *o, const struct layer_src *l,
+                       const char **stage)
 {
   int ofd = sys_fsopen("overlay");
   if (ofd < 0) {
@@ -229,9 +238,7 @@ static int try_overlay(const struct sbx_overlay_spec *o, enum layer_form form, c
   *stage = "overlay layers";
   if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", o->source, 0) == 0 &&
       sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) == 0 &&
-      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) == 0 &&
-      set_lowers(ofd, form, lowers, n) == 0 && set_dir(ofd, "upperdir", upper) == 0 &&
-      set_dir(ofd, "workdir", work) == 0) {
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) == 0 && set_layers(ofd, l) == 0) {
     *stage = "mounting the overlay";
     if (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
       mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
@@ -242,26 +249,105 @@ static int try_overlay(const struct sbx_overlay_spec *o, enum layer_form form, c
   return mnt;
 }
 
+/* The list form, for kernels before 6.7.  Their overlayfs takes layers by
+ * path only and refuses a detached mount (clone_private_mount() wants the
+ * mount in the caller's namespace), while our layer clones are detached
+ * (idmapped) and so is the upper tmpfs.  So a short-lived thread takes a
+ * mount namespace of its own (private: nothing propagates to the host),
+ * attaches them under a tmpfs there, builds the overlay from those paths
+ * (overlayfs keeps private clones of its layers) and exits; its namespace
+ * and the attachments go with it, the detached overlay stays. */
+#define STAGE_DIR "/tmp"
+struct stage_job {
+  const struct sbx_overlay_spec *o;
+  const int *trees;
+  size_t n;
+  int upper_mnt;
+  int mnt, errnum;
+  const char *stage;
+};
+
+static int attach(int mnt, const char *name)
+{
+  char p[64];
+  snprintf(p, sizeof p, STAGE_DIR "/%s", name);
+  if (mkdir(p, 0700) < 0)
+    return -1;
+  return (int)syscall(SYS_move_mount, mnt, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+static void *stage_main(void *arg)
+{
+  struct stage_job *j = arg;
+  j->stage = "a private mount namespace for the layer list";
+  if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+      mount("sbx-stage", STAGE_DIR, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
+    goto out;
+  static _Thread_local char list[SBX_ISO_MAX_LAYERS * 20 + 1];
+  size_t len = 0;
+  for (size_t i = j->n; i-- > 0;) {
+    char name[16];
+    snprintf(name, sizeof name, "l%zu", i);
+    j->stage = "attaching the layers";
+    if (attach(j->trees[i], name) < 0)
+      goto out;
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s" STAGE_DIR "/%s",
+                            i == j->n - 1 ? "" : ":", name);
+  }
+  j->stage = "attaching the upper";
+  if (attach(j->upper_mnt, "u") < 0)
+    goto out;
+  struct layer_src l = {.list = list, .upper_path = STAGE_DIR "/u/upper",
+                        .work_path = STAGE_DIR "/u/work"};
+  j->mnt = try_overlay(j->o, &l, &j->stage);
+out:
+  j->errnum = j->mnt < 0 ? errno : 0;
+  return NULL;
+}
+
+static int staged_overlay(const struct sbx_overlay_spec *o, const int *trees, size_t n,
+                          int upper_mnt, const char **stage)
+{
+  struct stage_job j = {.o = o, .trees = trees, .n = n, .upper_mnt = upper_mnt, .mnt = -1};
+  pthread_t t;
+  int rc = pthread_create(&t, NULL, stage_main, &j);
+  if (rc) {
+    *stage = "a thread for the layer list";
+    errno = rc;
+    return -1;
+  }
+  pthread_join(t, NULL);
+  *stage = j.stage;
+  errno = j.errnum;
+  return j.mnt;
+}
+
 /* Kernels without lowerdir+ refuse it with EINVAL: at fsconfig (6.5, 6.6)
  * or, where overlayfs still takes legacy mount data (before 6.5), only at
- * create.  Either way the string form is tried once and, if it works,
- * used from then on. */
-static int build_overlay(const struct sbx_overlay_spec *o, const int *lowers, size_t n, int upper,
-                         int work, struct sbx_error *err)
+ * create.  Either way the list form is tried once and, if it works, used
+ * from then on.  The caller's layer and upper mounts are consumed by the
+ * list form (attached, then gone with its namespace): it is tried last. */
+static int build_overlay(const struct sbx_overlay_spec *o, const int *trees, const int *lowers,
+                         size_t n, int upper_mnt, int upper, int work, struct sbx_error *err)
 {
   enum layer_form form = wanted_form();
   const char *stage = "";
-  int mnt = try_overlay(o, form == FORM_STRING ? FORM_STRING : FORM_APPEND, lowers, n, upper,
-                        work, &stage);
-  if (mnt < 0 && errno == EINVAL && form == FORM_AUTO) {
-    mnt = try_overlay(o, FORM_STRING, lowers, n, upper, work, &stage);
-    if (mnt >= 0) {
-      learned_form = FORM_STRING;
-      sbx_info("overlay", "this kernel's overlayfs has no lowerdir+: image layers are passed "
-               "as a lowerdir list");
+  struct layer_src fds = {.lowers = lowers, .n = n, .upper = upper, .work = work};
+  int mnt = -1;
+  if (form == FORM_STRING) {
+    mnt = staged_overlay(o, trees, n, upper_mnt, &stage);
+  } else {
+    mnt = try_overlay(o, &fds, &stage);
+    if (mnt < 0 && errno == EINVAL && form == FORM_AUTO) {
+      mnt = staged_overlay(o, trees, n, upper_mnt, &stage);
+      if (mnt >= 0) {
+        learned_form = FORM_STRING;
+        sbx_info("overlay", "this kernel's overlayfs has no lowerdir+: image layers are "
+                 "passed as a lowerdir list");
+      }
+    } else if (mnt >= 0 && form == FORM_AUTO) {
+      learned_form = FORM_APPEND;
     }
-  } else if (mnt >= 0 && form == FORM_AUTO) {
-    learned_form = FORM_APPEND;
   }
   if (mnt < 0) /* idmapped lower layers: overlayfs 5.19+ */
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno,
@@ -293,7 +379,7 @@ int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err)
   }
   if (make_upper(o, &top, &upper_mnt, &upper, &work, err) < 0)
     goto out;
-  mnt = build_overlay(o, lowers, n, upper, work, err);
+  mnt = build_overlay(o, trees, lowers, n, upper_mnt, upper, work, err);
 out:
   close_all(lowers, n);
   close_all(trees, n);
