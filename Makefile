@@ -38,8 +38,11 @@ deps:
 run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
-test: deps all test-unit test-asan test-integration test-integration-pg test-gvisor test-compat \
-      test-sdk test-mcp test-deb
+# Every suite, each timed (scripts/run-suites.sh prints the table at the end).
+SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-compat \
+          test-sdk test-mcp test-deb test-hosts
+test: deps all
+	@./scripts/run-suites.sh $(SUITES)
 
 test-unit: all
 	meson test -C $(BUILD) --print-errorlogs

@@ -91,6 +91,8 @@ export interface ResultError {
 export interface ExecUsage {
   cpu_seconds: number;
   memory_peak_bytes: number;
+  /** OOM kills in the sandbox's cgroup while the exec ran. */
+  oom_kills: number;
 }
 
 export interface ExecResult {

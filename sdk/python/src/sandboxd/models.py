@@ -141,6 +141,7 @@ class ExecUsage(Model):
     __schema__ = "ExecUsage"
     cpu_seconds: float = 0.0
     memory_peak_bytes: int = 0
+    oom_kills: int = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
