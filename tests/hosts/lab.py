@@ -186,8 +186,9 @@ def module_closure(moddir, wanted):
         for dep in modinfo_depends(blobs[name]):
             visit(dep)
         order.append(name)
-    for w in wanted:
-        visit(w)
+    for w in wanted:  # a name, or an fnmatch pattern over the kernel's modules
+        for name in (sorted(fnmatch.filter(index, w.replace("-", "_"))) if "*" in w else [w]):
+            visit(name)
     return order, blobs, absent
 
 
