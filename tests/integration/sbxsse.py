@@ -37,3 +37,23 @@ def collect(resp):
 
 
 SSE = {"Accept": "text/event-stream"}
+
+
+def pump(resp, q):
+    """Reads an SSE response line by line into queue q as (event, data)
+    pairs, then ("<eof>", None) when the stream ends or is closed under us
+    (for tests that follow a stream from a thread)."""
+    ev = None
+    try:
+        while True:
+            line = resp.readline()
+            if not line:
+                break
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                ev = line[7:]
+            elif line.startswith("data: "):
+                q.put((ev, json.loads(line[6:])))
+    except Exception:  # closed under us
+        pass
+    q.put(("<eof>", None))

@@ -16,6 +16,8 @@ import urllib.parse
 
 import pytest
 
+import sbxsse
+
 from sbxtest import assert_error, wait_until
 
 
@@ -76,20 +78,7 @@ class Stream:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        ev = None
-        try:
-            while True:
-                line = self.r.readline()
-                if not line:
-                    break
-                line = line.decode().rstrip("\n")
-                if line.startswith("event: "):
-                    ev = line[7:]
-                elif line.startswith("data: "):
-                    self.q.put((ev, json.loads(line[6:])))
-        except Exception:  # closed under us
-            pass
-        self.q.put(("<eof>", None))
+        sbxsse.pump(self.r, self.q)
 
     def until(self, pred, timeout, what):
         deadline = time.monotonic() + timeout

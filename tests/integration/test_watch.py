@@ -5,7 +5,6 @@ escapes (`..`, a symlink to /) refused or contained; the stream ends when
 the directory goes or the session is deleted; the watcher never outlives
 the stream; 409 where the driver lacks the capability."""
 import http.client
-import json
 import queue
 import socket
 import threading
@@ -13,6 +12,8 @@ import time
 import urllib.parse
 
 import pytest
+
+import sbxsse
 
 from sbxtest import assert_error
 
@@ -50,20 +51,7 @@ class Stream:
         self.t.start()
 
     def _read(self):
-        ev = None
-        try:
-            while True:
-                line = self.r.readline()
-                if not line:
-                    break
-                line = line.decode().rstrip("\n")
-                if line.startswith("event: "):
-                    ev = line[7:]
-                elif line.startswith("data: "):
-                    self.q.put((ev, json.loads(line[6:])))
-        except Exception:  # closed under us
-            pass
-        self.q.put(("<eof>", None))
+        sbxsse.pump(self.r, self.q)
 
     def until(self, pred, timeout=10, what="event"):
         deadline = time.monotonic() + timeout
