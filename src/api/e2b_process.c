@@ -313,6 +313,17 @@ SBX_HANDLER(sbx_h_e2b_proc_list)
   return 0;
 }
 
+/* The end of every unary process call: core's answer is not E2B's (an
+ * empty message), so it is dropped and {} sent once the call succeeded. */
+static int empty_reply(struct sbx_resp *out, int rc, json_t *core_res)
+{
+  json_decref(core_res);
+  if (rc < 0)
+    return -1;
+  sbx_resp_json(out, 200, json_object());
+  return 0;
+}
+
 SBX_HANDLER(sbx_h_e2b_proc_input)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *res = NULL;
@@ -330,11 +341,7 @@ SBX_HANDLER(sbx_h_e2b_proc_input)
   if (rc == 0)
     rc = sbx_process_stdin(r->core, &r->who, sbx_e2b_sid(r), pid, data, len, false, &res, err);
   free(data);
-  json_decref(res);
-  if (rc < 0)
-    return -1;
-  sbx_resp_json(out, 200, json_object());
-  return 0;
+  return empty_reply(out, rc, res);
 }
 
 SBX_HANDLER(sbx_h_e2b_proc_close_stdin)
@@ -347,11 +354,7 @@ SBX_HANDLER(sbx_h_e2b_proc_close_stdin)
   json_decref(msg);
   if (rc == 0)
     rc = sbx_process_stdin(r->core, &r->who, sbx_e2b_sid(r), pid, "", 0, true, &res, err);
-  json_decref(res);
-  if (rc < 0)
-    return -1;
-  sbx_resp_json(out, 200, json_object());
-  return 0;
+  return empty_reply(out, rc, res);
 }
 
 /* Signal is an enum: its name or its number (SIGNAL_SIGKILL = 9). */
@@ -381,11 +384,7 @@ SBX_HANDLER(sbx_h_e2b_proc_signal)
   if (rc == 0)
     rc = sbx_process_signal(r->core, &r->who, sbx_e2b_sid(r), pid, body, &res, err);
   json_decref(body);
-  json_decref(res);
-  if (rc < 0)
-    return -1;
-  sbx_resp_json(out, 200, json_object());
-  return 0;
+  return empty_reply(out, rc, res);
 }
 
 SBX_HANDLER(sbx_h_e2b_proc_update)
@@ -402,11 +401,7 @@ SBX_HANDLER(sbx_h_e2b_proc_update)
   if (rc == 0)
     rc = sbx_process_resize(r->core, &r->who, sbx_e2b_sid(r), pid, body, &res, err);
   json_decref(body);
-  json_decref(res);
-  if (rc < 0)
-    return -1;
-  sbx_resp_json(out, 200, json_object());
-  return 0;
+  return empty_reply(out, rc, res);
 }
 
 SBX_HANDLER(sbx_h_e2b_proc_stream_input)

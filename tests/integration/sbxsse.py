@@ -3,6 +3,8 @@ process and terminal tests (issue 4): yields (event, data) with data parsed
 as JSON, from a `requests` response opened with stream=True."""
 import base64
 import json
+import queue
+import time
 
 
 def events(resp):
@@ -57,3 +59,22 @@ def pump(resp, q):
     except Exception:  # closed under us
         pass
     q.put(("<eof>", None))
+
+
+def until(q, pred, timeout, what):
+    """Takes (event, data) pairs off a pump()'s queue until pred(ev, data)
+    holds; returns every pair seen, the matching one last.  Fails at the
+    deadline or at the end of the stream."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            ev, data = q.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        seen.append((ev, data))
+        if pred(ev, data):
+            return seen
+        if ev == "<eof>":
+            break
+    raise AssertionError(f"no {what} within {timeout}s; saw {seen[-20:]}")

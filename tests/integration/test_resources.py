@@ -81,19 +81,7 @@ class Stream:
         sbxsse.pump(self.r, self.q)
 
     def until(self, pred, timeout, what):
-        deadline = time.monotonic() + timeout
-        seen = []
-        while time.monotonic() < deadline:
-            try:
-                ev, data = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            seen.append((ev, data))
-            if pred(ev, data):
-                return ev, data
-            if ev == "<eof>":
-                break
-        raise AssertionError(f"no {what} within {timeout}s; saw {seen[-5:]}")
+        return sbxsse.until(self.q, pred, timeout, what)[-1]
 
     def close(self):
         try:

@@ -54,19 +54,7 @@ class Stream:
         sbxsse.pump(self.r, self.q)
 
     def until(self, pred, timeout=10, what="event"):
-        deadline = time.monotonic() + timeout
-        seen = []
-        while time.monotonic() < deadline:
-            try:
-                ev, data = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            seen.append((ev, data))
-            if pred(ev, data):
-                return seen
-            if ev == "<eof>":
-                break
-        raise AssertionError(f"no {what} within {timeout}s; saw {seen}")
+        return sbxsse.until(self.q, pred, timeout, what)
 
     def close(self):
         try:
