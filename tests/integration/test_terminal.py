@@ -5,6 +5,7 @@ person would; `sbx exec -it` gives a real interactive terminal."""
 import fcntl
 import os
 import pty
+import re
 import select
 import struct
 import subprocess
@@ -151,9 +152,12 @@ def wait_exit(pid, timeout=20):
 
 
 def read_until(fd, want, timeout=20):
+    """Reads the terminal until `want` (bytes, or a compiled bytes regex)
+    appears; returns everything read."""
+    found = want.search if isinstance(want, re.Pattern) else (lambda b: want in b)
     buf = b""
     deadline = time.monotonic() + timeout
-    while want not in buf:
+    while not found(buf):
         left = deadline - time.monotonic()
         if left <= 0:
             raise AssertionError(f"{want!r} not seen; got {buf[-500:]!r}")
@@ -204,8 +208,10 @@ def test_sbx_exec_it_clean_exit_on_ctrl_d(daemon, keys, term_session):
         read_until(fd, b"$ ")
         before = subprocess.run(["stty", "-a"], stdin=fd, capture_output=True).stdout
         assert b"-icanon" in before  # raw while the remote shell runs
-        os.write(fd, b"echo typed\r")
-        read_until(fd, b"typed")
+        os.write(fd, b"echo typed-$((6*7))\r")
+        # The output, then the next prompt: a Ctrl-D typed while bash still
+        # runs the command reaches readline as a NUL, not as end of input.
+        read_until(fd, re.compile(rb"typed-42\r?\n.*\$ ", re.S))
         os.write(fd, b"\x04")  # Ctrl-D at the prompt: bash exits 0
         status = wait_exit(pid)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
