@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """guest.py — the host lab's runner inside a guest (started by init.sh's
-stage 2, with the host's userland as root).  Sets up cgroups the way the
-host kind does (v2: a systemd-like delegated subtree; v1: systemd's legacy
+stage 2, or by systemd as PID 1 as the Delegate=yes service lab-runner,
+with the host's userland as root).  Sets up cgroups the way the host kind
+does (under systemd: a leaf of the runner's own delegated cgroup; v2
+without systemd: a systemd-like delegated subtree; v1: systemd's legacy
 hierarchies), runs each item of /lab/out/spec.json with a timeout, and
 writes per-test results to /lab/out/results.json for lab.py.  Stdlib only.
 """
@@ -31,13 +33,15 @@ _unit_seq = [0]
 
 
 def delegated_cgroup():
-    """v2: a fresh cgroup under system.slice for one command, like the one
-    systemd gives a Delegate=yes service; None on v1 (the legacy layout
-    keeps everything in SERVICE, as it does for the daemon)."""
-    if not os.environ.get("SANDBOXD_TEST_CGROUP"):
+    """v2: a fresh cgroup for one command in the delegated parent
+    (SANDBOXD_TEST_CGROUP), like the one systemd gives a Delegate=yes
+    service; None on v1 (the legacy layout keeps everything in SERVICE, as
+    it does for the daemon)."""
+    parent = os.environ.get("SANDBOXD_TEST_CGROUP")
+    if not parent:
         return None
     _unit_seq[0] += 1
-    d = f"{CG}/{SLICE}/lab-test-{_unit_seq[0]}.service"
+    d = f"{parent}/lab-test-{_unit_seq[0]}.service"
     os.makedirs(d, exist_ok=True)
     return d
 
@@ -73,6 +77,33 @@ def setup_v2():
     os.environ["SANDBOXD_TEST_CGROUP"] = f"{CG}/{SLICE}"
     return f"cgroup2 (each test and daemon in a delegated {SLICE}/*.service: " \
            f"{open(f'{CG}/{SLICE}/cgroup.controllers').read().strip()})"
+
+
+def under_systemd():
+    try:
+        return open("/proc/1/comm").read().strip() == "systemd"
+    except OSError:
+        return False
+
+
+def setup_systemd():
+    """systemd is PID 1 and runs this as lab-runner.service with
+    Delegate=yes: the runner moves into a leaf of its own cgroup, enables
+    the delegated controllers for the rest of it, and every test command
+    and every daemon a test starts gets a sibling cgroup there, as a
+    delegated service's own children would (SANDBOXD_TEST_CGROUP)."""
+    rel = [l.split(":", 2)[2] for l in open("/proc/self/cgroup").read().splitlines()
+           if l.startswith("0::")][0]
+    own = CG + rel.rstrip("/")
+    os.makedirs(f"{own}/runner", exist_ok=True)
+    write(f"{own}/runner/cgroup.procs", str(os.getpid()))
+    ctrls = open(f"{own}/cgroup.controllers").read().split()
+    write(f"{own}/cgroup.subtree_control", " ".join("+" + c for c in ctrls))
+    os.environ["SANDBOXD_TEST_CGROUP"] = own
+    ver = subprocess.run(["systemctl", "--version"], stdout=subprocess.PIPE,
+                         text=True).stdout.split("\n")[0].split()[:2]
+    return f"cgroup2 under {' '.join(ver)} as PID 1 (each test and daemon in a cgroup of " \
+           f"the Delegate=yes {rel.lstrip('/')}: {' '.join(ctrls)})"
 
 
 def setup_v1():
@@ -261,7 +292,10 @@ def main():
     t0 = time.time()
     res = {"host": spec["host"], "uname": os.uname().release, "subsets": [], "tests": []}
     try:
-        res["cgroup_fs"] = setup_v2() if spec["cgroup"] == "v2" else setup_v1()
+        if under_systemd():
+            res["cgroup_fs"] = setup_systemd()
+        else:
+            res["cgroup_fs"] = setup_v2() if spec["cgroup"] == "v2" else setup_v1()
         say(f"{res['uname']}, {res['cgroup_fs']}")
     except Exception as e:
         res["subsets"].append({"name": "setup", "rc": None, "seconds": 0,

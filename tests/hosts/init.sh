@@ -4,7 +4,8 @@
 # "hostroot") under a tmpfs overlay so the guest may write anywhere without
 # touching the host, mounts the results share (tag "labout"), gives /tmp,
 # /run and the state dirs their own tmpfs, and hands over to the guest runner
-# named by lab.guest= on the kernel command line.  Every failure powers the
+# named by lab.guest= on the kernel command line: through a reaping shell,
+# or (lab.init=systemd) through the host's systemd as PID 1.  Every failure powers the
 # guest off: lab.py sees no results and fails the host, never waits forever.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -75,6 +76,55 @@ ip link set lo up
 
 guest="$(arg lab.guest)"
 [ -n "$guest" ] || die "no lab.guest= on the command line"
+if [ "$(arg lab.init)" = systemd ]; then
+  # The host's own systemd as PID 1 (its state lands on the tmpfs overlay),
+  # started into lab.target (systemd.unit= on the command line): only the
+  # runner, as a Delegate=yes service that powers the guest off when it
+  # ends.  No sysinit.target (udev, journald, tmpfiles: hardware and log
+  # plumbing the lab does not test, minutes under TCG), no getty; units
+  # that want hardware or a network are masked in case anything pulls them.
+  [ -x /newroot/lib/systemd/systemd ] || die "lab.init=systemd but no /lib/systemd/systemd"
+  u=/newroot/etc/systemd/system
+  mkdir -p "$u"
+  cat >"$u/lab.target" <<EOF
+[Unit]
+Description=host lab: the runner only
+DefaultDependencies=no
+Wants=lab-runner.service
+AllowIsolate=yes
+EOF
+  cat >"$u/lab-runner.service" <<EOF
+[Unit]
+Description=host lab runner
+DefaultDependencies=no
+
+[Service]
+Type=exec
+ExecStart=/usr/bin/python3 -u $guest /lab/out/spec.json
+Delegate=yes
+StandardInput=null
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/ttyS0
+TTYReset=no
+TTYVHangup=no
+LimitNOFILE=1024:524288
+TimeoutStartSec=infinity
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+EOF
+  for m in systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel.socket \
+           systemd-udev-trigger.service systemd-networkd.service systemd-resolved.service \
+           systemd-timesyncd.service networking.service getty@.service serial-getty@.service \
+           console-getty.service systemd-logind.service sandboxd.service sandboxd.socket; do
+    ln -sf /dev/null "$u/$m"
+  done
+  # This machine is a container: its /.dockerenv would make systemd take
+  # the guest for one too (and then ignore the kernel's command line).
+  rm -f /newroot/.dockerenv
+  echo "LAB_ROOT_OK"
+  exec switch_root /newroot /lib/systemd/systemd --unit=lab.target --show-status=error
+fi
 cat >/newroot/lab/stage2 <<EOF
 #!/bin/busybox sh
 # PID 1 after switch_root: a shell that reaps, runs the guest runner, powers off.

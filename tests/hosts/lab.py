@@ -480,13 +480,16 @@ def run_host(name, host, cfg, args, accel_cache):
     budget = sum(i.get("timeout", 300) for i in spec["items"]) + 180
     cmdline = (f"{base} {host.get('cmdline', '')} lab.guest={HERE}/guest.py "
                f"lab.tmpfs={','.join(host.get('tmpfs', []))}")
+    if host.get("init") == "systemd":  # init.sh hands over to systemd
+        cmdline += " lab.init=systemd"
     scratch = os.path.join(rundir, "scratch.img")
     with open(scratch, "wb") as f:
         f.truncate(args.disk << 30)
     run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "nodiscard", scratch], timeout=120)
     shares = [("hostroot", os.path.join(rundir, "vfs-root.sock")),
               ("labout", os.path.join(rundir, "vfs-out.sock"))]
-    g = Guest(rundir, kernel, initrd, cmdline, accel, args.mem, args.smp, shares, scratch)
+    mem = args.mem or host.get("mem", 1536)
+    g = Guest(rundir, kernel, initrd, cmdline, accel, mem, args.smp, shares, scratch)
     t_boot = time.time()
     rc = None
     try:
@@ -621,7 +624,8 @@ def main():
                                                       "/var/cache/sandboxd-test"))
     ap.add_argument("--accel", choices=("auto", "kvm", "tcg"),
                     default=os.environ.get("SANDBOXD_LAB_ACCEL", "auto"))
-    ap.add_argument("--mem", type=int, default=1536, help="guest RAM in MiB")
+    ap.add_argument("--mem", type=int, default=None,
+                    help="guest RAM in MiB (default: the host's mem in hosts.json, else 1536)")
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--disk", type=int, default=8, help="sparse ext4 scratch disk in GiB")
     ap.add_argument("--subsets", type=lambda v: v.split(","),
