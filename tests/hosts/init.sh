@@ -5,8 +5,9 @@
 # touching the host, mounts the results share (tag "labout"), gives /tmp,
 # /run and the state dirs their own tmpfs, and hands over to the guest runner
 # named by lab.guest= on the kernel command line: through a reaping shell,
-# or (lab.init=systemd) through the host's systemd as PID 1.  Every failure powers the
-# guest off: lab.py sees no results and fails the host, never waits forever.
+# or (lab.init=systemd) through the host's systemd as PID 1.  Every failure
+# powers the guest off: lab.py sees no results and fails the host, never
+# waits forever.
 /bin/busybox --install -s /bin
 export PATH=/bin
 
@@ -78,11 +79,11 @@ guest="$(arg lab.guest)"
 [ -n "$guest" ] || die "no lab.guest= on the command line"
 if [ "$(arg lab.init)" = systemd ]; then
   # The host's own systemd as PID 1 (its state lands on the tmpfs overlay),
-  # started into lab.target (systemd.unit= on the command line): only the
-  # runner, as a Delegate=yes service that powers the guest off when it
-  # ends.  No sysinit.target (udev, journald, tmpfiles: hardware and log
-  # plumbing the lab does not test, minutes under TCG), no getty; units
-  # that want hardware or a network are masked in case anything pulls them.
+  # started into lab.target (--unit=): only the runner, as a Delegate=yes
+  # service that powers the guest off when it ends.  No sysinit.target
+  # (udev, journald, tmpfiles: hardware and log plumbing the lab does not
+  # test, tens of seconds under TCG), no getty; units that want hardware
+  # or a network are masked in case anything pulls them.
   [ -x /newroot/lib/systemd/systemd ] || die "lab.init=systemd but no /lib/systemd/systemd"
   u=/newroot/etc/systemd/system
   mkdir -p "$u"
