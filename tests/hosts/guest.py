@@ -96,7 +96,8 @@ def setup_systemd():
            if l.startswith("0::")][0]
     own = CG + rel.rstrip("/")
     os.makedirs(f"{own}/runner", exist_ok=True)
-    write(f"{own}/runner/cgroup.procs", str(os.getpid()))
+    for pid in open(f"{own}/cgroup.procs").read().split():  # this and the shell that started it
+        write(f"{own}/runner/cgroup.procs", pid)
     ctrls = open(f"{own}/cgroup.controllers").read().split()
     write(f"{own}/cgroup.subtree_control", " ".join("+" + c for c in ctrls))
     os.environ["SANDBOXD_TEST_CGROUP"] = own

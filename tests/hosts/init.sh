@@ -80,7 +80,8 @@ guest="$(arg lab.guest)"
 if [ "$(arg lab.init)" = systemd ]; then
   # The host's own systemd as PID 1 (its state lands on the tmpfs overlay),
   # started into lab.target (--unit=): only the runner, as a Delegate=yes
-  # service that powers the guest off when it ends.  No sysinit.target
+  # service that powers the guest off when it ends (at once, as the shell
+  # below does: systemd's own orderly shutdown hung past lab.py's budget).  No sysinit.target
   # (udev, journald, tmpfiles: hardware and log plumbing the lab does not
   # test, tens of seconds under TCG), no getty; units that want hardware
   # or a network are masked in case anything pulls them.
@@ -101,7 +102,7 @@ DefaultDependencies=no
 
 [Service]
 Type=exec
-ExecStart=/usr/bin/python3 -u $guest /lab/out/spec.json
+ExecStart=/bin/busybox sh -c '/usr/bin/python3 -u $guest /lab/out/spec.json; echo "LAB_GUEST_EXIT \$\$?"; sync; exec /bin/busybox poweroff -f'
 Delegate=yes
 StandardInput=null
 StandardOutput=tty
@@ -111,8 +112,7 @@ TTYReset=no
 TTYVHangup=no
 LimitNOFILE=1024:524288
 TimeoutStartSec=infinity
-SuccessAction=poweroff-force
-FailureAction=poweroff-force
+FailureAction=poweroff-immediate
 EOF
   for m in systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel.socket \
            systemd-udev-trigger.service systemd-networkd.service systemd-resolved.service \
