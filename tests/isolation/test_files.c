@@ -273,9 +273,11 @@ static void files_swap_race(struct sbx_sandbox *sb)
   CHECK(h_bg_start(&bg, sb, v, 120000) == 0);
   CHECK(h_marker_wait(marker, 5000));
   char buf[64];
-  for (int i = 0; i < 200 && api_read(sb, "/work/dl", buf, sizeof buf) < 0 &&
-                  api_read(sb, "/work/d/etc/passwd", buf, sizeof buf) < 0; i++)
-    usleep(5000); /* until the racer has built d */
+  /* until the racer has built d: its passwd opens between the racer's
+   * O_CREAT and its write, so wait for the bytes, not the open */
+  for (int i = 0; i < 200 && (api_read(sb, "/work/d/etc/passwd", buf, sizeof buf) < 0 ||
+                              strcmp(buf, "INSIDE\n") != 0); i++)
+    usleep(5000);
   struct race_stats st = {0};
   uint64_t t0 = sbx_now_ms();
   race_reads(sb, 4000, &st);
