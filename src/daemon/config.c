@@ -14,6 +14,7 @@
 #include "common/cleanup.h"
 #include "common/quantity.h"
 #include "common/util.h"
+#include "isolation/iso.h"
 
 void sbx_config_defaults(struct sbx_config *c)
 {
@@ -142,6 +143,12 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
     if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
       return sbx_err_set(err, SBX_E_INVALID, 0, "gvisor_kvm: auto or off");
     c->gvisor_kvm_off = !strcmp(v, "off");
+    return 0;
+  }
+  if (!strcmp(key, "image_layer_idmap")) { /* off: image layers as shifted copies */
+    if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
+      return sbx_err_set(err, SBX_E_INVALID, 0, "image_layer_idmap: auto or off");
+    c->image_layer_idmap_off = !strcmp(v, "off");
     return 0;
   }
   if (!strcmp(key, "enable_unsafe_process_driver"))
@@ -302,6 +309,7 @@ static const struct {
     {"SANDBOXD_PULL", "pull"}, /* issue 7 */
     {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"}, {"SANDBOXD_PROBE_WAIT", "probe_wait"},
     {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"}, {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
+    {"SANDBOXD_IMAGE_LAYER_IDMAP", "image_layer_idmap"},
     {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
     {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
     {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
@@ -337,6 +345,7 @@ static const struct {
     {"--pull", "pull"}, /* issue 7 */
     {"--probe-timeout", "probe_timeout"}, {"--probe-wait", "probe_wait"},
     {"--gvisor-kvm", "gvisor_kvm"}, {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
+    {"--image-layer-idmap", "image_layer_idmap"},
     {"--workers-per-tenant", "workers_per_tenant"},
     {"--queue-max-per-tenant", "queue_max_per_tenant"},
     {"--max-connections", "max_connections"},
@@ -407,5 +416,6 @@ int sbx_config_finish(struct sbx_config *c, struct sbx_error *err)
   if (access(c->init_path, X_OK) < 0)
     return sbx_err_sys(err, errno, "sbx-init not found at %s (set SANDBOXD_INIT or --sbx-init)",
                        c->init_path);
+  sbx_overlay_set_layer_idmap(!c->image_layer_idmap_off);
   return 0;
 }

@@ -55,6 +55,7 @@ struct sbx_config {
   unsigned probe_wait_s;        /* a request for a probing profile waits this long (5) */
   unsigned gvisor_kvm_timeout_s; /* bound of runsc's KVM probe (2) */
   bool gvisor_kvm_off;          /* gvisor_kvm = off: as if /dev/kvm were absent */
+  bool image_layer_idmap_off;   /* image_layer_idmap = off: shifted layer copies (isolation/shift.c) */
   char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
 };
 

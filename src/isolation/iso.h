@@ -48,8 +48,9 @@ void sbx_iso_set_resolv_conf(const char *text);
 
 /* ---- user namespace ids (userns.c) ----------------------------------- */
 
-/* Host uid base of slot n: SANDBOXD_UID_BASE (default 200000) + n·65536. */
-int sbx_userns_slot_alloc(uid_t *base_out, struct sbx_error *err);
+/* Host uid base of slot n: SANDBOXD_UID_BASE (default 200000) + n·65536;
+ * the next free slot round-robin, or the lowest free one (lowest). */
+int sbx_userns_slot_alloc(uid_t *base_out, bool lowest, struct sbx_error *err);
 void sbx_userns_slot_free(uid_t base);
 /* Parent side: setgroups=deny, uid_map and gid_map "0 base 65536". */
 int sbx_userns_write_maps(pid_t pid, uid_t base, struct sbx_error *err);
@@ -265,6 +266,17 @@ int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err);
 /* How layers are passed to overlayfs: "lowerdir+", "lowerdir" (the list
  * form, for kernels before 6.7) or "auto" until the first mount learns it. */
 const char *sbx_overlay_layer_form(void);
+/* image_layer_idmap: on (auto: idmapped layers, and shifted copies where
+ * the kernel or filesystem refuses them) or off (always shifted copies). */
+void sbx_overlay_set_layer_idmap(bool on);
+/* Whether image sandboxes use shifted copies (forced, or learned). */
+bool sbx_overlay_shifts_layers(void);
+/* "idmapped", "shifted", or "auto" until the first image root learns it. */
+const char *sbx_overlay_layer_idmap(void);
+/* The copy of layer (absolute) owned as the namespace mapping 0 to base
+ * sees the original's owners (shift.c): built once, then reused; its
+ * path, layer + "@<base>", in out. */
+int sbx_shift_layer(const char *layer, uid_t base, char *out, size_t len, struct sbx_error *err);
 
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,
                     pid_t *pid_out, int *pidfd_out, int parent_sync_fd, struct sbx_error *err);
