@@ -61,8 +61,9 @@ def sha256(b):
 
 
 def tar_bytes(entries):
-    """entries: list of (name, kind, data/target, mode) with kind in
-    file|dir|symlink|hardlink|chardev|fifo.  Returns the tar (uncompressed)."""
+    """entries: list of (name, kind, data/target, mode[, (uid, gid)]) with
+    kind in file|dir|symlink|hardlink|chardev|fifo (owner 0:0 unless
+    given).  Returns the tar (uncompressed)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
         for ent in entries:
@@ -71,6 +72,8 @@ def tar_bytes(entries):
             mode = ent[3] if len(ent) > 3 else None
             ti = tarfile.TarInfo(name)
             ti.mtime = 1700000000
+            if len(ent) > 4:
+                ti.uid, ti.gid = ent[4]
             if kind == "file":
                 data = data if isinstance(data, bytes) else (data or "").encode()
                 ti.size = len(data)
