@@ -273,6 +273,9 @@ void sbx_overlay_set_layer_idmap(bool on);
 bool sbx_overlay_shifts_layers(void);
 /* "idmapped", "shifted", or "auto" until the first image root learns it. */
 const char *sbx_overlay_layer_idmap(void);
+/* Makes the shifted copies of the layers for the range at base, when the
+ * layers are shifted (before the spawner thread needs them). */
+int sbx_overlay_prepare(const char *const *layers, size_t n, uid_t base, struct sbx_error *err);
 /* The copy of layer (absolute) owned as the namespace mapping 0 to base
  * sees the original's owners (shift.c): built once, then reused; its
  * path, layer + "@<base>", in out. */

@@ -438,6 +438,20 @@ static int child_base(pid_t pid, uid_t *base, struct sbx_error *err)
   return 0;
 }
 
+int sbx_overlay_prepare(const char *const *layers, size_t n, uid_t base, struct sbx_error *err)
+{
+  if (!sbx_overlay_shifts_layers())
+    return 0;
+  char path[PATH_MAX];
+  for (size_t i = 0; i < n; i++) {
+    if (!layers[i] || layers[i][0] != '/')
+      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu: not an absolute path", i);
+    if (sbx_shift_layer(layers[i], base, path, sizeof path, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 /* The overlay over shifted copies of the layers: plain (not idmapped)
  * read-only clones, as the gvisor driver's. */
 static int shifted_overlay(pid_t pid, const struct sbx_overlay_spec *o, struct sbx_error *err)
