@@ -278,7 +278,7 @@ const char *sbx_overlay_layer_idmap(void);
 int sbx_overlay_prepare(const char *const *layers, size_t n, uid_t base, struct sbx_error *err);
 /* The copy of layer (absolute) owned as the namespace mapping 0 to base
  * sees the original's owners (shift.c): built once, then reused; its
- * path, layer + "@<base>", in out. */
+ * path, layer + "@<base>/tree", in out. */
 int sbx_shift_layer(const char *layer, uid_t base, char *out, size_t len, struct sbx_error *err);
 
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,

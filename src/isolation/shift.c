@@ -5,7 +5,7 @@
  * A sandbox's user namespace maps its ids 0..65535 to host ids base..
  * base+65535 (userns.c), so an image file owned by image uid U must be
  * owned by host uid base+U for the sandbox to see U.  The copy of layer
- * L for a range is L@<base>, a sibling of L: every uid/gid shifted by
+ * L for a range is L@<base>/tree, beside L: every uid/gid shifted by
  * base (ids past the range become the host's 65534, unmapped in every
  * sandbox, as an idmapped mount shows them), modes (setuid/setgid after
  * the chown that clears them), xattrs (trusted.overlay.opaque as is,
@@ -42,6 +42,7 @@
 #define XATTR_LIST_MAX_BYTES 65536
 #define XATTR_VALUE_MAX_BYTES 65536
 #define NOBODY 65534u
+#define SBX_SHIFT_TREE "tree"
 
 struct first_link {
   ino_t ino;
@@ -339,8 +340,11 @@ static int copy_dir(struct shift *s, int sfd, int dfd, unsigned depth)
   return r;
 }
 
-/* The copy into tmp (a fresh dir): the layer's tree, then its root's own
- * owner, mode and xattrs. */
+/* The copy into tmp/tree (tmp: a fresh dir, root's, 0700, so that no
+ * host process of a sandbox's range, which owns files in the tree, can
+ * reach them to change what the next sandbox on that range gets; the
+ * overlay's mounter, root, reaches them): the layer's tree, then its
+ * root's own owner, mode and xattrs. */
 static int shift_tree(const char *layer, const char *tmp, uid_t base, struct sbx_error *err)
 {
   _cleanup_close_ int src = open(layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -348,7 +352,11 @@ static int shift_tree(const char *layer, const char *tmp, uid_t base, struct sbx
     return sbx_err_sys(err, errno, "shifting image layer %s", layer);
   if (mkdir(tmp, 0700) < 0)
     return sbx_err_sys(err, errno, "shifting image layer: %s", tmp);
-  _cleanup_close_ int dst = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  _cleanup_close_ int wrap = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (wrap < 0 || mkdirat(wrap, SBX_SHIFT_TREE, 0700) < 0)
+    return sbx_err_sys(err, errno, "shifting image layer: %s", tmp);
+  _cleanup_close_ int dst =
+      openat(wrap, SBX_SHIFT_TREE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
   if (dst < 0 || fstat(src, &st) < 0)
     return sbx_err_sys(err, errno, "shifting image layer: %s", tmp);
@@ -377,23 +385,26 @@ static void beside(const char *copy, const char *suffix, char *buf, size_t len)
 
 int sbx_shift_layer(const char *layer, uid_t base, char *out, size_t len, struct sbx_error *err)
 {
-  if (layer[0] != '/' || (size_t)snprintf(out, len, "%s@%u", layer, (unsigned)base) >= len)
+  char copy[PATH_MAX];
+  if (layer[0] != '/' || (size_t)snprintf(copy, sizeof copy, "%s@%u", layer, (unsigned)base) >=
+                             sizeof copy ||
+      (size_t)snprintf(out, len, "%s/" SBX_SHIFT_TREE, copy) >= len)
     return sbx_err_set(err, SBX_E_INTERNAL, ENAMETOOLONG, "image layer path %s", layer);
-  if (is_dir(out)) /* complete: a copy gets its name only by rename */
+  if (is_dir(copy)) /* complete: a copy gets its name only by rename */
     return 0;
   char lock[PATH_MAX], tmp[PATH_MAX];
-  beside(out, ".lock", lock, sizeof lock);
-  beside(out, ".tmp", tmp, sizeof tmp);
+  beside(copy, ".lock", lock, sizeof lock);
+  beside(copy, ".tmp", tmp, sizeof tmp);
   _cleanup_close_ int lk = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (lk < 0 || flock(lk, LOCK_EX) < 0)
     return sbx_err_sys(err, errno, "shifting image layer: lock %s", lock);
-  if (is_dir(out)) /* another builder finished while we waited */
+  if (is_dir(copy)) /* another builder finished while we waited */
     return 0;
   if (sbx_rm_rf(tmp) < 0) /* an interrupted build */
     return sbx_err_sys(err, errno, "shifting image layer: removing %s", tmp);
   int r = shift_tree(layer, tmp, base, err);
-  if (r == 0 && rename(tmp, out) < 0)
-    r = sbx_err_sys(err, errno, "shifting image layer: rename to %s", out);
+  if (r == 0 && rename(tmp, copy) < 0)
+    r = sbx_err_sys(err, errno, "shifting image layer: rename to %s", copy);
   if (r < 0)
     sbx_rm_rf(tmp);
   return r;

@@ -54,9 +54,16 @@ def shift_image(marker="one"):
 
 
 def copies(state_dir):
-    """The store's shifted copies: {name: stat}."""
+    """The store's shifted copies: {name: stat of its tree}; each in a dir
+    of root's that the range's host uids cannot enter."""
     d = os.path.join(state_dir, "images", "layers", "sha256")
-    return {n: os.lstat(os.path.join(d, n)) for n in os.listdir(d) if "@" in n and n[0] != "."}
+    out = {}
+    for n in os.listdir(d):
+        if "@" in n and n[0] != ".":
+            st = os.lstat(os.path.join(d, n))
+            assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o700), n
+            out[n] = os.lstat(os.path.join(d, n, "tree"))
+    return out
 
 
 def tree_digest(path):
@@ -145,8 +152,9 @@ def test_owners_user_and_modes_over_shifted_copies(cl, shd, registry):
         assert base >= 65536 and all(st.st_uid == base for st in cs.values()), cs
         lower = next(n for n in cs
                      if os.path.exists(os.path.join(shd.state_dir, "images", "layers",
-                                                    "sha256", n, "home")))
-        notes = os.path.join(shd.state_dir, "images", "layers", "sha256", lower, "home/app/notes")
+                                                    "sha256", n, "tree/home")))
+        notes = os.path.join(shd.state_dir, "images", "layers", "sha256", lower,
+                             "tree/home/app/notes")
         assert (os.lstat(notes).st_uid, os.lstat(notes).st_gid) == (base + 1234, base + 1234)
         orig = os.path.join(shd.state_dir, "images", "layers", "sha256", lower.split("@")[0],
                             "home/app/notes")

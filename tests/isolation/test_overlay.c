@@ -635,6 +635,11 @@ static void ov_shift_hostile(void)
   CHECK(getxattr(p, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y');
   CHECK(lstat(p, &st) == 0 && (st.st_mode & 07777) == 0750 && st.st_uid == base);
   CHECK(lstat(copy, &st) == 0 && st.st_uid == base && (st.st_mode & 07777) == 0755);
+  /* the tree sits in a dir of root's that the range's host uids cannot enter */
+  char wrap[PATH_MAX];
+  snprintf(wrap, sizeof wrap, "%s/hostile@%u", img_dir, (unsigned)base);
+  CHECK(strlen(copy) > strlen(wrap) && !strncmp(copy, wrap, strlen(wrap)));
+  CHECK(lstat(wrap, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0700);
   /* built once: a second call reuses it */
   struct stat c0, c1;
   CHECK(lstat(copy, &c0) == 0);
