@@ -29,6 +29,10 @@ from sbxtest import Daemon, reap_leftovers
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="images need root")
 
 OFF = {"SANDBOXD_IMAGE_LAYER_IDMAP": "off"}
+# Uid blocks of its own (past the default 1024), so that other daemons on
+# the host taking and freeing blocks cannot change which block the next
+# session gets: the copies are per block.
+OWN_BLOCKS = {"SANDBOXD_UID_BASE": str(200000 + 1088 * 65536), "SANDBOXD_UID_SLOTS": "64"}
 
 
 def shift_image(marker="one"):
@@ -105,7 +109,7 @@ def registry(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shd(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("shiftstate"), env=OFF)
+    d = Daemon(tmp_path_factory.mktemp("shiftstate"), env=dict(OFF, **OWN_BLOCKS))
     d.start()
     yield d
     rc = d.stop(timeout=15)
