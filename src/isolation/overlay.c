@@ -459,10 +459,14 @@ static int shifted_overlay(pid_t pid, const struct sbx_overlay_spec *o, struct s
   uid_t base = 0;
   if (child_base(pid, &base, err) < 0)
     return -1;
-  static _Thread_local char paths[SBX_ISO_MAX_LAYERS][PATH_MAX];
+  if (o->nlayers == 0 || o->nlayers > SBX_ISO_MAX_LAYERS)
+    return sbx_overlay_mount(o, err); /* refuses it */
+  _cleanup_free_ char(*paths)[PATH_MAX] = calloc(o->nlayers, PATH_MAX);
+  if (!paths)
+    return sbx_err_sys(err, ENOMEM, "image: shifted layer paths");
   const char *layers[SBX_ISO_MAX_LAYERS];
   for (size_t i = 0; i < o->nlayers; i++) {
-    if (sbx_shift_layer(o->layers[i], base, paths[i], sizeof paths[i], err) < 0)
+    if (sbx_shift_layer(o->layers[i], base, paths[i], PATH_MAX, err) < 0)
       return -1;
     layers[i] = paths[i];
   }
