@@ -15,7 +15,6 @@ with the switch on, gvisor sessions see the same owners and the store gets
 no copies (skipped when runsc cannot run here).
 
 Only 127.0.0.1 is ever contacted."""
-import hashlib
 import os
 import shutil
 import time
@@ -70,21 +69,6 @@ def copies(state_dir):
     return out
 
 
-def tree_digest(path):
-    h = hashlib.sha256()
-    for root, dirs, files in sorted(os.walk(path)):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            p = os.path.join(root, name)
-            st = os.lstat(p)
-            h.update(f"{os.path.relpath(p, path)} {st.st_mode:o} {st.st_uid}:{st.st_gid} "
-                     f"{st.st_size} {st.st_mtime_ns}\n".encode())
-            if os.path.isfile(p) and not os.path.islink(p):
-                with open(p, "rb") as fh:
-                    h.update(fh.read())
-    return h.hexdigest()
-
-
 def du_blocks(path):
     seen, n = set(), 0
     for r, ds, fs in os.walk(path):
@@ -100,31 +84,22 @@ def sh(c, sid, script):
     return c.exec(sid, command=["/bin/sh", "-c", script])
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    r = w.Registry(tmp_path_factory.mktemp("shiftreg")).start()
-    yield r
-    r.stop()
+registry = w.registry_fixture("shiftreg")
 
 
 @pytest.fixture(scope="module")
 def shd(tmp_path_factory):
+    """The daemon that forces shifted copies, on uid blocks of its own."""
     d = Daemon(tmp_path_factory.mktemp("shiftstate"), env=dict(OFF, **OWN_BLOCKS))
     d.start()
     yield d
     rc = d.stop(timeout=15)
-    assert not reap_leftovers(d.state_dir)
-    assert rc == 0, d.log_tail(100)
+    assert not reap_leftovers(d.state_dir) and rc == 0, d.log_tail(100)
 
 
 @pytest.fixture(scope="module")
 def cl(shd):
     return shd.client(shd.create_key("shift-tenant"))
-
-
-@pytest.fixture(scope="module")
-def admin(shd):
-    return shd.client(shd.create_key("shift-admin", admin=True))
 
 
 def test_owners_user_and_modes_over_shifted_copies(cl, shd, registry):
@@ -172,7 +147,7 @@ def test_writes_go_to_the_upper_not_the_shared_copy(cl, shd, registry):
     ref = registry.push(shift_image("w"), "tests/shift:w")
     sid = cl.new_session("container", image=ref)["id"]
     layers = os.path.join(shd.state_dir, "images", "layers")
-    before = tree_digest(layers)
+    before = w.tree_digest(layers)
     try:
         # app owns its files: it may change them, in its own upper only
         r = sh(cl, sid, "echo changed > /home/app/notes && cat /home/app/notes && "
@@ -180,7 +155,7 @@ def test_writes_go_to_the_upper_not_the_shared_copy(cl, shd, registry):
         assert r["stdout"] == "changed\nok\n", r
     finally:
         cl.delete(f"/v1/sandbox/sessions/{sid}")
-    assert tree_digest(layers) == before
+    assert w.tree_digest(layers) == before
     sid = cl.new_session("container", image=ref)["id"]
     try:
         r = sh(cl, sid, "cat /home/app/notes; ls /data; cat /home/app/sym")
@@ -214,7 +189,8 @@ def test_next_sessions_reuse_the_copy(cl, shd, registry):
     print("next sessions: " + ", ".join(f"{t:.0f} ms" for t in times))
 
 
-def test_gc_removes_copies_with_their_layer(cl, admin, shd, registry):
+def test_gc_removes_copies_with_their_layer(cl, shd, registry):
+    admin = shd.client(shd.create_key("shift-admin", admin=True))
     ref = registry.push(shift_image("gc"), "tests/shift-gc:1")
     had = set(copies(shd.state_dir))
     sid = cl.new_session("container", image=ref)["id"]
