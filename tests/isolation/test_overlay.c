@@ -21,10 +21,14 @@
  * The suite runs again with SANDBOXD_IMAGE_LAYER_IDMAP=off (meson test
  * isolation-overlay-shifted*): the same views over shifted copies of the
  * layers (isolation/shift.c), one per layer and uid range, shared by every
- * sandbox that gets that range; and a hostile layer for the copier. */
+ * sandbox that gets that range; and a hostile layer for the copier.  With
+ * SBX_TEST_LAYERS_ON_OVERLAYFS=1 (isolation-overlay-autodetect) it only
+ * checks that auto learns the fallback from the kernel's refusal. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -650,6 +654,68 @@ static void ov_shift_hostile(void)
   CHECK(lstat(p, &st) < 0 && errno == ENOENT);
 }
 
+/* SBX_TEST_LAYERS_ON_OVERLAYFS=1 (meson test isolation-overlay-autodetect):
+ * the layers live on an overlayfs mount, which this kernel cannot idmap
+ * (mount_setattr gives EINVAL): with image_layer_idmap = auto the first
+ * image sandbox must learn that from the kernel's refusal and use shifted
+ * copies, as on a host whose store is on such a filesystem. */
+static int build_on_overlayfs(void)
+{
+  char base[64], p[256];
+  snprintf(base, sizeof base, "/var/tmp/sbx-ovl-auto-%d", (int)getpid());
+  snprintf(img_dir, sizeof img_dir, "%s/m", base);
+  static const char *const dirs[] = {"", "/lo", "/up", "/wk", "/m"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    snprintf(p, sizeof p, "%s%s", base, dirs[i]);
+    if (mkdir(p, 0700) < 0)
+      return -1;
+  }
+  char opts[256];
+  snprintf(opts, sizeof opts, "lowerdir=%s/lo,upperdir=%s/up,workdir=%s/wk", base, base, base);
+  if (mount("sbx-test-store", img_dir, "overlay", 0, opts) < 0)
+    return -1;
+  snprintf(lower, sizeof lower, "%s/l0", img_dir);
+  snprintf(upper, sizeof upper, "%s/l1", img_dir);
+  if (mkdir(lower, 0755) < 0 || mkdir(upper, 0755) < 0 || put_dir(lower, "bin", 0755) < 0 ||
+      copy_host_file("/bin/busybox", lower, "bin/busybox", 0755) < 0)
+    return -1;
+  static const char *const applets[] = {"sh", "stat", "cat", "id", NULL};
+  for (int i = 0; applets[i]; i++) {
+    snprintf(p, sizeof p, "%s/bin/%s", lower, applets[i]);
+    if (symlink("busybox", p) < 0)
+      return -1;
+  }
+  return put_dir(lower, "data", 0755) < 0 || put_dir(lower, "tmp", 01777) < 0 ||
+                 put_file(lower, "data/rootfile", "lower\n", 6, 0644, 0) < 0 ||
+                 put_file(lower, "data/owned1234", "x\n", 2, 0640, 1234) < 0 ||
+                 put_dir(upper, "data", 0755) < 0 ||
+                 put_file(upper, "data/upperfile", "upper\n", 6, 0644, 0) < 0
+             ? -1
+             : 0;
+}
+
+static void ov_autodetect(void)
+{
+  CHECK_STR(sbx_overlay_layer_idmap(), "auto");
+  struct sbx_error err = {0};
+  struct sbx_sandbox *a = make_img(16 << 20, &err);
+  CHECK(a != NULL);
+  if (!a)
+    return;
+  CHECK_STR(sbx_overlay_layer_idmap(), "shifted"); /* learned from the refusal */
+  expect_sh(a, "stat -c '%u %g %a' /data/rootfile /data/owned1234; cat /data/upperfile",
+            "0 0 644\n1234 1234 640\nupper");
+  CHECK(count_copies("l0") == 1 && count_copies("l1") == 1);
+  h_drv->destroy(a);
+  struct sbx_sandbox *b = make_img(16 << 20, &err);
+  CHECK(b != NULL);
+  if (b) {
+    expect_sh(b, "stat -c %u /data/owned1234", "1234");
+    h_drv->destroy(b);
+  }
+  CHECK(count_copies("l0") == 1 && count_copies("l1") == 1);
+}
+
 /* The host pack still gets its RO tmpfs root with the host's /usr. */
 static void ov_host_pack_unchanged(void)
 {
@@ -664,8 +730,31 @@ static void ov_host_pack_unchanged(void)
   h_drv->destroy(sb);
 }
 
+static int autodetect_main(void)
+{
+  if (build_on_overlayfs() < 0) {
+    perror("building the test image on overlayfs");
+    h_teardown();
+    return 1;
+  }
+  ov_autodetect();
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "umount '%s' && rm -rf '%.*s'", img_dir,
+           (int)(strlen(img_dir) - 2), img_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", img_dir);
+  return h_finish("isolation-overlay-autodetect");
+}
+
 int main(void)
 {
+  /* the store's overlayfs in a mount namespace of this test's own, so it
+   * goes with the process whatever happens */
+  bool on_ovl = getenv("SBX_TEST_LAYERS_ON_OVERLAYFS") != NULL;
+  if (on_ovl && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)) {
+    perror("a mount namespace for the test store");
+    return 1;
+  }
   int r = h_setup();
   if (r)
     return r;
@@ -674,6 +763,8 @@ int main(void)
     h_teardown();
     return 77;
   }
+  if (on_ovl)
+    return autodetect_main();
   if (build_image() < 0) {
     perror("building the test image");
     h_teardown();
