@@ -259,13 +259,17 @@ def test_gvisor_image_root_with_the_switch(registry, tmp_path):
         if not ps["gvisor"]["available"]:
             pytest.skip(f"gvisor unavailable here: {ps['gvisor']['reason']}")
         sid = c.new_session("gvisor", image=ref)["id"]
+        layers = os.path.join(d.state_dir, "images", "layers")
+        before = w.tree_digest(layers)
         try:
             r = sh(c, sid, "stat -c '%u %g %a' /hello.txt /home/app/notes; id -u; "
-                           "echo x >> /hello.txt 2>/dev/null || echo refused")
-            assert r["stdout"] == "0 0 644\n1234 1234 640\n1234\nrefused\n", r
+                           "echo x >> /hello.txt 2>/dev/null || echo refused; "
+                           "echo changed > /home/app/notes && cat /home/app/notes")
+            assert r["stdout"] == "0 0 644\n1234 1234 640\n1234\nrefused\nchanged\n", r
             assert copies(d.state_dir) == {}, "gvisor's gofer serves the host's ids: no copy"
         finally:
             c.delete(f"/v1/sandbox/sessions/{sid}")
+        assert w.tree_digest(layers) == before  # the write went to the upper
     finally:
         rc = d.stop(timeout=30)
         assert not reap_leftovers(d.state_dir)
