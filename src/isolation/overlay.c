@@ -430,6 +430,7 @@ static int child_base(pid_t pid, uid_t *base, struct sbx_error *err)
 {
   char p[48];
   snprintf(p, sizeof p, "/proc/%d/uid_map", (int)pid);
+  errno = 0;
   _cleanup_fclose_ FILE *f = fopen(p, "re");
   unsigned in, out, count;
   if (!f || fscanf(f, "%u %u %u", &in, &out, &count) != 3 || in != 0)
@@ -497,12 +498,14 @@ static int image_root(pid_t pid, const struct sbx_overlay_spec *o, struct sbx_er
     snprintf(why, sizeof why, "%s", err->msg);
   }
   int mnt = shifted_overlay(pid, o, err);
-  if (mnt < 0 && learned_idmap != IDMAP_REFUSED && !forced_off())
+  if (mnt < 0 && learned_idmap != IDMAP_REFUSED && !forced_off()) {
+    char copies[sizeof err->msg];
+    snprintf(copies, sizeof copies, "%s", err->msg);
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, err->errnum,
-                       "image: the layers cannot be idmapped (%s) and their shifted copies "
-                       "failed too: %s (image roots need overlayfs with a lowerdir list, "
-                       "Linux 5.15+, and idmapped layers, 5.19+, or root to copy them)",
-                       why, err->msg);
+                       "image: the layers cannot be idmapped (%s; overlayfs takes idmapped "
+                       "layers from Linux 5.19, on a filesystem that can be idmapped) and "
+                       "their shifted copies failed too: %s", why, copies);
+  }
   if (mnt >= 0 && learned_idmap != IDMAP_REFUSED) {
     learned_idmap = IDMAP_REFUSED; /* logged once per daemon */
     sbx_info("overlay", "image layers are not idmapped (%s): sandboxes use copies of each "

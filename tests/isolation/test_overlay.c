@@ -694,9 +694,36 @@ static int build_on_overlayfs(void)
              : 0;
 }
 
+/* Neither idmapped layers nor their copies (a layer the copier refuses: a
+ * mount inside it): fail closed, naming both reasons and the kernel need;
+ * nothing learned. */
+static void ov_autodetect_neither(void)
+{
+  static char bad[160];
+  char mnt[200];
+  snprintf(bad, sizeof bad, "%s/bad", img_dir);
+  snprintf(mnt, sizeof mnt, "%s/mnt", bad);
+  CHECK(mkdir(bad, 0755) == 0 && mkdir(mnt, 0755) == 0 &&
+        mount("sbx-test-inner", mnt, "tmpfs", 0, "size=64k") == 0);
+  const char *bad_layers[] = {bad, upper};
+  struct sbx_sandbox_spec spec = {.id = "ovneither", .profile = "test", .image = "test/overlay:1",
+                                  .limits = {.memory_bytes = 64 << 20}, .layers = bad_layers,
+                                  .nlayers = 2};
+  struct sbx_sandbox *sb = NULL;
+  struct sbx_error err = {0};
+  CHECK(h_drv->create(&spec, &sb, &err) < 0 && sb == NULL);
+  printf("neither idmapped nor shifted: %s\n", err.msg);
+  CHECK(err.code == SBX_E_RUNTIME_UNAVAILABLE);
+  CHECK(strstr(err.msg, "cannot be idmapped") && strstr(err.msg, "Linux 5.19") &&
+        strstr(err.msg, "shifted copies failed too") && strstr(err.msg, "another filesystem"));
+  CHECK_STR(sbx_overlay_layer_idmap(), "auto");
+  CHECK(umount(mnt) == 0);
+}
+
 static void ov_autodetect(void)
 {
   CHECK_STR(sbx_overlay_layer_idmap(), "auto");
+  ov_autodetect_neither();
   struct sbx_error err = {0};
   struct sbx_sandbox *a = make_img(16 << 20, &err);
   CHECK(a != NULL);
