@@ -15,19 +15,13 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "core/principal.h"
 
 struct MHD_Connection;
 struct sbx_core;
 struct sbx_span;
 
 #define SBX_MAX_PARAMS 4
-
-struct sbx_principal {
-  int64_t tenant_id;
-  char tenant[128];
-  char key_id[40];
-  bool admin;
-};
 
 struct sbx_req {
   struct MHD_Connection *conn;

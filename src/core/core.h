@@ -16,13 +16,13 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "core/principal.h"
 #include "core/profile.h"
 #include "core/quota.h"
 #include "runtime/sandbox.h"
 #include "store/store.h"
 
 struct sbx_core;
-struct sbx_principal;
 
 struct sbx_core_config {
   const char *state_dir;        /* absolute */

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/http.h"
 #include "common/util.h"
 #include "core/core.h"
 #include "obs/audit.h"

@@ -56,7 +56,7 @@ void sbx_iso_host_layout(struct sbx_iso_plan *p)
   host_layout = *p;
 }
 
-void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim)
+void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_iso_limits *lim)
 {
   *p = host_layout;
   uint64_t disk = lim->disk_bytes ? lim->disk_bytes : SBX_ISO_DEFAULT_DISK;
