@@ -42,7 +42,7 @@ SBX_HANDLER(sbx_h_e2b_files_get)
     return -1;
   int fd;
   uint64_t size;
-  int rc = sbx_sandbox_file_open_read(sbx_live_sandbox(ls), path, &fd, &size, err);
+  int rc = sbx_files_open_read(ls, path, &fd, &size, err);
   sbx_session_release(r->core, ls);
   if (rc < 0)
     return -1;
@@ -142,7 +142,7 @@ static int write_all(struct sbx_req *r, struct upload *u, json_t **res, struct s
   int rc = 0;
   for (size_t i = 0; i < u->n && rc == 0; i++) {
     struct part *p = &u->parts[i];
-    rc = sbx_sandbox_file_write(sbx_live_sandbox(ls), p->path, p->data ? p->data : "", p->len,
+    rc = sbx_files_write(ls, p->path, p->data ? p->data : "", p->len,
                                 err);
     char abs[4200];
     snprintf(abs, sizeof abs, "%s%s", p->path[0] == '/' ? "" : "/work/", p->path);

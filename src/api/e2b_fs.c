@@ -63,11 +63,11 @@ static void absolute(const char *path, char *buf, size_t len)
     buf[--n] = '\0';
 }
 
-static int stat_entry(struct sbx_sandbox *sb, const char *path, json_t **out,
+static int stat_entry(struct sbx_live_session *ls, const char *path, json_t **out,
                       struct sbx_error *err)
 {
   struct sbx_stat st;
-  if (sbx_sandbox_stat(sb, path, &st, err) < 0)
+  if (sbx_files_stat(ls, path, &st, err) < 0)
     return -1;
   char abs[4200];
   absolute(path, abs, sizeof abs);
@@ -85,7 +85,7 @@ static const char *msg_path(json_t *msg, const char *field, struct sbx_error *er
 }
 
 /* Runs op with the session's sandbox held; the message is consumed. */
-typedef int (*fs_op)(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err);
+typedef int (*fs_op)(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err);
 
 static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
                         struct sbx_error *err)
@@ -95,7 +95,7 @@ static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
     return -1;
   struct sbx_live_session *ls =
       sbx_session_acquire_cap(r->core, &r->who, sbx_e2b_sid(r), SBX_CAP_FILES, err);
-  int rc = ls ? op(sbx_live_sandbox(ls), msg, &res, err) : -1;
+  int rc = ls ? op(ls, msg, &res, err) : -1;
   sbx_session_release(r->core, ls);
   json_decref(msg);
   if (rc < 0)
@@ -104,17 +104,17 @@ static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
   return 0;
 }
 
-static int op_stat(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_stat(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   json_t *e;
-  if (!path || stat_entry(sb, path, &e, err) < 0)
+  if (!path || stat_entry(ls, path, &e, err) < 0)
     return -1;
   *res = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int op_list(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_list(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   json_t *dv = json_object_get(msg, "depth");
@@ -125,8 +125,8 @@ static int op_list(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx
     return sbx_err_field(err, "depth", "depth must be from 1 to %u", SBX_TREE_MAX_DEPTH);
   struct sbx_dirent *ents = NULL;
   size_t n = 0;
-  int rc = depth == 1 ? sbx_sandbox_list(sb, path, &ents, &n, LIST_MAX, err)
-                      : sbx_sandbox_list_tree(sb, path, (unsigned)depth, &ents, &n, LIST_MAX, err);
+  int rc = depth == 1 ? sbx_files_list(ls, path, &ents, &n, LIST_MAX, err)
+                      : sbx_files_list_tree(ls, path, (unsigned)depth, &ents, &n, LIST_MAX, err);
   if (rc == 0) {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++)
@@ -138,41 +138,41 @@ static int op_list(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx
   return rc;
 }
 
-static int op_mkdir(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_mkdir(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   struct sbx_stat st;
   struct sbx_error ignore = {0};
   if (!path)
     return -1;
-  if (sbx_sandbox_stat(sb, path, &st, &ignore) == 0) {
+  if (sbx_files_stat(ls, path, &st, &ignore) == 0) {
     sbx_err_set(err, SBX_E_CONFLICT, 0, "%s already exists", path);
     snprintf(err->field, sizeof err->field, "already_exists"); /* Connect's own code */
     return sbx_err_fr(err, "%s existe déjà", path);
   }
   json_t *e;
-  if (sbx_sandbox_mkdir(sb, path, 0, SBX_MKDIR_PARENTS, err) < 0 ||
-      stat_entry(sb, path, &e, err) < 0)
+  if (sbx_files_mkdir(ls, path, 0, SBX_MKDIR_PARENTS, err) < 0 ||
+      stat_entry(ls, path, &e, err) < 0)
     return -1;
   *res = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int op_move(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_move(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *from = msg_path(msg, "source", err), *to = from ? msg_path(msg, "destination", err)
                                                                : NULL;
   json_t *e;
-  if (!to || sbx_sandbox_move(sb, from, to, true, err) < 0 || stat_entry(sb, to, &e, err) < 0)
+  if (!to || sbx_files_move(ls, from, to, true, err) < 0 || stat_entry(ls, to, &e, err) < 0)
     return -1;
   *res = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int op_remove(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_remove(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
-  if (!path || sbx_sandbox_remove(sb, path, err) < 0)
+  if (!path || sbx_files_remove(ls, path, err) < 0)
     return -1;
   *res = json_object();
   return 0;

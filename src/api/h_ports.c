@@ -193,7 +193,7 @@ static int connect_in(struct sbx_req *r, unsigned port, int *fd, struct sbx_erro
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_UPSTREAM, err);
   if (!ls)
     return -1;
-  int rc = sbx_sandbox_connect(sbx_live_sandbox(ls), port, CONNECT_TIMEOUT_MS, fd, err);
+  int rc = sbx_ports_connect(ls, port, CONNECT_TIMEOUT_MS, fd, err);
   sbx_session_release(r->core, ls);
   return rc;
 }

@@ -11,6 +11,11 @@
 #include "core/schema.h"
 #include "obs/trace.h"
 
+/* Core-internal: the store and a held session's sandbox never leave core
+ * (the API goes through core's operations, core.h). */
+struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
+struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls);
+
 /* One in-flight exec, so delete/shutdown can cancel it. */
 struct sbx_exec_slot {
   struct sbx_cancel cancel;
