@@ -17,7 +17,7 @@
 
 #define MAX_FILES 256
 
-SBX_HANDLER(sbx_h_e2b_health)
+int sbx_h_e2b_health(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   struct sbx_error gone = {0};
   struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, sbx_e2b_sid(r), &gone);
@@ -31,7 +31,7 @@ SBX_HANDLER(sbx_h_e2b_health)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_files_get)
+int sbx_h_e2b_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = sbx_req_query(r, "path");
   if (sbx_schema_path(path, "path", err) < 0)
@@ -160,7 +160,7 @@ static int write_all(struct sbx_req *r, struct upload *u, json_t **res, struct s
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_files_post)
+int sbx_h_e2b_files_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   struct upload u = {.default_path = sbx_req_query(r, "path")};
   const char *ct = sbx_req_header(r, "Content-Type");

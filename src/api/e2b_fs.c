@@ -178,13 +178,32 @@ static int op_remove(struct sbx_live_session *ls, json_t *msg, json_t **res, str
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_fs_stat) { return with_sandbox(r, out, op_stat, err); }
-SBX_HANDLER(sbx_h_e2b_fs_list) { return with_sandbox(r, out, op_list, err); }
-SBX_HANDLER(sbx_h_e2b_fs_mkdir) { return with_sandbox(r, out, op_mkdir, err); }
-SBX_HANDLER(sbx_h_e2b_fs_move) { return with_sandbox(r, out, op_move, err); }
-SBX_HANDLER(sbx_h_e2b_fs_remove) { return with_sandbox(r, out, op_remove, err); }
+int sbx_h_e2b_fs_stat(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_stat, err);
+}
 
-SBX_HANDLER(sbx_h_e2b_fs_watchers)
+int sbx_h_e2b_fs_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_list, err);
+}
+
+int sbx_h_e2b_fs_mkdir(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_mkdir, err);
+}
+
+int sbx_h_e2b_fs_move(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_move, err);
+}
+
+int sbx_h_e2b_fs_remove(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_remove, err);
+}
+
+int sbx_h_e2b_fs_watchers(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
   sbx_err_set(err, SBX_E_METHOD, 0, "polling watchers are not supported: use WatchDir, as the "
@@ -266,7 +285,7 @@ static void sink_end(void *ctx, const char *why)
   free(w);
 }
 
-SBX_HANDLER(sbx_h_e2b_fs_watch)
+int sbx_h_e2b_fs_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err);
   if (!msg)

@@ -22,7 +22,7 @@ static const char *path_arg(struct sbx_req *r, struct sbx_error *err)
   return p;
 }
 
-SBX_HANDLER(sbx_h_files_put)
+int sbx_h_files_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -157,7 +157,7 @@ static int get_bytes(struct sbx_live_session *ls, const char *path, struct sbx_r
   return 0;
 }
 
-SBX_HANDLER(sbx_h_files_get)
+int sbx_h_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -176,7 +176,7 @@ SBX_HANDLER(sbx_h_files_get)
 }
 
 /* POST …/files/mkdir?path=D[&parents=true][&mode=0750] → 201 stat of D. */
-SBX_HANDLER(sbx_h_files_mkdir)
+int sbx_h_files_mkdir(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -204,7 +204,7 @@ SBX_HANDLER(sbx_h_files_mkdir)
 }
 
 /* POST …/files/move {from, to, overwrite?} → 200 stat of `to`. */
-SBX_HANDLER(sbx_h_files_move)
+int sbx_h_files_move(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   static const char *const allowed[] = {"from", "to", "overwrite", NULL};
   json_t *body = sbx_req_json(r, false, err);
@@ -235,7 +235,7 @@ out:
   return rc;
 }
 
-SBX_HANDLER(sbx_h_files_delete)
+int sbx_h_files_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)

@@ -24,7 +24,7 @@
 #define PROGRESS_EVERY_MS 100 /* per blob; the final event always goes */
 #define FINAL_WAIT_MS 60000   /* a slow reader still gets done/error */
 
-SBX_HANDLER(sbx_h_image_list)
+int sbx_h_image_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *arr = NULL;
   if (sbx_core_image_list(&arr, err) < 0)
@@ -120,7 +120,7 @@ static int pull_stream(struct sbx_req *r, struct sbx_resp *out, const char *ref,
   return 0;
 }
 
-SBX_HANDLER(sbx_h_image_pull)
+int sbx_h_image_pull(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err);
   if (!body)
@@ -150,7 +150,7 @@ out:
   return rc;
 }
 
-SBX_HANDLER(sbx_h_image_delete)
+int sbx_h_image_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *ref = r->rest ? r->rest : "";
   if (!*ref) {
@@ -163,7 +163,7 @@ SBX_HANDLER(sbx_h_image_delete)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_image_gc)
+int sbx_h_image_gc(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *stats;
   if (sbx_core_image_gc(&stats, err) < 0)

@@ -37,7 +37,7 @@ static int query_int(struct sbx_req *r, const char *name, long long def, long lo
   return 0;
 }
 
-SBX_HANDLER(sbx_h_audit_list)
+int sbx_h_audit_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   long long tenant, after, limit;
   if (query_int(r, "tenant", -1, INT64_MAX, &tenant, err) < 0 ||
@@ -60,7 +60,7 @@ SBX_HANDLER(sbx_h_audit_list)
 
 /* ---- GET /v1/audit/verify ---- */
 
-SBX_HANDLER(sbx_h_audit_verify)
+int sbx_h_audit_verify(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *verdict;
   if (sbx_core_audit_verify(r->core, &verdict, err) < 0)
@@ -85,7 +85,7 @@ static int time_arg(struct sbx_req *r, const char *name, int64_t *out, struct sb
   return 0;
 }
 
-SBX_HANDLER(sbx_h_usage)
+int sbx_h_usage(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *group_by = sbx_req_query(r, "group_by");
   int64_t from, to;
@@ -101,7 +101,7 @@ SBX_HANDLER(sbx_h_usage)
 
 /* ---- GET /metrics ---- */
 
-SBX_HANDLER(sbx_h_metrics)
+int sbx_h_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   if (sbx_core_metrics_auth(r->core) && sbx_api_authenticate(r, true, err) < 0)
     return -1;

@@ -198,7 +198,7 @@ static int connect_in(struct sbx_req *r, unsigned port, int *fd, struct sbx_erro
   return rc;
 }
 
-SBX_HANDLER(sbx_h_port_proxy)
+int sbx_h_port_proxy(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   unsigned port = 0;
   if (parse_port(r->params[1], &port, err) < 0)
