@@ -11,13 +11,18 @@ let anything through the compiler and the linker:
   * a use of a name another module defines: every non-static function
     defined in a module's .c files, every `static inline` function and
     function-like macro of its headers, and every non-static global it
-    defines.  A name a file uses (called, or passed as a callback) that only
-    another module X defines is the arrow M -> X.
+    defines (named sbx_…).  The module is where a name is defined, not its
+    prefix (isolation defines sbx_cg_*, runtime sbx_sandbox_*, obs
+    sbx_audit_*, store sq_*/pg_*, image img_*).  A name a file uses (called,
+    or passed as a callback) that only other modules define is the arrow
+    M -> X.
 
 Each arrow not listed in the rules file fails with file:line, the arrow and
 what crossed it.  An `except` line of the rules file allows one file one
 arrow (work in progress, with its reason); one no longer used fails too, so
-the file stays true.
+the file stays true.  The drawing in docs/architecture.md (the code block
+after its "checked against docs/architecture-deps.txt" marker) must list the
+same arrows (every module's arrow to common is implied).
 
   check_arch.py [--src DIR] [--rules FILE]   check (exit 1 on a forbidden arrow)
   check_arch.py --arrows                      print every arrow with its count
@@ -202,12 +207,52 @@ def read_rules(path):
     return allowed, exceptions
 
 
-def check(src, rules_path, out=sys.stdout):
+DOC_MARKER = "checked against docs/architecture-deps.txt"
+
+
+def check_doc(doc_path, allowed, out):
+    """The drawing's arrows against the rules; returns how many differ."""
+    if not doc_path or not os.path.exists(doc_path):
+        return 0
+    with open(doc_path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    start = next((i for i, l in enumerate(lines) if DOC_MARKER in l), None)
+    if start is None:
+        print("%s: no drawing marked %r" % (doc_path, DOC_MARKER), file=out)
+        return 1
+    drawn, i = {}, start + 1
+    while i < len(lines) and not lines[i].startswith("```"):
+        i += 1
+    for j in range(i + 1, len(lines)):
+        if lines[j].startswith("```"):
+            break
+        m = re.match(r"^(\w+)\s+─►\s+(.*)$", lines[j])
+        if m:
+            targets = re.sub(r"\(.*?\)", "", m.group(2))  # (a remark) is no arrow
+            drawn[m.group(1)] = (set(re.findall(r"\w+", targets)), j + 1)
+    bad = 0
+    for mod, targets in sorted(allowed.items()):
+        want = targets - {"common"}
+        have, lineno = drawn.get(mod, (set(), start + 1))
+        have = have - {"common", "only"}
+        if want != have:
+            print("%s:%d: the drawing has %s -> %s, %s allows %s" % (
+                doc_path, lineno, mod, " ".join(sorted(have)) or "(nothing)",
+                "docs/architecture-deps.txt", " ".join(sorted(want)) or "(common only)"), file=out)
+            bad += 1
+    for mod in sorted(set(drawn) - set(allowed)):
+        print("%s:%d: the drawing names module %s, which the rules do not" % (
+            doc_path, drawn[mod][1], mod), file=out)
+        bad += 1
+    return bad
+
+
+def check(src, rules_path, out=sys.stdout, doc_path=None):
     tree = Tree(src)
     allowed, exceptions = read_rules(rules_path)
     excepted = {(rel, tgt) for rel, tgt, _ in exceptions}
     used_exceptions = set()
-    bad = 0
+    bad = check_doc(doc_path, allowed, out)
     for mod in tree.modules:
         if mod not in allowed:
             print("%s: module src/%s/ has no line in %s" % (rules_path, mod, rules_path), file=out)
@@ -267,6 +312,20 @@ def self_test(src, rules_path):
                 failed += 1
             else:
                 print("self-test ok: %s" % want)
+    # A drawing that disagrees with the rules is reported.
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = os.path.join(tmp, "architecture.md")
+        with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+            text = f.read()
+        with open(doc, "w", encoding="utf-8") as f:
+            f.write(re.sub(r"^api(\s+)─► core", r"api\1─► core runtime", text, count=1, flags=re.M))
+        out = subprocess.run([sys.executable, __file__, "--src", src, "--rules", rules_path,
+                              "--doc", doc], capture_output=True, text=True)
+        if out.returncode != 1 or "the drawing has api -> core runtime" not in out.stdout:
+            print("self-test FAILED: a drawing with an extra arrow passed:\n" + out.stdout)
+            failed += 1
+        else:
+            print("self-test ok: a drawing that disagrees with the rules is reported")
     # A stale exception is reported too.
     with tempfile.TemporaryDirectory() as tmp:
         rules = os.path.join(tmp, "deps.txt")
@@ -287,6 +346,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--src", default=os.path.join(ROOT, "src"))
     ap.add_argument("--rules", default=os.path.join(ROOT, "docs", "architecture-deps.txt"))
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "architecture.md"),
+                    help="the drawing to compare with the rules ('' to skip)")
     ap.add_argument("--arrows", action="store_true")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
@@ -295,7 +356,7 @@ def main():
         return 0
     if a.self_test:
         return self_test(a.src, a.rules)
-    bad = check(a.src, a.rules)
+    bad = check(a.src, a.rules, doc_path=a.doc)
     if bad:
         print("%d forbidden arrow(s); the allowed direction is %s (docs/architecture.md)"
               % (bad, os.path.relpath(a.rules, ROOT)))
