@@ -1,5 +1,5 @@
-/* h_contexts.c — /v1/sandbox/sessions/{id}/contexts[/{cid}[/run|/restart]]
- * (issue 4): stateful interpreters.  The work is core/context*.c. */
+/* h_contexts.c — /v1/sandbox/sessions/{id}/contexts[/{cid}[/run|/restart]]:
+ * stateful interpreters.  The work is core/context*.c. */
 #include "api/handlers.h"
 #include "core/core.h"
 

@@ -1,5 +1,5 @@
-/* h_ports.c — ANY /v1/sandbox/sessions/{id}/ports/{port}/{rest*} (issue 4,
- * Upstream): proxies one HTTP exchange to a server listening on
+/* h_ports.c — ANY /v1/sandbox/sessions/{id}/ports/{port}/{rest*} (the
+ * Upstream capability): proxies one HTTP exchange to a server listening on
  * 127.0.0.1:{port} (or [::1]) inside the sandbox's own network namespace.
  *
  * The daemon reaches in; nothing reaches out: sbx-init makes the socket in

@@ -1,6 +1,6 @@
 /* h_processes.c — /v1/sandbox/sessions/{id}/processes[/{pid}[/output|
- * /stdin|/signal|/resize]] and the background start of POST …/exec
- * (issue 4).  A follower of …/output (SSE) is a thread of its own that
+ * /stdin|/signal|/resize]] and the background start of POST …/exec.
+ * A follower of …/output (SSE) is a thread of its own that
  * replays the kept output from the asked offsets and then follows the
  * process live; it waits for a slow client (the process never does: its
  * output goes to bounded buffers) and ends with `exit` once the process

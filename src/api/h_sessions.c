@@ -67,7 +67,7 @@ int sbx_h_session_exec(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
   if (!body)
     return -1;
   int rc;
-  /* Issue 4: background → 202 {pid}; Accept: text/event-stream → SSE. */
+  /* Background → 202 {pid}; Accept: text/event-stream → SSE. */
   if (json_is_true(json_object_get(body, "background"))) {
     rc = sbx_api_process_start(r, out, body, err);
     json_decref(body);

@@ -18,7 +18,7 @@ int sbx_h_session_exec(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
 int sbx_h_files_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_files_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
-/* Issue 4, files/archives/watch (engineer B): h_files.c, h_archive.c, h_watch.c. */
+/* Directories, archives and watch: h_files.c, h_archive.c, h_watch.c. */
 int sbx_h_files_mkdir(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_files_move(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_archive_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
@@ -29,7 +29,7 @@ int sbx_h_execution_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_err
 int sbx_h_execution_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_execution_file(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_execution_cancel(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
-/* Issue 4, ports and contexts: h_ports.c, h_contexts.c. */
+/* Ports and contexts: h_ports.c, h_contexts.c. */
 int sbx_h_port_proxy(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_context_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_context_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
@@ -37,12 +37,12 @@ int sbx_h_context_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
 int sbx_h_context_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_context_run(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_context_restart(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
-/* Issue 7: the image store (h_images.c). */
+/* The image store (h_images.c). */
 int sbx_h_image_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_image_pull(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_image_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_image_gc(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
-/* Issue 8, engineer O: audit, usage, metrics (h_obs.c). */
+/* Audit, usage, metrics (h_obs.c). */
 int sbx_h_audit_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_audit_verify(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_usage(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
@@ -51,7 +51,7 @@ int sbx_h_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err
  * failure) and every refusal (401, 403, 429, limits/network over policy)
  * becomes an audit event; refusals are rate-limited per source. */
 void sbx_api_audit(struct sbx_req *r, const struct sbx_resp *resp, const struct sbx_error *err);
-/* Issue 4, streaming exec and background processes: h_stream.c,
+/* Streaming exec and background processes: h_stream.c,
  * h_processes.c.  The exec handler (h_sessions.c) hands a background body
  * to sbx_api_process_start and an event-stream request to
  * sbx_api_exec_stream. */

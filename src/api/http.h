@@ -41,7 +41,7 @@ struct sbx_req {
   struct sbx_principal who;
   uint64_t start_ns;
   int status_sent;       /* for metrics/logs */
-  struct sbx_span *span; /* issue 8: the request's server span (obs/trace.h), ended at completion */
+  struct sbx_span *span; /* the request's server span (obs/trace.h), ended at completion */
 };
 
 enum sbx_resp_kind { SBX_RESP_JSON, SBX_RESP_BYTES, SBX_RESP_FD, SBX_RESP_EMPTY, SBX_RESP_STREAM };

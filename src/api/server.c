@@ -270,14 +270,14 @@ static enum MHD_Result send_resp(struct sbx_req *r, struct sbx_resp *resp)
 static enum MHD_Result send_error(struct sbx_req *r, const struct sbx_error *err)
 {
   struct sbx_resp resp = {.fd = -1};
-  sbx_api_audit(r, NULL, err); /* issue 8: refusals and failed mutations */
+  sbx_api_audit(r, NULL, err); /* refusals and failed mutations */
   sbx_resp_error(r, &resp, err);
   if (err->code == SBX_E_UNAUTHENTICATED) /* RFC 6750 §3; MCP clients read it */
     resp.headers = json_pack("[[s, s]]", "WWW-Authenticate", "Bearer realm=\"sandboxd\"");
   return send_resp(r, &resp);
 }
 
-/* Issue 8: once authenticated, the span learns the tenant and the tenant's
+/* Once authenticated, the span learns the tenant and the tenant's
  * request rate is checked (core/quota.h). */
 static int after_auth(struct sbx_req *r, unsigned *retry_s, struct sbx_error *err)
 {
@@ -289,7 +289,7 @@ static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_err
                                          unsigned retry_s)
 {
   struct sbx_resp resp = {.fd = -1};
-  sbx_api_audit(r, NULL, err); /* issue 8: a rate refusal is a policy decision */
+  sbx_api_audit(r, NULL, err); /* a rate refusal is a policy decision */
   sbx_resp_error(r, &resp, err);
   char secs[16];
   snprintf(secs, sizeof secs, "%u", retry_s);
@@ -454,7 +454,7 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct api_req *a)
     json_decref(resp.headers);
     return send_error(r, &err);
   }
-  sbx_api_audit(r, &resp, NULL); /* issue 8: a mutation that succeeded */
+  sbx_api_audit(r, &resp, NULL); /* a mutation that succeeded */
   return send_resp(r, &resp);
 }
 
