@@ -20,9 +20,9 @@
 #include "core/profile.h"
 #include "core/quota.h"
 #include "runtime/sandbox.h"
-#include "store/store.h"
 
 struct sbx_core;
+struct sbx_store_handle; /* store/store.h: core's own, and the daemon's key command's */
 
 struct sbx_core_config {
   const char *state_dir;        /* absolute */

@@ -10,6 +10,7 @@
 #include "core/quota.h"
 #include "core/schema.h"
 #include "obs/trace.h"
+#include "store/store.h"
 
 /* Core-internal: the store and a held session's sandbox never leave core
  * (the API goes through core's operations, core.h). */
