@@ -25,7 +25,25 @@
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "runtime/driver.h"
+
+/* What the wall enforces on one sandbox; 0 is "no limit" (disk: the
+ * default).  Its own struct, not the driver seam's: isolation sits below
+ * runtime, and the driver converts (runtime/drivers/iso_limits.h). */
+struct sbx_iso_limits {
+  uint64_t cpu_millis;   /* CPU quota in millicores */
+  uint64_t memory_bytes; /* memory ceiling (no swap beyond it) */
+  uint64_t disk_bytes;   /* size of writable /tmp + /work */
+  uint64_t pids;         /* max tasks */
+};
+
+/* A cgroup's counters (sbx_cg_usage). */
+struct sbx_iso_usage {
+  double cpu_seconds;         /* user+system */
+  uint64_t memory_peak_bytes; /* high-water mark */
+  uint64_t oom_kills;         /* times the kernel's OOM killer fired in it */
+  uint64_t pids_current;
+  uint64_t pids_max_hits;     /* times a fork failed at the pids ceiling */
+};
 
 /* Ids inside every sandbox. */
 #define SBX_ISO_SANDBOX_UID 1000
@@ -97,13 +115,13 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
 /* The process-wide host layout sbx_iso_init detected. */
 const struct sbx_cg_host *sbx_cg_host_default(void);
 /* Creates the leaf in every hierarchy and applies limits. */
-int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_limits *lim,
+int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_iso_limits *lim,
                   struct sbx_cgroup *out, struct sbx_error *err);
-int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err);
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err);
 /* v1: writes pid to cgroup.procs in every hierarchy (v2 enters with
  * CLONE_INTO_CGROUP, but this works there too). */
 int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err);
-int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out);
+int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_iso_usage *out);
 /* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events). */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out);
 /* Kills every process in the cgroup at once (v1 freezer, v2 cgroup.kill)
@@ -163,7 +181,7 @@ struct sbx_iso_plan {
   bool have_alternatives;
   bool have_ldcache;
   bool have_certs;
-  /* image root (issue 7): nlayers > 0 → the parent builds an overlay of
+  /* image root: nlayers > 0 → the parent builds an overlay of
    * these dirs (lowest first) on an upper tmpfs of upper_size bytes and
    * upper_inodes inodes, and sends it with "go"; see overlay.c */
   const char *const *layers;
@@ -215,17 +233,17 @@ struct sbx_iso_box {
 
 struct sbx_iso_spec {
   const char *leaf;               /* cgroup leaf name: [a-z0-9_-] */
-  struct sbx_limits limits;
+  struct sbx_iso_limits limits;
   int exec_fd;                    /* sealed memfd copy of the binary */
   char *const *argv;              /* NULL → {"sbx-init","--root","/"} */
   char *const *envp;              /* NULL → empty */
   int stdio[3];                   /* -1 → /dev/null */
-  /* issue 7: an image's unpacked layers (absolute dirs, lowest first); the
+  /* An image's unpacked layers (absolute dirs, lowest first); the
    * root is then their copy-on-write overlay instead of the host pack.
    * The caller keeps the dirs alive while the box lives. */
   const char *const *layers;
   size_t nlayers;
-  uint32_t run_uid, run_gid;      /* issue 7: the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
+  uint32_t run_uid, run_gid;      /* the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
 };
 
 /* Builds the wall and execs the binary in it; on failure nothing is left
@@ -241,7 +259,7 @@ int sbx_iso_box_wait(struct sbx_iso_box *box, int timeout_ms);
 /* Host facts the plan needs (merged /usr links, /etc files), probed once. */
 void sbx_iso_host_layout(struct sbx_iso_plan *p);
 /* Fills the plan for one sandbox (strings, limits) — parent side. */
-void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim);
+void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_iso_limits *lim);
 /* Runs the clone on the spawner thread; see spawn.c. */
 int sbx_spawn_start(struct sbx_error *err);
 /* ---- image roots (overlay.c), parent side ------------------------------ */
