@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "store/store.h"
+#include "store/backend.h"
 
 #define PG_POOL_MAX 4
 #define PG_NO_TENANT (-1)
@@ -135,63 +135,10 @@ int pg_migrate(PGconn *c, struct sbx_error *err);
 int pg_check_schema(PGconn *c, struct sbx_error *err);
 int pg_check_role(PGconn *c, struct sbx_error *err);
 
-/* The ops, one file per table family; contracts in store/store.h. */
-int pg_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
-                     struct sbx_error *err);
-int pg_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
-int pg_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
-               struct sbx_error *err);
-
-int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
-                      struct sbx_error *err);
-int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                   struct sbx_session_row *out, struct sbx_error *err);
-int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                    const char *after, int limit, sbx_session_cb cb, void *ctx,
-                    struct sbx_error *err);
-int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
-                          struct sbx_error *err);
-int pg_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *status, const char *reason, struct sbx_error *err);
-int pg_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
-                      const char *network_json, const char *metadata_json, int64_t ttl_s,
-                      int64_t expires_at, struct sbx_error *err);
-int pg_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
-                     struct sbx_error *err);
-int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err);
-
-int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
-                        struct sbx_error *err);
-int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                     struct sbx_execution_row *out, struct sbx_error *err);
-int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                      const char *after, int limit, sbx_execution_cb cb, void *ctx,
-                      struct sbx_error *err);
-int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
-                       int64_t started_at, struct sbx_error *err);
-int pg_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
-                        const struct sbx_exec_file_blob *files, size_t nfiles,
-                        struct sbx_error *err);
-int pg_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *path, void **data, size_t *size, struct sbx_error *err);
-int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
-                             void *ctx, struct sbx_error *err);
-int pg_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       int64_t *count, struct sbx_error *err);
-
-int pg_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
-                    void *ctx, struct sbx_error *err);
-int pg_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, int64_t after_seq,
-                  int limit, sbx_audit_cb cb, void *ctx, struct sbx_error *err);
-int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
-                  struct sbx_error *err);
-int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err);
-int pg_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
-                   int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
-int pg_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
-                  struct sbx_error *err);
-int pg_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t next_attempt_at,
-                   const char *error, struct sbx_error *err);
+/* The ops, one file per table family; contracts in store/store.h.
+ * pg_tenant_ensure, pg_session_list, … with the seam's types. */
+#define PG_DECLARE_OP(op) SBX_STORE_OP_TYPE(op) pg_##op;
+SBX_STORE_TABLE_OPS(PG_DECLARE_OP)
+#undef PG_DECLARE_OP
 
 #endif

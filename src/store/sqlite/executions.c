@@ -201,97 +201,43 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return 0;
 }
 
-static int collect(struct sbx_store *st, sqlite3_stmt *s, struct sq_rows *rows,
-                   struct sbx_error *err)
+static int exec_from(sqlite3_stmt *s, void *out, struct sbx_error *err)
 {
-  int rc = sq_step(s);
-  for (; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
-    struct sbx_execution_row *r = sq_rows_push(rows, err);
-    if (!r || exec_from_row(s, r, err) < 0) {
-      if (r)
-        rows->n--;
-      return -1;
-    }
-  }
-  if (rc != SQLITE_DONE)
-    return sq_fail(st, rc, "list executions", err);
-  return 0;
+  return exec_from_row(s, out, err);
+}
+static void exec_free(void *row) { sbx_execution_row_free(row); }
+static int exec_call(const void *cb, void *ctx, const void *row)
+{
+  return (*(const sbx_execution_cb *)cb)(ctx, row);
 }
 
-/* Runs cb over the collected rows (outside the lock) and frees them.
- * cb returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
-static int deliver(struct sq_rows *rows, int ret, sbx_execution_cb cb, void *ctx,
-                   struct sbx_error *err)
-{
-  struct sbx_execution_row *r = rows->v;
-  for (size_t i = 0; i < rows->n; i++) {
-    if (ret == 0) {
-      int c = cb(ctx, &r[i]);
-      if (c < 0)
-        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: execution listing stopped by caller");
-      else if (c > 0)
-        ret = 1;
-    }
-    sbx_execution_row_free(&r[i]);
-  }
-  free(rows->v);
-  return ret < 0 ? -1 : 0;
-}
-
-static int list_locked(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       const char *after, int limit, struct sq_rows *rows, struct sbx_error *err)
-{
-  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  int64_t after_t = 0;
-  if (after && *after &&
-      sq_cursor_time(st, SQ_EXE_CURSOR,
-                     "SELECT created_at FROM executions WHERE tenant_id = ? AND id = ?",
-                     tenant_id, after, &after_t, err) < 0)
-    return -1;
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  /* Same total order as sessions: (created_at, id) descending. */
-  if (sq_stmt(st, SQ_EXE_LIST,
-              "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE tenant_id = ?1"
-              " AND (?2 IS NULL OR status = ?2)"
-              " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"
-              " ORDER BY created_at DESC, id DESC LIMIT ?5",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, status);
-  sq_bind_text(s, 3, after && *after ? after : NULL);
-  sqlite3_bind_int64(s, 4, after_t);
-  sqlite3_bind_int(s, 5, limit > 0 ? limit : -1);
-  return collect(st, s, rows, err);
-}
+/* Listings carry summary rows (no output). */
+static const struct sq_kind executions = {
+  .what = "list executions",
+  .elem = sizeof(struct sbx_execution_row),
+  .from_row = exec_from,
+  .free_row = exec_free,
+  .call = exec_call,
+  .cursor_slot = SQ_EXE_CURSOR,
+  .cursor_sql = SQ_CURSOR_SQL("executions"),
+  .page_slot = SQ_EXE_LIST,
+  .page_sql = SQ_PAGE_SQL(EXE_SUMMARY_COLS, "executions"),
+};
 
 int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = sizeof(struct sbx_execution_row)};
-  int ret = list_locked(st, tenant_id, status, after, limit, &rows, err);
-  return deliver(&rows, ret, cb, ctx, err);
+  return sq_list_page(st, &executions, tenant_id, status, after, limit, &cb, ctx, err);
 }
 
 int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
                              void *ctx, struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = sizeof(struct sbx_execution_row)};
-  int ret;
-  {
-    _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-    _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-    ret = sq_stmt(st, SQ_EXE_LIST_STATUS,
-                  "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE status = ?"
-                  " ORDER BY created_at, id",
-                  &s, err);
-    if (ret == 0) {
-      sq_bind_text(s, 1, status);
-      ret = collect(st, s, &rows, err);
-    }
-  }
-  return deliver(&rows, ret, cb, ctx, err);
+  return sq_list_all(st, &executions, SQ_EXE_LIST_STATUS,
+                     "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE status = ?"
+                     " ORDER BY created_at, id",
+                     status, &cb, ctx, err);
 }
 
 int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
@@ -414,17 +360,5 @@ int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *i
 int sq_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
                        int64_t *count, struct sbx_error *err)
 {
-  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_COUNT,
-              "SELECT COUNT(*) FROM executions WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, status);
-  int rc = sq_step(s);
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "count executions", err);
-  *count = sqlite3_column_int64(s, 0);
-  return 0;
+  return sq_count(st, SQ_EXE_COUNT, SQ_COUNT_SQL("executions"), tenant_id, status, count, err);
 }

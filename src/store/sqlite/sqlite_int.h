@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "store/backend.h"
 
 /* Cached statements: one slot per query, prepared on first use. */
 enum sq_slot {
@@ -26,7 +26,6 @@ enum sq_slot {
   SQ_EXE_INSERT, SQ_EXE_GET, SQ_EXE_FILES, SQ_EXE_CURSOR, SQ_EXE_LIST,
   SQ_EXE_LIST_STATUS, SQ_EXE_START, SQ_EXE_FINISH, SQ_EXE_EXISTS,
   SQ_EXE_FILE_INSERT, SQ_EXE_FILE_GET, SQ_EXE_COUNT,
-  /* issue 8: audit_usage.c */
   SQ_AUD_LAST, SQ_AUD_INSERT, SQ_AUD_LIST, SQ_AUD_SCAN,
   SQ_USE_INSERT, SQ_USE_BY_PROFILE, SQ_USE_BY_PROJECT, SQ_USE_BY_AGENT,
   SQ_OUT_DUE, SQ_OUT_DELIVERED, SQ_OUT_RETRY,
@@ -107,67 +106,50 @@ struct sq_rows {
 /* A zeroed new element at the end, or NULL (err set). */
 void *sq_rows_push(struct sq_rows *r, struct sbx_error *err);
 
+/* A table the list ops page through (list.c): how its rows decode and
+ * free, how its callback is called, and its two paging statements. */
+struct sq_kind {
+  const char *what; /* "list sessions": messages */
+  size_t elem;
+  int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err);
+  void (*free_row)(void *row);
+  /* Calls the callback *cb (an sbx_session_cb, sbx_execution_cb …). */
+  int (*call)(const void *cb, void *ctx, const void *row);
+  enum sq_slot cursor_slot, page_slot;
+  const char *cursor_sql, *page_sql;
+};
+/* The paging statements of a table: newest first; (created_at, id) is a
+ * total order, so a page boundary inside one second neither repeats nor
+ * skips a row.  Binds ?1 tenant, ?2 status or NULL, ?3 after or NULL,
+ * ?4 the cursor's created_at, ?5 limit (-1: none). */
+#define SQ_CURSOR_SQL(table) "SELECT created_at FROM " table " WHERE tenant_id = ? AND id = ?"
+#define SQ_PAGE_SQL(cols, table)                                                     \
+  "SELECT " cols " FROM " table " WHERE tenant_id = ?1"                              \
+  " AND (?2 IS NULL OR status = ?2)"                                                 \
+  " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"            \
+  " ORDER BY created_at DESC, id DESC LIMIT ?5"
+#define SQ_COUNT_SQL(table)                                                          \
+  "SELECT COUNT(*) FROM " table " WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)"
+
+/* The contract of session_list/execution_list in store/store.h, for k. */
+int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
+                 const char *status, const char *after, int limit, const void *cb, void *ctx,
+                 struct sbx_error *err);
+/* Every row sql selects (any tenant), status bound as ?1 unless NULL. */
+int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
+                const char *sql, const char *status, const void *cb, void *ctx,
+                struct sbx_error *err);
+/* The tenant's rows in status (NULL: any) by a SQ_COUNT_SQL statement. */
+int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+             const char *status, int64_t *count, struct sbx_error *err);
+
 /* Migrations (migrate.c): applies pending ones, refuses a newer schema. */
 int sq_migrate(struct sbx_store *st, struct sbx_error *err);
 
-/* The ops, one file per table family; contracts in store/store.h. */
-int sq_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
-                     struct sbx_error *err);
-int sq_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
-int sq_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
-               struct sbx_error *err);
-
-int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
-                      struct sbx_error *err);
-int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                   struct sbx_session_row *out, struct sbx_error *err);
-int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                    const char *after, int limit, sbx_session_cb cb, void *ctx,
-                    struct sbx_error *err);
-int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
-                          struct sbx_error *err);
-int sq_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *status, const char *reason, struct sbx_error *err);
-int sq_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
-                      const char *network_json, const char *metadata_json, int64_t ttl_s,
-                      int64_t expires_at, struct sbx_error *err);
-int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
-                     struct sbx_error *err);
-int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err);
-
-int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
-                        struct sbx_error *err);
-int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                     struct sbx_execution_row *out, struct sbx_error *err);
-int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                      const char *after, int limit, sbx_execution_cb cb, void *ctx,
-                      struct sbx_error *err);
-int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
-                       int64_t started_at, struct sbx_error *err);
-int sq_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
-                        const struct sbx_exec_file_blob *files, size_t nfiles,
-                        struct sbx_error *err);
-int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *path, void **data, size_t *size, struct sbx_error *err);
-int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
-                             void *ctx, struct sbx_error *err);
-int sq_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       int64_t *count, struct sbx_error *err);
-
-/* audit_usage.c (issue 8) */
-int sq_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
-                    void *ctx, struct sbx_error *err);
-int sq_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, int64_t after_seq,
-                  int limit, sbx_audit_cb cb, void *ctx, struct sbx_error *err);
-int sq_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
-                  struct sbx_error *err);
-int sq_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err);
-int sq_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
-                   int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
-int sq_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
-                  struct sbx_error *err);
-int sq_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t next_attempt_at,
-                   const char *error, struct sbx_error *err);
+/* The ops, one file per table family; contracts in store/store.h.
+ * sq_tenant_ensure, sq_session_list, … with the seam's types. */
+#define SQ_DECLARE_OP(op) SBX_STORE_OP_TYPE(op) sq_##op;
+SBX_STORE_TABLE_OPS(SQ_DECLARE_OP)
+#undef SQ_DECLARE_OP
 
 #endif

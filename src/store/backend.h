@@ -1,0 +1,25 @@
+/* backend.h — what the two storage backends (sqlite/, postgres/) share
+ * beyond the seam itself: the list of table ops, written once.  Each
+ * backend declares its implementations and fills its ops table from this
+ * list, with the types taken from struct sbx_store_ops, so a signature
+ * that drifts from the seam is a compile error in both backends. */
+#ifndef SBX_STORE_BACKEND_H
+#define SBX_STORE_BACKEND_H
+
+#include "store/store.h"
+
+/* Every op of struct sbx_store_ops except name/open/close/ping, which
+ * each backend writes by hand. */
+#define SBX_STORE_TABLE_OPS(X)                                                            \
+  X(tenant_ensure) X(key_insert) X(key_get)                                               \
+  X(session_insert) X(session_get) X(session_list) X(session_list_ready)                  \
+  X(session_set_status) X(session_update) X(session_touch) X(session_count)               \
+  X(execution_insert) X(execution_get) X(execution_list) X(execution_start)               \
+  X(execution_finish) X(execution_file_get) X(execution_list_status) X(execution_count)   \
+  X(audit_append) X(audit_list) X(audit_scan)                                             \
+  X(usage_insert) X(usage_query) X(outbox_due) X(outbox_mark)
+
+/* The function type of op `op` in the seam. */
+#define SBX_STORE_OP_TYPE(op) __typeof__(*((struct sbx_store_ops *)0)->op)
+
+#endif

@@ -1,0 +1,110 @@
+/* list.c — the SQLite list ops' one path, shared by sessions and
+ * executions: a tenant's rows newest first in pages keyed by
+ * (created_at, id), every tenant's rows in one status, and counts.  Rows
+ * are collected under the store lock and handed to the caller's callback
+ * after it is released, so a callback may call the store again. */
+#include <stdlib.h>
+
+#include "store/sqlite/sqlite_int.h"
+
+/* Rows of s (already bound, first step not taken) into rows. */
+static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *s,
+                   struct sq_rows *rows, struct sbx_error *err)
+{
+  int rc = sq_step(s);
+  for (; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
+    void *r = sq_rows_push(rows, err);
+    if (!r || k->from_row(s, r, err) < 0) {
+      if (r)
+        rows->n--;
+      return -1;
+    }
+  }
+  if (rc != SQLITE_DONE)
+    return sq_fail(st, rc, k->what, err);
+  return 0;
+}
+
+/* Runs the callback over the collected rows (outside the lock) and frees
+ * them.  It returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
+static int deliver(const struct sq_kind *k, struct sq_rows *rows, int ret, const void *cb,
+                   void *ctx, struct sbx_error *err)
+{
+  for (size_t i = 0; i < rows->n; i++) {
+    void *r = (char *)rows->v + i * k->elem;
+    if (ret == 0) {
+      int c = k->call(cb, ctx, r);
+      if (c < 0)
+        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller", k->what);
+      else if (c > 0)
+        ret = 1;
+    }
+    k->free_row(r);
+  }
+  free(rows->v);
+  return ret < 0 ? -1 : 0;
+}
+
+static int page_locked(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
+                       const char *status, const char *after, int limit, struct sq_rows *rows,
+                       struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  int64_t after_t = 0;
+  if (after && *after &&
+      sq_cursor_time(st, k->cursor_slot, k->cursor_sql, tenant_id, after, &after_t, err) < 0)
+    return -1;
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, k->page_slot, k->page_sql, &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, status);
+  sq_bind_text(s, 3, after && *after ? after : NULL);
+  sqlite3_bind_int64(s, 4, after_t);
+  sqlite3_bind_int(s, 5, limit > 0 ? limit : -1);
+  return collect(st, k, s, rows, err);
+}
+
+int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
+                 const char *status, const char *after, int limit, const void *cb, void *ctx,
+                 struct sbx_error *err)
+{
+  struct sq_rows rows = {.elem = k->elem};
+  int ret = page_locked(st, k, tenant_id, status, after, limit, &rows, err);
+  return deliver(k, &rows, ret, cb, ctx, err);
+}
+
+int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
+                const char *sql, const char *status, const void *cb, void *ctx,
+                struct sbx_error *err)
+{
+  struct sq_rows rows = {.elem = k->elem};
+  int ret;
+  {
+    _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+    _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+    ret = sq_stmt(st, slot, sql, &s, err);
+    if (ret == 0) {
+      if (status)
+        sq_bind_text(s, 1, status);
+      ret = collect(st, k, s, &rows, err);
+    }
+  }
+  return deliver(k, &rows, ret, cb, ctx, err);
+}
+
+int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+             const char *status, int64_t *count, struct sbx_error *err)
+{
+  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, slot, sql, &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, status);
+  int rc = sq_step(s);
+  if (rc != SQLITE_ROW)
+    return sq_fail(st, rc, "count", err);
+  *count = sqlite3_column_int64(s, 0);
+  return 0;
+}
