@@ -128,6 +128,44 @@ int pr_strdup(const PGresult *r, int row, int col, char **out, struct sbx_error 
 int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len,
              struct sbx_error *err);
 
+/* A table the list ops page through (list.c): how its rows decode and
+ * free, how its callback is called, and its two paging statements. */
+struct pg_kind {
+  const char *what; /* "session listing": messages */
+  size_t elem;
+  /* Decodes row i of r into row (elem bytes), frees what it holds. */
+  int (*from_row)(const PGresult *r, int i, void *row, struct sbx_error *err);
+  void (*free_row)(void *row);
+  /* Calls the callback *cb (an sbx_session_cb, sbx_execution_cb …). */
+  int (*call)(const void *cb, void *ctx, const void *row);
+  enum pg_slot cursor_slot, page_slot;
+  const char *cursor_sql, *page_sql;
+};
+/* The paging statements of a table: newest first; (created_at, id) is a
+ * total order, so a page boundary inside one second neither repeats nor
+ * skips a row.  $1 tenant, $2 status or NULL, $3 after or NULL, $4 the
+ * cursor's created_at, $5 limit (NULL: none). */
+#define PG_CURSOR_SQL(table) "SELECT created_at FROM " table " WHERE tenant_id = $1 AND id = $2"
+#define PG_PAGE_SQL(cols, table)                                                     \
+  "SELECT " cols " FROM " table " WHERE tenant_id = $1"                              \
+  " AND ($2::text IS NULL OR status = $2)"                                           \
+  " AND ($3::text IS NULL OR created_at < $4"                                        \
+  "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"                            \
+  " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5"
+#define PG_COUNT_SQL(table)                                                          \
+  "SELECT COUNT(*) FROM " table " WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)"
+
+/* The contract of session_list/execution_list in store/store.h, for k. */
+int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
+                 const char *status, const char *after, int limit, const void *cb, void *ctx,
+                 struct sbx_error *err);
+/* Ends tx with r's outcome, then hands r's rows to the callback. */
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, const void *cb,
+                       void *ctx, struct sbx_error *err);
+/* The tenant's rows in status (NULL: any) by a PG_COUNT_SQL statement. */
+int pg_count(struct sbx_store *st, enum pg_slot slot, const char *sql, int64_t tenant_id,
+             const char *status, int64_t *count, struct sbx_error *err);
+
 /* Migrations (migrate.c), on a connection of the schema owner. */
 int pg_migrate(PGconn *c, struct sbx_error *err);
 /* The app role's checks at open: schema version, not a superuser / owner,
