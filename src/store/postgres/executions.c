@@ -24,9 +24,9 @@
   " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
   " error_json, created_at, started_at, finished_at, updated_at"
 
-static int exec_from_row(const PGresult *r, int i, struct sbx_execution_row *out,
-                         struct sbx_error *err)
+static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
 {
+  struct sbx_execution_row *out = row;
   memset(out, 0, sizeof *out);
   pr_copy(r, i, 0, out->id, sizeof out->id);
   out->tenant_id = pr_i64(r, i, 1);
@@ -59,22 +59,9 @@ static int exec_from_row(const PGresult *r, int i, struct sbx_execution_row *out
 }
 
 /* Listings carry summary rows (no output). */
-static int exec_from(const PGresult *r, int i, void *row, struct sbx_error *err)
-{
-  return exec_from_row(r, i, row, err);
-}
-static void exec_free(void *row) { sbx_execution_row_free(row); }
-static int exec_call(const void *cb, void *ctx, const void *row)
-{
-  return (*(const sbx_execution_cb *)cb)(ctx, row);
-}
-
 static const struct pg_kind executions = {
-  .what = "execution listing",
-  .elem = sizeof(struct sbx_execution_row),
-  .from_row = exec_from,
-  .free_row = exec_free,
-  .call = exec_call,
+  .table = PG_EXECUTIONS,
+  .from_row = exec_from_row,
   .cursor_slot = PGQ_EXE_CURSOR,
   .cursor_sql = PG_CURSOR_SQL("executions"),
   .page_slot = PGQ_EXE_LIST,
@@ -214,7 +201,7 @@ int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *statu
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  return pg_list_page(st, &executions, tenant_id, status, after, limit, &cb, ctx, err);
+  return pg_list_page(st, &executions, tenant_id, status, after, limit, (union pg_cb){.execution = cb}, ctx, err);
 }
 
 int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -228,7 +215,7 @@ int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
   PGresult *r = pg_q(&tx, PGQ_EXE_LIST_STATUS,
                      "SELECT " EXE_SUMMARY_COLS " FROM sbx_executions_in_status($1)", &p, false,
                      err);
-  return pg_end_and_deliver(&executions, &tx, r, &cb, ctx, err);
+  return pg_end_and_deliver(&executions, &tx, r, (union pg_cb){.execution = cb}, ctx, err);
 }
 
 int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,

@@ -9,21 +9,43 @@
 #include "common/cleanup.h"
 #include "store/postgres/pg_int.h"
 
+static const struct {
+  const char *what;
+  size_t elem;
+} tables[] = {
+  [PG_SESSIONS] = {"session listing", sizeof(struct sbx_session_row)},
+  [PG_EXECUTIONS] = {"execution listing", sizeof(struct sbx_execution_row)},
+};
+
+static int call(enum pg_table t, union pg_cb cb, void *ctx, const void *row)
+{
+  return t == PG_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
+}
+
+static void free_row(enum pg_table t, void *row)
+{
+  if (t == PG_SESSIONS)
+    sbx_session_row_free(row);
+  else
+    sbx_execution_row_free(row);
+}
+
 /* Runs the callback over the rows of r and frees r. */
-static int deliver(const struct pg_kind *k, PGresult *r, const void *cb, void *ctx,
+static int deliver(const struct pg_kind *k, PGresult *r, union pg_cb cb, void *ctx,
                    struct sbx_error *err)
 {
-  _cleanup_free_ void *row = malloc(k->elem);
-  int ret = row ? 0 : sbx_err_sys(err, ENOMEM, "store: %s", k->what);
+  _cleanup_free_ void *row = malloc(tables[k->table].elem);
+  int ret = row ? 0 : sbx_err_sys(err, ENOMEM, "store: %s", tables[k->table].what);
   for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
     if (k->from_row(r, i, row, err) < 0) {
       ret = -1;
       break;
     }
-    int c = k->call(cb, ctx, row);
-    k->free_row(row);
+    int c = call(k->table, cb, ctx, row);
+    free_row(k->table, row);
     if (c < 0)
-      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller", k->what);
+      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller",
+                          tables[k->table].what);
     else if (c > 0)
       break;
   }
@@ -31,7 +53,7 @@ static int deliver(const struct pg_kind *k, PGresult *r, const void *cb, void *c
   return ret;
 }
 
-int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, const void *cb,
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union pg_cb cb,
                        void *ctx, struct sbx_error *err)
 {
   if (pg_end(tx, r ? 0 : -1, err) < 0) {
@@ -64,7 +86,7 @@ static PGresult *page_query(struct pg_tx *tx, const struct pg_kind *k, int64_t t
 }
 
 int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, const void *cb, void *ctx,
+                 const char *status, const char *after, int limit, union pg_cb cb, void *ctx,
                  struct sbx_error *err)
 {
   struct pg_tx tx;

@@ -12,9 +12,9 @@
   "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
   " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
 
-static int session_from_row(const PGresult *r, int i, struct sbx_session_row *out,
-                            struct sbx_error *err)
+static int session_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
 {
+  struct sbx_session_row *out = row;
   memset(out, 0, sizeof *out);
   pr_copy(r, i, 0, out->id, sizeof out->id);
   out->tenant_id = pr_i64(r, i, 1);
@@ -38,22 +38,9 @@ static int session_from_row(const PGresult *r, int i, struct sbx_session_row *ou
   return 0;
 }
 
-static int session_from(const PGresult *r, int i, void *row, struct sbx_error *err)
-{
-  return session_from_row(r, i, row, err);
-}
-static void session_free(void *row) { sbx_session_row_free(row); }
-static int session_call(const void *cb, void *ctx, const void *row)
-{
-  return (*(const sbx_session_cb *)cb)(ctx, row);
-}
-
 static const struct pg_kind sessions = {
-  .what = "session listing",
-  .elem = sizeof(struct sbx_session_row),
-  .from_row = session_from,
-  .free_row = session_free,
-  .call = session_call,
+  .table = PG_SESSIONS,
+  .from_row = session_from_row,
   .cursor_slot = PGQ_SES_CURSOR,
   .cursor_sql = PG_CURSOR_SQL("sessions"),
   .page_slot = PGQ_SES_LIST,
@@ -112,7 +99,7 @@ int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  return pg_list_page(st, &sessions, tenant_id, status, after, limit, &cb, ctx, err);
+  return pg_list_page(st, &sessions, tenant_id, status, after, limit, (union pg_cb){.session = cb}, ctx, err);
 }
 
 int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -123,7 +110,7 @@ int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
     return -1;
   PGresult *r = pg_q(&tx, PGQ_SES_LIST_READY, "SELECT " SES_COLS " FROM sbx_sessions_ready()",
                      NULL, false, err);
-  return pg_end_and_deliver(&sessions, &tx, r, &cb, ctx, err);
+  return pg_end_and_deliver(&sessions, &tx, r, (union pg_cb){.session = cb}, ctx, err);
 }
 
 /* Runs an UPDATE naming one session of the tenant; NOT_FOUND if none. */

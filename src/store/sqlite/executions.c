@@ -54,8 +54,9 @@ static int output_dup(sqlite3_stmt *s, int col, char **buf, size_t *len, struct 
   return sq_col_blobdup(s, col, buf, len, err);
 }
 
-static int exec_from_row(sqlite3_stmt *s, struct sbx_execution_row *out, struct sbx_error *err)
+static int exec_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
 {
+  struct sbx_execution_row *out = row;
   memset(out, 0, sizeof *out);
   exec_scalars(s, out);
   if (sq_col_strdup(s, 5, &out->request_json, err) < 0 ||
@@ -201,23 +202,9 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return 0;
 }
 
-static int exec_from(sqlite3_stmt *s, void *out, struct sbx_error *err)
-{
-  return exec_from_row(s, out, err);
-}
-static void exec_free(void *row) { sbx_execution_row_free(row); }
-static int exec_call(const void *cb, void *ctx, const void *row)
-{
-  return (*(const sbx_execution_cb *)cb)(ctx, row);
-}
-
-/* Listings carry summary rows (no output). */
 static const struct sq_kind executions = {
-  .what = "list executions",
-  .elem = sizeof(struct sbx_execution_row),
-  .from_row = exec_from,
-  .free_row = exec_free,
-  .call = exec_call,
+  .table = SQ_EXECUTIONS,
+  .from_row = exec_from_row,
   .cursor_slot = SQ_EXE_CURSOR,
   .cursor_sql = SQ_CURSOR_SQL("executions"),
   .page_slot = SQ_EXE_LIST,
@@ -228,7 +215,7 @@ int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *statu
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  return sq_list_page(st, &executions, tenant_id, status, after, limit, &cb, ctx, err);
+  return sq_list_page(st, &executions, tenant_id, status, after, limit, (union sq_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -237,7 +224,7 @@ int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
   return sq_list_all(st, &executions, SQ_EXE_LIST_STATUS,
                      "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE status = ?"
                      " ORDER BY created_at, id",
-                     status, &cb, ctx, err);
+                     status, (union sq_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,

@@ -7,6 +7,27 @@
 
 #include "store/sqlite/sqlite_int.h"
 
+static const struct {
+  const char *what;
+  size_t elem;
+} tables[] = {
+  [SQ_SESSIONS] = {"list sessions", sizeof(struct sbx_session_row)},
+  [SQ_EXECUTIONS] = {"list executions", sizeof(struct sbx_execution_row)},
+};
+
+static int call(enum sq_table t, union sq_cb cb, void *ctx, const void *row)
+{
+  return t == SQ_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
+}
+
+static void free_row(enum sq_table t, void *row)
+{
+  if (t == SQ_SESSIONS)
+    sbx_session_row_free(row);
+  else
+    sbx_execution_row_free(row);
+}
+
 /* Rows of s (already bound, first step not taken) into rows. */
 static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *s,
                    struct sq_rows *rows, struct sbx_error *err)
@@ -21,25 +42,26 @@ static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *
     }
   }
   if (rc != SQLITE_DONE)
-    return sq_fail(st, rc, k->what, err);
+    return sq_fail(st, rc, tables[k->table].what, err);
   return 0;
 }
 
 /* Runs the callback over the collected rows (outside the lock) and frees
  * them.  It returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
-static int deliver(const struct sq_kind *k, struct sq_rows *rows, int ret, const void *cb,
+static int deliver(const struct sq_kind *k, struct sq_rows *rows, int ret, union sq_cb cb,
                    void *ctx, struct sbx_error *err)
 {
   for (size_t i = 0; i < rows->n; i++) {
-    void *r = (char *)rows->v + i * k->elem;
+    void *r = (char *)rows->v + i * rows->elem;
     if (ret == 0) {
-      int c = k->call(cb, ctx, r);
+      int c = call(k->table, cb, ctx, r);
       if (c < 0)
-        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller", k->what);
+        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller",
+                          tables[k->table].what);
       else if (c > 0)
         ret = 1;
     }
-    k->free_row(r);
+    free_row(k->table, r);
   }
   free(rows->v);
   return ret < 0 ? -1 : 0;
@@ -66,19 +88,19 @@ static int page_locked(struct sbx_store *st, const struct sq_kind *k, int64_t te
 }
 
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, const void *cb, void *ctx,
+                 const char *status, const char *after, int limit, union sq_cb cb, void *ctx,
                  struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = k->elem};
+  struct sq_rows rows = {.elem = tables[k->table].elem};
   int ret = page_locked(st, k, tenant_id, status, after, limit, &rows, err);
   return deliver(k, &rows, ret, cb, ctx, err);
 }
 
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
-                const char *sql, const char *status, const void *cb, void *ctx,
+                const char *sql, const char *status, union sq_cb cb, void *ctx,
                 struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = k->elem};
+  struct sq_rows rows = {.elem = tables[k->table].elem};
   int ret;
   {
     _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);

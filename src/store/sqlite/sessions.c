@@ -10,8 +10,9 @@
   "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
   " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
 
-static int session_from_row(sqlite3_stmt *s, struct sbx_session_row *out, struct sbx_error *err)
+static int session_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
 {
+  struct sbx_session_row *out = row;
   memset(out, 0, sizeof *out);
   sq_col_copy(s, 0, out->id, sizeof out->id);
   out->tenant_id = sqlite3_column_int64(s, 1);
@@ -82,22 +83,9 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return session_from_row(s, out, err);
 }
 
-static int session_from(sqlite3_stmt *s, void *out, struct sbx_error *err)
-{
-  return session_from_row(s, out, err);
-}
-static void session_free(void *row) { sbx_session_row_free(row); }
-static int session_call(const void *cb, void *ctx, const void *row)
-{
-  return (*(const sbx_session_cb *)cb)(ctx, row);
-}
-
 static const struct sq_kind sessions = {
-  .what = "list sessions",
-  .elem = sizeof(struct sbx_session_row),
-  .from_row = session_from,
-  .free_row = session_free,
-  .call = session_call,
+  .table = SQ_SESSIONS,
+  .from_row = session_from_row,
   .cursor_slot = SQ_SES_CURSOR,
   .cursor_sql = SQ_CURSOR_SQL("sessions"),
   .page_slot = SQ_SES_LIST,
@@ -108,7 +96,7 @@ int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  return sq_list_page(st, &sessions, tenant_id, status, after, limit, &cb, ctx, err);
+  return sq_list_page(st, &sessions, tenant_id, status, after, limit, (union sq_cb){.session = cb}, ctx, err);
 }
 
 int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -117,7 +105,7 @@ int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
   return sq_list_all(st, &sessions, SQ_SES_LIST_READY,
                      "SELECT " SES_COLS " FROM sessions WHERE status = 'ready'"
                      " ORDER BY created_at, id",
-                     NULL, &cb, ctx, err);
+                     NULL, (union sq_cb){.session = cb}, ctx, err);
 }
 
 /* Steps an UPDATE that names one session; NOT_FOUND when no row matched. */

@@ -106,15 +106,16 @@ struct sq_rows {
 /* A zeroed new element at the end, or NULL (err set). */
 void *sq_rows_push(struct sq_rows *r, struct sbx_error *err);
 
-/* A table the list ops page through (list.c): how its rows decode and
- * free, how its callback is called, and its two paging statements. */
+/* A table the list ops page through (list.c): how its rows decode, which
+ * callback and row type it has, and its two paging statements. */
+enum sq_table { SQ_SESSIONS, SQ_EXECUTIONS };
+union sq_cb {
+  sbx_session_cb session;
+  sbx_execution_cb execution;
+};
 struct sq_kind {
-  const char *what; /* "list sessions": messages */
-  size_t elem;
+  enum sq_table table;
   int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err);
-  void (*free_row)(void *row);
-  /* Calls the callback *cb (an sbx_session_cb, sbx_execution_cb …). */
-  int (*call)(const void *cb, void *ctx, const void *row);
   enum sq_slot cursor_slot, page_slot;
   const char *cursor_sql, *page_sql;
 };
@@ -133,11 +134,11 @@ struct sq_kind {
 
 /* The contract of session_list/execution_list in store/store.h, for k. */
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, const void *cb, void *ctx,
+                 const char *status, const char *after, int limit, union sq_cb cb, void *ctx,
                  struct sbx_error *err);
 /* Every row sql selects (any tenant), status bound as ?1 unless NULL. */
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
-                const char *sql, const char *status, const void *cb, void *ctx,
+                const char *sql, const char *status, union sq_cb cb, void *ctx,
                 struct sbx_error *err);
 /* The tenant's rows in status (NULL: any) by a SQ_COUNT_SQL statement. */
 int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
