@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/quantity.h"
 
@@ -141,30 +142,22 @@ int sbx_cli_check_memory(const char *s, struct sbx_error *err)
 static int read_stream(FILE *f, const char *path, size_t max, char **out, size_t *len,
                        struct sbx_error *err)
 {
-  size_t cap = 65536, n = 0;
-  _cleanup_free_ char *buf = malloc(cap + 1);
-  if (!buf)
-    return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-  for (;;) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0)
-      break;
-    if (n > max)
+  _cleanup_buf_ struct sbx_buf b = SBX_BUF_INIT(max);
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (sbx_buf_append(&b, chunk, got) == 0)
+      continue;
+    if (errno == E2BIG)
       return sbx_err_set(err, SBX_E_TOO_LARGE, EFBIG, "%s is larger than %zu bytes", path, max);
-    if (n == cap) {
-      char *nb = realloc(buf, 2 * cap + 1);
-      if (!nb)
-        return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-      buf = nb;
-      cap *= 2;
-    }
+    return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
   }
   if (ferror(f))
     return sbx_err_sys(err, errno, "cannot read %s", path);
-  buf[n] = '\0';
-  *len = n;
-  *out = steal_pointer(&buf);
+  if (sbx_buf_reserve(&b, 0) < 0) /* an empty file is "" too */
+    return sbx_err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+  b.data[b.len] = '\0';
+  *out = sbx_buf_steal(&b, len);
   return 0;
 }
 

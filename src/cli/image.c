@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "cli/http.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 
 #define MAX_ERR_BODY (64u << 10) /* an error envelope, not a stream */
@@ -96,8 +97,7 @@ struct pull {
   long status; /* 0 until the first body byte */
   bool tty;
   /* a non-200 answer's body (the error envelope) */
-  char *body;
-  size_t body_len;
+  struct sbx_buf body; /* bounded by MAX_ERR_BODY */
   /* the SSE parser */
   char *line;
   size_t line_len;
@@ -228,15 +228,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
   if (!p->status)
     curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &p->status);
   if (p->status != 200) { /* an error envelope: keep it (bounded) */
-    size_t keep = p->body_len + n > MAX_ERR_BODY ? MAX_ERR_BODY - p->body_len : n;
-    char *nb = realloc(p->body, p->body_len + keep + 1);
-    if (!nb)
-      return 0;
-    p->body = nb;
-    memcpy(p->body + p->body_len, ptr, keep);
-    p->body_len += keep;
-    p->body[p->body_len] = '\0';
-    return n;
+    size_t keep = p->body.max - p->body.len < n ? p->body.max - p->body.len : n;
+    return sbx_buf_append(&p->body, ptr, keep) < 0 ? 0 : n;
   }
   for (size_t i = 0; i < n; i++) {
     if (ptr[i] == '\n') {
@@ -266,7 +259,7 @@ static int on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
 static int answer_error(struct sbx_cli *cli, struct pull *p)
 {
   struct sbx_error err = {0};
-  json_t *root = p->body ? json_loads(p->body, 0, NULL) : NULL;
+  json_t *root = p->body.data ? json_loads(p->body.data, 0, NULL) : NULL;
   json_t *e = json_object_get(root, "error");
   const char *code = json_string_value(json_object_get(e, "code"));
   const char *msg = json_string_value(json_object_get(e, "message"));
@@ -278,7 +271,7 @@ static int answer_error(struct sbx_cli *cli, struct pull *p)
     sbx_err_set(&err, ec, 0, "%s: %s", code, msg ? msg : "(no message)");
   else
     sbx_err_set(&err, ec, 0, "HTTP %ld from sandboxd: %.200s", p->status,
-                p->body_len ? p->body : "(empty body)");
+                p->body.len ? p->body.data : "(empty body)");
   if (field)
     snprintf(err.field, sizeof err.field, "%s", field);
   json_decref(root);
@@ -337,7 +330,7 @@ static int do_pull(struct sbx_cli *cli, struct image_opts *o)
   if (!data || asprintf(&url, "%.*s/v1/sandbox/images/pull", (int)ulen, cli->url) < 0 ||
       (cli->api_key && asprintf(&auth, "Authorization: Bearer %s", cli->api_key) < 0))
     abort();
-  struct pull p = {.tty = isatty(STDERR_FILENO) == 1, .line = malloc(MAX_LINE)};
+  struct pull p = {.body = SBX_BUF_INIT(MAX_ERR_BODY), .tty = isatty(STDERR_FILENO) == 1, .line = malloc(MAX_LINE)};
   if (!p.line || !(p.curl = curl_easy_init())) {
     free(p.line);
     fputs("sbx: cannot initialise libcurl\n", stderr);
@@ -373,7 +366,7 @@ static int do_pull(struct sbx_cli *cli, struct image_opts *o)
   curl_easy_cleanup(p.curl);
   free(p.line);
   free(p.data);
-  free(p.body);
+  sbx_buf_free(&p.body);
   json_decref(p.done);
   json_decref(p.error);
   return exit_code;

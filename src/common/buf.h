@@ -29,6 +29,13 @@ int sbx_buf_reserve(struct sbx_buf *b, size_t n);
  * leaves b empty with the same ceiling. */
 char *sbx_buf_steal(struct sbx_buf *b, size_t *len);
 void sbx_buf_free(struct sbx_buf *b);
+/* Empties b, keeping its memory (data reads "" if it has any). */
+static inline void sbx_buf_clear(struct sbx_buf *b)
+{
+  b->len = 0;
+  if (b->data)
+    b->data[0] = '\0';
+}
 
 /* Room in the array *v (capacity *cap elements of elem bytes) for need
  * elements, at most max: doubles from 16.  0, or -1 with errno E2BIG

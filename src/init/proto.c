@@ -10,39 +10,19 @@
 
 void sbx_wbuf_init(struct sbx_wbuf *w, size_t max)
 {
-  memset(w, 0, sizeof *w);
-  w->max = max;
+  *w = (struct sbx_wbuf){.b = SBX_BUF_INIT(max)};
 }
 
 void sbx_wbuf_free(struct sbx_wbuf *w)
 {
-  free(w->buf);
+  sbx_buf_free(&w->b);
   memset(w, 0, sizeof *w);
 }
 
 void sbx_wbuf_put(struct sbx_wbuf *w, const void *p, size_t n)
 {
-  if (w->bad)
-    return;
-  if (n > w->max - w->len) {
+  if (!w->bad && sbx_buf_append(&w->b, p, n) < 0)
     w->bad = true;
-    return;
-  }
-  if (w->len + n > w->cap) {
-    size_t ncap = w->cap ? w->cap * 2 : 256;
-    while (ncap < w->len + n)
-      ncap *= 2;
-    char *nb = realloc(w->buf, ncap);
-    if (!nb) {
-      w->bad = true;
-      return;
-    }
-    w->buf = nb;
-    w->cap = ncap;
-  }
-  if (n)
-    memcpy(w->buf + w->len, p, n);
-  w->len += n;
 }
 
 void sbx_wbuf_u8(struct sbx_wbuf *w, uint8_t v) { sbx_wbuf_put(w, &v, 1); }

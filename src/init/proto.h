@@ -155,6 +155,8 @@
 #define SBX_INIT_PROTO_H
 
 #include <stdbool.h>
+
+#include "common/buf.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -256,10 +258,17 @@ struct sbx_proto_hdr {
   uint32_t len; /* payload bytes */
 };
 
-/* Growable write buffer, bounded by max. */
+/* Growable write buffer, bounded by max: a common/buf.h buffer whose
+ * fields keep the names encoders use, and a sticky failure flag so an
+ * encoder checks once at the end. */
 struct sbx_wbuf {
-  char *buf;
-  size_t len, cap, max;
+  union {
+    struct sbx_buf b;
+    struct {
+      char *buf;
+      size_t len, cap, max;
+    };
+  };
   bool bad; /* ENOMEM or over max */
 };
 void sbx_wbuf_init(struct sbx_wbuf *w, size_t max);

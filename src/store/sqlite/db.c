@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "store/sqlite/sqlite_int.h"
 
 struct sbx_store *sq_lock(struct sbx_store *st)
@@ -199,15 +200,9 @@ int sq_exec_status_final(const char *status)
 
 void *sq_rows_push(struct sq_rows *r, struct sbx_error *err)
 {
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 16;
-    void *v = realloc(r->v, cap * r->elem);
-    if (!v) {
-      sbx_err_sys(err, ENOMEM, "store: collect rows");
-      return NULL;
-    }
-    r->v = v;
-    r->cap = cap;
+  if (sbx_array_grow(&r->v, &r->cap, r->n + 1, r->elem, SQ_ROWS_MAX) < 0) {
+    sbx_err_sys(err, errno, "store: collect rows");
+    return NULL;
   }
   void *e = (char *)r->v + r->n++ * r->elem;
   memset(e, 0, r->elem);

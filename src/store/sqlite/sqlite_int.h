@@ -98,7 +98,9 @@ int sq_col_blobdup(sqlite3_stmt *s, int col, char **out, size_t *len, struct sbx
 /* True if status is a final execution status (not queued/running). */
 int sq_exec_status_final(const char *status);
 
-/* A growable array of rows collected under the lock. */
+/* A growable array of rows collected under the lock, at most SQ_ROWS_MAX
+ * (a listing without a limit: every ready session, every running exec). */
+#define SQ_ROWS_MAX (1u << 22)
 struct sq_rows {
   void *v;
   size_t n, cap, elem;
