@@ -143,14 +143,14 @@ const char *sbx_cli_cell(json_t *obj, const char *key, char *buf, size_t len);
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_session(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
-/* term.c (issue 4): `sbx exec -t` — runs body's command as a background
+/* term.c: `sbx exec -t` — runs body's command as a background
  * process with a pty and drives it from this terminal; returns the exit
  * status (as exec's).  body is borrowed (background and pty are added). */
 int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body);
 int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_profiles(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_executions(struct sbx_cli *cli, int argc, char **argv);
-/* image.c (issue 7): `sbx image pull|ls|rm|gc`. */
+/* image.c: `sbx image pull|ls|rm|gc`. */
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv); /* mcp.c: MCP stdio relay */
 

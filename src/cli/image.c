@@ -1,5 +1,5 @@
 /* image.c — `sbx image pull|ls|rm|gc`: the daemon's image store
- * (/v1/sandbox/images, issue 7).  pull streams the daemon's progress events
+ * (/v1/sandbox/images).  pull streams the daemon's progress events
  * (POST …/images/pull with Accept: text/event-stream) on its own libcurl
  * handle, like term.c's follower, because cli/http.c keeps whole answers
  * in memory; it draws a progress bar on a terminal and one plain line per

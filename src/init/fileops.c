@@ -1,5 +1,5 @@
 /* fileops.c — OPEN_READ, OPEN_WRITE, LIST, REMOVE (and GLOB's dispatch);
- * READ_TO and WRITE_FROM (issue 6, fd-in: the bytes then move in xfer.c).
+ * READ_TO and WRITE_FROM (fd-in: the bytes then move in xfer.c).
  *
  * Every path is resolved from the sandbox root with openat2
  * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, so ".." and absolute symlinks the

@@ -1,5 +1,5 @@
 /* fsops.c — STAT, MKDIR, MOVE, READLINK, SYMLINK and WATCH's dispatch
- * (issue 4, message types 60–79).
+ * (message types 60–79).
  *
  * Like fileops.c, every path is resolved from the sandbox root with openat2
  * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS and a final component is never
@@ -265,7 +265,7 @@ void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_
     a = sbx_rbuf_u32(r);
   if (h->type == SBX_MSG_MKDIR || h->type == SBX_MSG_MOVE || h->type == SBX_MSG_WATCH)
     b = sbx_rbuf_u32(r);
-  /* fd-in (issue 6): STAT/READLINK carry the memfd for the record, WATCH
+  /* fd-in: STAT/READLINK carry the memfd for the record, WATCH
    * the write end of the event pipe; nothing else carries an fd. */
   int kind = h->type == SBX_MSG_STAT || h->type == SBX_MSG_READLINK ? S_IFREG
              : h->type == SBX_MSG_WATCH                              ? S_IFIFO

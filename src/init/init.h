@@ -7,11 +7,11 @@
  *   tree.c      listing, killing and reaping our descendants
  *   fileops.c   OPEN_READ / OPEN_WRITE / LIST / REMOVE
  *   glob.c      GLOB
- *   fsops.c     STAT / MKDIR / MOVE / READLINK / SYMLINK (issue 4)
- *   watch.c     WATCH: the inotify watcher child (issue 4)
+ *   fsops.c     STAT / MKDIR / MOVE / READLINK / SYMLINK
+ *   watch.c     WATCH: the inotify watcher child
  *   pty.c       terminals (EXEC with SBX_PROTO_EXEC_PTY), the PTY_RELAY copy loop
  *   connect.c   CONNECT (ports)
- *   xfer.c      fd-in transfers: READ_TO, WRITE_FROM, the CONNECT relay (issue 6)
+ *   xfer.c      fd-in transfers: READ_TO, WRITE_FROM, the CONNECT relay
  *
  * sbx-init is single-threaded; everything here runs in its one thread (or in
  * a forked shepherd). */
@@ -42,7 +42,7 @@ void sbxi_reply_ok(int chan, uint32_t id, uint64_t v, int fd);
 void sbxi_reply_ok2(int chan, uint32_t id, uint64_t v, uint64_t aux);
 void sbxi_reply_err(int chan, uint32_t id, int e);
 
-/* The one fd a request carries (issue 6, fd-in): exactly one, of file type
+/* The one fd a request carries (fd-in): exactly one, of file type
  * kind (S_IFREG, S_IFIFO, S_IFSOCK; 0: any), else -1.  Every fd in fds is
  * consumed either way (the one returned now belongs to the caller). */
 int sbxi_take_fd(int *fds, size_t nfds, unsigned kind);
@@ -61,7 +61,7 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
  * and *main_reaped is set. */
 void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped);
 
-/* pty.c (issue 4): EXEC with SBX_PROTO_EXEC_PTY. */
+/* pty.c: EXEC with SBX_PROTO_EXEC_PTY. */
 struct sbxi_pty {
   uint32_t cols, rows;  /* requested size */
   int master, slave;    /* O_CLOEXEC; -1 when unused */
@@ -93,7 +93,7 @@ void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sb
 /* Writes GLOB records for pattern to memfd; at most max+1; -errno on error. */
 int sbxi_glob(int rootfd, const char *pattern, uint32_t max, int memfd, uint64_t *count);
 
-/* fsops.c (issue 4): STAT, MKDIR, MOVE, READLINK, SYMLINK, WATCH (types
+/* fsops.c: STAT, MKDIR, MOVE, READLINK, SYMLINK, WATCH (types
  * 60–79).  Consumes fds (STAT/READLINK: the memfd, WATCH: the pipe). */
 void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
                int *fds, size_t nfds);
@@ -106,9 +106,9 @@ int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
 int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags, uint32_t max,
                int out);
 
-/* connect.c (issue 4, ports): CONNECT → a TCP socket to the sandbox's own
+/* connect.c (ports): CONNECT → a TCP socket to the sandbox's own
  * loopback (connected or connecting) back to the daemon; with a socket
- * from the daemon (issue 6) the connection is relayed to it instead. */
+ * from the daemon the connection is relayed to it instead. */
 void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
                   int *fds, size_t nfds);
 
@@ -117,7 +117,7 @@ void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct s
 int sbxi_open_read(int rootfd, const char *path, uint64_t *size, uint32_t *mode);
 int sbxi_open_write(int rootfd, const char *path, unsigned mode, uint32_t flags);
 
-/* xfer.c (issue 6): transfers serviced by the main loop.  Each consumes
+/* xfer.c: transfers serviced by the main loop.  Each consumes
  * its fds (also on failure); -errno (EBUSY: too many at once). */
 int sbxi_xfer_read_to(int file, uint64_t size, int pipe_w);
 int sbxi_xfer_write_from(int sock, int file, uint32_t flags, uint32_t mode, uint64_t mtime);

@@ -211,11 +211,11 @@ static void serve_one(const struct sbxi *in)
   }
   struct sbx_rbuf r;
   sbx_rbuf_init(&r, payload, h.len);
-  if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20) { /* issue 4: 60–79 */
+  if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20) { /* 60–79 */
     sbxi_fsop(in, &h, &r, fds, nfds);
     return;
   }
-  if (h.type == SBX_MSG_CONNECT) { /* issue 4, ports: connect.c */
+  if (h.type == SBX_MSG_CONNECT) { /* ports: connect.c */
     sbxi_connect(in, &h, &r, fds, nfds);
     return;
   }

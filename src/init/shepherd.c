@@ -42,7 +42,7 @@
 
 extern char **environ;
 
-/* PTY_RELAY (issue 6): this shepherd relays the terminal; NULL otherwise. */
+/* PTY_RELAY: this shepherd relays the terminal; NULL otherwise. */
 static struct sbxi_relay *relay;
 
 /* No close_range (gVisor's 2022 kernel): mark only the fds that are open,
@@ -205,7 +205,7 @@ static bool reap_orphans(pid_t main)
 
 /* SIGNAL{signo} from the daemon: for the workload's process group (its
  * session leader's, as it called setsid), else the main process alone.
- * RESIZE{cols, rows} (issue 6): the relayed terminal's size. */
+ * RESIZE{cols, rows}: the relayed terminal's size. */
 static bool on_signal_msg(const char *buf, ssize_t n, pid_t main)
 {
   struct sbx_proto_hdr h;

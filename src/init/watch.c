@@ -401,7 +401,7 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
       e = errno;
     close(cwd);
   }
-  /* The daemon's pipe (fd-in, issue 6): its read end lives in the daemon
+  /* The daemon's pipe (fd-in): its read end lives in the daemon
    * only, so closing it there reaches the watcher as POLLERR. */
   int fl = fcntl(out, F_GETFL);
   if (!e && (fl < 0 || fcntl(out, F_SETFL, fl | O_NONBLOCK) < 0))

@@ -1,4 +1,4 @@
-/* xfer.c — the fd-in transfers of sbx-init (issue 6): READ_TO (a file into
+/* xfer.c — the fd-in transfers of sbx-init: READ_TO (a file into
  * the daemon's pipe), WRITE_FROM (the daemon's socket into a file) and the
  * CONNECT relay (the daemon's socket <-> a loopback TCP connection).
  *

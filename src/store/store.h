@@ -110,7 +110,7 @@ struct sbx_exec_file_blob {
 typedef int (*sbx_session_cb)(void *ctx, const struct sbx_session_row *row);
 typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);
 
-/* ---- Issue 8 (engineer O): audit events and usage records. ---- */
+/* ---- audit events and usage records. ---- */
 
 /* prev_hash of the first event: 64 '0' characters. */
 #define SBX_AUDIT_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
@@ -252,7 +252,7 @@ struct sbx_store_ops {
   int (*execution_count)(struct sbx_store *st, int64_t tenant_id, const char *status,
                          int64_t *count, struct sbx_error *err);
 
-  /* ---- Issue 8 (engineer O): audit chain, usage records, FinOps outbox.
+  /* ---- audit chain, usage records, FinOps outbox.
    * Tables audit_events and usage_records (migration 0002_audit_usage.sql).
    * Every row has tenant_id; events with no tenant (an auth failure, a
    * system action) use tenant 0, which is never a real tenant (ids start
