@@ -19,6 +19,20 @@
   X(audit_append) X(audit_list) X(audit_scan)                                             \
   X(usage_insert) X(usage_query) X(outbox_due) X(outbox_mark)
 
+/* The tables the backends' list ops page through (each backend's list.c),
+ * with what differs between them: the row type and the callback. */
+enum sbx_store_table { SBX_STORE_SESSIONS, SBX_STORE_EXECUTIONS };
+union sbx_store_cb {
+  sbx_session_cb session;
+  sbx_execution_cb execution;
+};
+/* "sessions", "executions" (messages). */
+const char *sbx_store_table_name(enum sbx_store_table t);
+size_t sbx_store_row_size(enum sbx_store_table t);
+/* Calls the table's callback in cb with row. */
+int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx, const void *row);
+void sbx_store_row_free(enum sbx_store_table t, void *row);
+
 /* The function type of op `op` in the seam. */
 #define SBX_STORE_OP_TYPE(op) __typeof__(*((struct sbx_store_ops *)0)->op)
 

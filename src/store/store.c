@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "store/store.h"
+#include "store/backend.h"
 
 static int has_prefix(const char *s, const char *prefix)
 {
@@ -83,4 +83,28 @@ void sbx_execution_row_free(struct sbx_execution_row *r)
   r->stdout_len = r->stderr_len = 0;
   r->files = NULL;
   r->nfiles = 0;
+}
+
+const char *sbx_store_table_name(enum sbx_store_table t)
+{
+  return t == SBX_STORE_SESSIONS ? "sessions" : "executions";
+}
+
+size_t sbx_store_row_size(enum sbx_store_table t)
+{
+  return t == SBX_STORE_SESSIONS ? sizeof(struct sbx_session_row)
+                                 : sizeof(struct sbx_execution_row);
+}
+
+int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx, const void *row)
+{
+  return t == SBX_STORE_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
+}
+
+void sbx_store_row_free(enum sbx_store_table t, void *row)
+{
+  if (t == SBX_STORE_SESSIONS)
+    sbx_session_row_free(row);
+  else
+    sbx_execution_row_free(row);
 }

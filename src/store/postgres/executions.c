@@ -60,7 +60,7 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
 
 /* Listings carry summary rows (no output). */
 static const struct pg_kind executions = {
-  .table = PG_EXECUTIONS,
+  .table = SBX_STORE_EXECUTIONS,
   .from_row = exec_from_row,
   .cursor_slot = PGQ_EXE_CURSOR,
   .cursor_sql = PG_CURSOR_SQL("executions"),
@@ -201,7 +201,7 @@ int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *statu
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  return pg_list_page(st, &executions, tenant_id, status, after, limit, (union pg_cb){.execution = cb}, ctx, err);
+  return pg_list_page(st, &executions, tenant_id, status, after, limit, (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -215,7 +215,7 @@ int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
   PGresult *r = pg_q(&tx, PGQ_EXE_LIST_STATUS,
                      "SELECT " EXE_SUMMARY_COLS " FROM sbx_executions_in_status($1)", &p, false,
                      err);
-  return pg_end_and_deliver(&executions, &tx, r, (union pg_cb){.execution = cb}, ctx, err);
+  return pg_end_and_deliver(&executions, &tx, r, (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,

@@ -9,43 +9,23 @@
 #include "common/cleanup.h"
 #include "store/postgres/pg_int.h"
 
-static const struct {
-  const char *what;
-  size_t elem;
-} tables[] = {
-  [PG_SESSIONS] = {"session listing", sizeof(struct sbx_session_row)},
-  [PG_EXECUTIONS] = {"execution listing", sizeof(struct sbx_execution_row)},
-};
-
-static int call(enum pg_table t, union pg_cb cb, void *ctx, const void *row)
-{
-  return t == PG_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
-}
-
-static void free_row(enum pg_table t, void *row)
-{
-  if (t == PG_SESSIONS)
-    sbx_session_row_free(row);
-  else
-    sbx_execution_row_free(row);
-}
-
 /* Runs the callback over the rows of r and frees r. */
-static int deliver(const struct pg_kind *k, PGresult *r, union pg_cb cb, void *ctx,
+static int deliver(const struct pg_kind *k, PGresult *r, union sbx_store_cb cb, void *ctx,
                    struct sbx_error *err)
 {
-  _cleanup_free_ void *row = malloc(tables[k->table].elem);
-  int ret = row ? 0 : sbx_err_sys(err, ENOMEM, "store: %s", tables[k->table].what);
+  _cleanup_free_ void *row = malloc(sbx_store_row_size(k->table));
+  int ret = row ? 0 : sbx_err_sys(err, ENOMEM, "store: list %s",
+                                             sbx_store_table_name(k->table));
   for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
     if (k->from_row(r, i, row, err) < 0) {
       ret = -1;
       break;
     }
-    int c = call(k->table, cb, ctx, row);
-    free_row(k->table, row);
+    int c = sbx_store_row_call(k->table, cb, ctx, row);
+    sbx_store_row_free(k->table, row);
     if (c < 0)
-      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller",
-                          tables[k->table].what);
+      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s listing stopped by caller",
+                          sbx_store_table_name(k->table));
     else if (c > 0)
       break;
   }
@@ -53,7 +33,7 @@ static int deliver(const struct pg_kind *k, PGresult *r, union pg_cb cb, void *c
   return ret;
 }
 
-int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union pg_cb cb,
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union sbx_store_cb cb,
                        void *ctx, struct sbx_error *err)
 {
   if (pg_end(tx, r ? 0 : -1, err) < 0) {
@@ -86,7 +66,7 @@ static PGresult *page_query(struct pg_tx *tx, const struct pg_kind *k, int64_t t
 }
 
 int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union pg_cb cb, void *ctx,
+                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
                  struct sbx_error *err)
 {
   struct pg_tx tx;

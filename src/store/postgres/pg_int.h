@@ -130,13 +130,8 @@ int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len,
 
 /* A table the list ops page through (list.c): how its rows decode, which
  * callback and row type it has, and its two paging statements. */
-enum pg_table { PG_SESSIONS, PG_EXECUTIONS };
-union pg_cb {
-  sbx_session_cb session;
-  sbx_execution_cb execution;
-};
 struct pg_kind {
-  enum pg_table table;
+  enum sbx_store_table table;
   int (*from_row)(const PGresult *r, int i, void *out, struct sbx_error *err);
   enum pg_slot cursor_slot, page_slot;
   const char *cursor_sql, *page_sql;
@@ -157,10 +152,10 @@ struct pg_kind {
 
 /* The contract of session_list/execution_list in store/store.h, for k. */
 int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union pg_cb cb, void *ctx,
+                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
                  struct sbx_error *err);
 /* Ends tx with r's outcome, then hands r's rows to the callback. */
-int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union pg_cb cb,
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union sbx_store_cb cb,
                        void *ctx, struct sbx_error *err);
 /* The tenant's rows in status (NULL: any) by a PG_COUNT_SQL statement. */
 int pg_count(struct sbx_store *st, enum pg_slot slot, const char *sql, int64_t tenant_id,

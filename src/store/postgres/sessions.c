@@ -39,7 +39,7 @@ static int session_from_row(const PGresult *r, int i, void *row, struct sbx_erro
 }
 
 static const struct pg_kind sessions = {
-  .table = PG_SESSIONS,
+  .table = SBX_STORE_SESSIONS,
   .from_row = session_from_row,
   .cursor_slot = PGQ_SES_CURSOR,
   .cursor_sql = PG_CURSOR_SQL("sessions"),
@@ -99,7 +99,7 @@ int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  return pg_list_page(st, &sessions, tenant_id, status, after, limit, (union pg_cb){.session = cb}, ctx, err);
+  return pg_list_page(st, &sessions, tenant_id, status, after, limit, (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -110,7 +110,7 @@ int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
     return -1;
   PGresult *r = pg_q(&tx, PGQ_SES_LIST_READY, "SELECT " SES_COLS " FROM sbx_sessions_ready()",
                      NULL, false, err);
-  return pg_end_and_deliver(&sessions, &tx, r, (union pg_cb){.session = cb}, ctx, err);
+  return pg_end_and_deliver(&sessions, &tx, r, (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 /* Runs an UPDATE naming one session of the tenant; NOT_FOUND if none. */

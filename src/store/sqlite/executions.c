@@ -203,7 +203,7 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
 }
 
 static const struct sq_kind executions = {
-  .table = SQ_EXECUTIONS,
+  .table = SBX_STORE_EXECUTIONS,
   .from_row = exec_from_row,
   .cursor_slot = SQ_EXE_CURSOR,
   .cursor_sql = SQ_CURSOR_SQL("executions"),
@@ -215,7 +215,7 @@ int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *statu
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  return sq_list_page(st, &executions, tenant_id, status, after, limit, (union sq_cb){.execution = cb}, ctx, err);
+  return sq_list_page(st, &executions, tenant_id, status, after, limit, (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -224,7 +224,7 @@ int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
   return sq_list_all(st, &executions, SQ_EXE_LIST_STATUS,
                      "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE status = ?"
                      " ORDER BY created_at, id",
-                     status, (union sq_cb){.execution = cb}, ctx, err);
+                     status, (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,

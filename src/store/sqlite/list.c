@@ -7,27 +7,6 @@
 
 #include "store/sqlite/sqlite_int.h"
 
-static const struct {
-  const char *what;
-  size_t elem;
-} tables[] = {
-  [SQ_SESSIONS] = {"list sessions", sizeof(struct sbx_session_row)},
-  [SQ_EXECUTIONS] = {"list executions", sizeof(struct sbx_execution_row)},
-};
-
-static int call(enum sq_table t, union sq_cb cb, void *ctx, const void *row)
-{
-  return t == SQ_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
-}
-
-static void free_row(enum sq_table t, void *row)
-{
-  if (t == SQ_SESSIONS)
-    sbx_session_row_free(row);
-  else
-    sbx_execution_row_free(row);
-}
-
 /* Rows of s (already bound, first step not taken) into rows. */
 static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *s,
                    struct sq_rows *rows, struct sbx_error *err)
@@ -42,26 +21,26 @@ static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *
     }
   }
   if (rc != SQLITE_DONE)
-    return sq_fail(st, rc, tables[k->table].what, err);
+    return sq_fail(st, rc, sbx_store_table_name(k->table), err);
   return 0;
 }
 
 /* Runs the callback over the collected rows (outside the lock) and frees
  * them.  It returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
-static int deliver(const struct sq_kind *k, struct sq_rows *rows, int ret, union sq_cb cb,
+static int deliver(const struct sq_kind *k, struct sq_rows *rows, int ret, union sbx_store_cb cb,
                    void *ctx, struct sbx_error *err)
 {
   for (size_t i = 0; i < rows->n; i++) {
     void *r = (char *)rows->v + i * rows->elem;
     if (ret == 0) {
-      int c = call(k->table, cb, ctx, r);
+      int c = sbx_store_row_call(k->table, cb, ctx, r);
       if (c < 0)
-        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s stopped by caller",
-                          tables[k->table].what);
+        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s listing stopped by caller",
+                          sbx_store_table_name(k->table));
       else if (c > 0)
         ret = 1;
     }
-    free_row(k->table, r);
+    sbx_store_row_free(k->table, r);
   }
   free(rows->v);
   return ret < 0 ? -1 : 0;
@@ -88,19 +67,19 @@ static int page_locked(struct sbx_store *st, const struct sq_kind *k, int64_t te
 }
 
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union sq_cb cb, void *ctx,
+                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
                  struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = tables[k->table].elem};
+  struct sq_rows rows = {.elem = sbx_store_row_size(k->table)};
   int ret = page_locked(st, k, tenant_id, status, after, limit, &rows, err);
   return deliver(k, &rows, ret, cb, ctx, err);
 }
 
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
-                const char *sql, const char *status, union sq_cb cb, void *ctx,
+                const char *sql, const char *status, union sbx_store_cb cb, void *ctx,
                 struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = tables[k->table].elem};
+  struct sq_rows rows = {.elem = sbx_store_row_size(k->table)};
   int ret;
   {
     _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);

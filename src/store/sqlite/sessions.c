@@ -84,7 +84,7 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
 }
 
 static const struct sq_kind sessions = {
-  .table = SQ_SESSIONS,
+  .table = SBX_STORE_SESSIONS,
   .from_row = session_from_row,
   .cursor_slot = SQ_SES_CURSOR,
   .cursor_sql = SQ_CURSOR_SQL("sessions"),
@@ -96,7 +96,7 @@ int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  return sq_list_page(st, &sessions, tenant_id, status, after, limit, (union sq_cb){.session = cb}, ctx, err);
+  return sq_list_page(st, &sessions, tenant_id, status, after, limit, (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -105,7 +105,7 @@ int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
   return sq_list_all(st, &sessions, SQ_SES_LIST_READY,
                      "SELECT " SES_COLS " FROM sessions WHERE status = 'ready'"
                      " ORDER BY created_at, id",
-                     NULL, (union sq_cb){.session = cb}, ctx, err);
+                     NULL, (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 /* Steps an UPDATE that names one session; NOT_FOUND when no row matched. */

@@ -110,13 +110,8 @@ void *sq_rows_push(struct sq_rows *r, struct sbx_error *err);
 
 /* A table the list ops page through (list.c): how its rows decode, which
  * callback and row type it has, and its two paging statements. */
-enum sq_table { SQ_SESSIONS, SQ_EXECUTIONS };
-union sq_cb {
-  sbx_session_cb session;
-  sbx_execution_cb execution;
-};
 struct sq_kind {
-  enum sq_table table;
+  enum sbx_store_table table;
   int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err);
   enum sq_slot cursor_slot, page_slot;
   const char *cursor_sql, *page_sql;
@@ -136,11 +131,11 @@ struct sq_kind {
 
 /* The contract of session_list/execution_list in store/store.h, for k. */
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union sq_cb cb, void *ctx,
+                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
                  struct sbx_error *err);
 /* Every row sql selects (any tenant), status bound as ?1 unless NULL. */
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
-                const char *sql, const char *status, union sq_cb cb, void *ctx,
+                const char *sql, const char *status, union sbx_store_cb cb, void *ctx,
                 struct sbx_error *err);
 /* The tenant's rows in status (NULL: any) by a SQ_COUNT_SQL statement. */
 int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
