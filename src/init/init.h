@@ -5,9 +5,11 @@
  *   exec.c      EXEC: parse, fork the per-exec shepherd
  *   shepherd.c  the shepherd: fork+exec the workload, report, kill its tree
  *   tree.c      listing, killing and reaping our descendants
- *   fileops.c   OPEN_READ / OPEN_WRITE / LIST / REMOVE
+ *   ops.c       the request table (by message type), parsing, replies
+ *   path.c      paths resolved in the sandbox root, the regular-file opens
+ *   files.c     a file's bytes: OPEN_READ / OPEN_WRITE / READ_TO / WRITE_FROM
+ *   dirs.c      the tree: LIST / REMOVE / STAT / READLINK / MKDIR / MOVE / SYMLINK
  *   glob.c      GLOB
- *   fsops.c     STAT / MKDIR / MOVE / READLINK / SYMLINK
  *   watch.c     WATCH: the inotify watcher child
  *   pty.c       terminals (EXEC with SBX_PROTO_EXEC_PTY), the PTY_RELAY copy loop
  *   connect.c   CONNECT (ports)
@@ -86,20 +88,41 @@ void sbxi_relay_drain(struct sbxi_relay *r);
 /* RESIZE{u32 cols, u32 rows} on ctl. */
 void sbxi_relay_resize(struct sbxi_relay *r, uint32_t cols, uint32_t rows);
 
-/* fileops.c: OPEN_READ, OPEN_WRITE, LIST, REMOVE, GLOB, READ_TO, WRITE_FROM;
- * consumes fds. */
-void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
-                 int *fds, size_t nfds);
+/* ops.c: a request on the main channel other than EXEC, served through
+ * the table of message types; consumes fds. */
+void sbxi_dispatch(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
+                   int *fds, size_t nfds);
+/* A request as the table parsed it: its path (checked with
+ * sbx_proto_path_ok), MOVE's "to" or SYMLINK's target, the u32 fields in
+ * order (a, b), WRITE_FROM's u64 (c), and the fd it carries (the op owns
+ * it; -1 if the type carries none). */
+struct sbxi_req {
+  const char *path, *second;
+  uint32_t a, b;
+  uint64_t c;
+  int fd;
+};
+/* Serves one request and replies (OK/ERR) on the channel. */
+typedef void sbxi_op_fn(const struct sbxi *in, uint32_t id, const struct sbxi_req *q);
+/* files.c */
+sbxi_op_fn sbxi_op_open_read, sbxi_op_open_write, sbxi_op_read_to, sbxi_op_write_from;
+/* dirs.c */
+sbxi_op_fn sbxi_op_list, sbxi_op_glob, sbxi_op_remove, sbxi_op_stat, sbxi_op_readlink,
+    sbxi_op_mkdir, sbxi_op_move, sbxi_op_symlink;
+/* watch.c */
+sbxi_op_fn sbxi_op_watch;
+
 /* Writes GLOB records for pattern to memfd; at most max+1; -errno on error. */
 int sbxi_glob(int rootfd, const char *pattern, uint32_t max, int memfd, uint64_t *count);
 
-/* fsops.c: STAT, MKDIR, MOVE, READLINK, SYMLINK, WATCH (types
- * 60–79).  Consumes fds (STAT/READLINK: the memfd, WATCH: the pipe). */
-void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
-               int *fds, size_t nfds);
-/* Splits path into parent (into buf) and last component (-EINVAL for "/",
- * "." or ".." as the last component). */
+/* path.c: splits path into parent (into buf) and last component (-EINVAL
+ * for "/", "." or ".." as the last component). */
 int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
+/* The parent directory of path, resolved in the root (O_PATH), or -errno;
+ * *name points into buf. */
+int sbxi_open_parent(int rootfd, const char *path, char *buf, size_t len, const char **name);
+/* SBX_PROTO_DT_* of a file mode. */
+uint8_t sbxi_dtype(mode_t m);
 /* watch.c: WATCH of dir; dirfd (dir opened O_RDONLY|O_DIRECTORY in the
  * root) and out (the write end of the daemon's event pipe) are consumed.
  * 0 once the watcher runs (it alone holds out); -errno otherwise. */

@@ -422,3 +422,24 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
   close(out);
   return e ? -e : 0;
 }
+
+/* WATCH: the watcher writes to the daemon's pipe (out, consumed). */
+void sbxi_op_watch(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
+{
+  const char *dir = q->path;
+  uint32_t flags = q->a, max = q->b;
+  int out = q->fd;
+  int r = 0;
+  int dfd = max == 0 || max > SBX_PROTO_WATCH_MAX
+                ? (errno = EINVAL, -1)
+                : sbxi_open_in_root(in->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+  if (dfd < 0) {
+    r = -errno;
+    close(out);
+  } else
+    r = sbxi_watch(in, dfd, dir, flags, max, out); /* consumes dfd and out */
+  if (r < 0)
+    sbxi_reply_err(in->chan, id, -r);
+  else
+    sbxi_reply_ok(in->chan, id, 0, -1);
+}
