@@ -205,3 +205,78 @@ int sbx_cli_set_code(json_t *body, const char *code, size_t max, struct sbx_erro
   json_object_set_new(body, "code", s);
   return 0;
 }
+
+static int parse_sub(struct sbx_cli *cli, int argc, char **argv, const char *what,
+                     const char *help, const struct option *longopts,
+                     struct sbx_cli_sub_opts *o)
+{
+  struct sbx_cli_args a;
+  sbx_cli_split(argc, argv, what, &a);
+  int c, exit_now = -1;
+  while ((c = sbx_cli_getopt(&a, "+h", longopts)) != -1) {
+    if (c == SBX_OPT_SUB_STATUS)
+      o->status = optarg;
+    else if (c == SBX_OPT_SUB_JSON)
+      o->json = true;
+    else if (c == SBX_OPT_POSITIONAL && o->nargs < 2)
+      o->args[o->nargs++] = optarg;
+    else if (c == SBX_OPT_POSITIONAL)
+      return sbx_cli_usage(what + 4, "too many arguments");
+    else if (!sbx_cli_common_opt(cli, c, help, &exit_now))
+      return sbx_cli_usage(what + 4, "bad option");
+    if (exit_now >= 0)
+      return exit_now;
+  }
+  for (int i = 0; i < a.nrest; i++) {
+    if (o->nargs == 2)
+      return sbx_cli_usage(what + 4, "too many arguments");
+    o->args[o->nargs++] = a.rest[i];
+  }
+  return -1;
+}
+
+int sbx_cli_subcommands(struct sbx_cli *cli, int argc, char **argv, const char *verb,
+                        const char *help, const struct option *longopts,
+                        const struct sbx_cli_sub *subs, size_t n, const char *names)
+{
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    fputs(help, argc < 2 ? stderr : stdout);
+    return argc < 2 ? SBX_EXIT_USAGE : SBX_EXIT_OK;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(subs[i].name, argv[1]) && strcmp(subs[i].alias, argv[1]))
+      continue;
+    char what[64];
+    snprintf(what, sizeof what, "sbx %s %s", verb, subs[i].name);
+    struct sbx_cli_sub_opts o = {0};
+    int rc = parse_sub(cli, argc - 1, argv + 1, what, help, longopts, &o);
+    if (rc < 0)
+      rc = sbx_cli_http(cli) ? subs[i].fn(cli, &o) : SBX_EXIT_API;
+    return rc;
+  }
+  return sbx_cli_usage(verb, "unknown subcommand '%s' (%s)", argv[1], names);
+}
+
+int sbx_cli_take_program(struct sbx_cli_args *a, const char *verb, const char *lang,
+                         const char **code, const char *stdin_file, char ***argv, int *argc,
+                         const char *nothing)
+{
+  if (lang) {
+    if (a->nrest > 1 || (a->nrest == 1 && *code))
+      return sbx_cli_usage(verb, "--lang takes exactly one CODE argument");
+    if (a->nrest == 1)
+      *code = a->rest[0];
+    if (!*code)
+      return sbx_cli_usage(verb, "--lang %s needs CODE (or '-' to read it from stdin)", lang);
+    if (!strcmp(*code, "-") && stdin_file && !strcmp(stdin_file, "-"))
+      return sbx_cli_usage(verb, "CODE and --stdin-file cannot both read stdin");
+    return -1;
+  }
+  if (a->had_dashdash) {
+    *argv = a->rest;
+    *argc = a->nrest;
+  }
+  if (*argc == 0)
+    return sbx_cli_usage(verb, "nothing to run: %s", nothing);
+  return -1;
+}

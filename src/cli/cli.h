@@ -138,6 +138,40 @@ int sbx_cli_list_all(struct sbx_cli *cli, const char *path, const char *key, jso
 void sbx_cli_table(const char *const *headers, size_t ncols, json_t *rows);
 /* A printable cell for member `key` of obj ("-" if missing/null). */
 const char *sbx_cli_cell(json_t *obj, const char *key, char *buf, size_t len);
+/* A table row: the cells of obj's members keys[0..n). */
+json_t *sbx_cli_row(json_t *obj, const char *const *keys, size_t n);
+/* `ls`: every element of `key` at path, as JSON (json) or as a table of
+ * row(element) under headers.  An exit code. */
+int sbx_cli_ls(struct sbx_cli *cli, const char *path, const char *key, bool json,
+               const char *const *headers, size_t ncols, json_t *(*row)(json_t *elem));
+
+/* What `run`/`exec` runs, from the positionals left after the options:
+ * with --lang, its CODE (the one positional, unless --code gave it);
+ * else PROGRAM [ARGS…] after "--" into *argv and *argc.  -1 when there is
+ * something to run, else the usage exit code (nothing names what to give). */
+int sbx_cli_take_program(struct sbx_cli_args *a, const char *verb, const char *lang,
+                         const char **code, const char *stdin_file, char ***argv, int *argc,
+                         const char *nothing);
+
+/* --- verbs made of subcommands (args.c): `sbx executions ls|get|cancel` ---
+ * Each subcommand takes --json, --status where the verb's options list it,
+ * and at most two positional arguments. */
+enum { SBX_OPT_SUB_STATUS = SBX_OPT_VERB_BASE + 0x80, SBX_OPT_SUB_JSON };
+struct sbx_cli_sub_opts {
+  const char *status;
+  bool json;
+  const char *args[2];
+  int nargs;
+};
+struct sbx_cli_sub {
+  const char *name, *alias;
+  int (*fn)(struct sbx_cli *cli, struct sbx_cli_sub_opts *o);
+};
+/* Runs the subcommand argv[1] of verb ("executions") from subs[0..n);
+ * names lists them for the usage message ("ls, get, cancel"). */
+int sbx_cli_subcommands(struct sbx_cli *cli, int argc, char **argv, const char *verb,
+                        const char *help, const struct option *longopts,
+                        const struct sbx_cli_sub *subs, size_t n, const char *names);
 
 /* --- verbs --- */
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);

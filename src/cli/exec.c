@@ -131,24 +131,8 @@ static int check_positionals(struct sbx_cli_args *a, struct exec_opts *o)
     return sbx_cli_usage("exec", "wants a session ID (see `sbx session ls`)");
   if (check_tty(o) >= 0)
     return SBX_EXIT_USAGE;
-  if (o->lang) {
-    if (a->nrest > 1 || (a->nrest == 1 && o->code))
-      return sbx_cli_usage("exec", "--lang takes exactly one CODE argument");
-    if (a->nrest == 1)
-      o->code = a->rest[0];
-    if (!o->code)
-      return sbx_cli_usage("exec", "--lang %s needs CODE", o->lang);
-    if (!strcmp(o->code, "-") && o->stdin_file && !strcmp(o->stdin_file, "-"))
-      return sbx_cli_usage("exec", "CODE and stdin cannot both be read from stdin");
-    return -1;
-  }
-  if (a->had_dashdash) {
-    o->argv = a->rest;
-    o->argc = a->nrest;
-  }
-  if (o->argc == 0)
-    return sbx_cli_usage("exec", "nothing to run: give ID -- PROGRAM [ARGS…]");
-  return -1;
+  return sbx_cli_take_program(a, "exec", o->lang, &o->code, o->stdin_file, &o->argv, &o->argc,
+                              "give ID -- PROGRAM [ARGS…]");
 }
 
 static int parse(struct sbx_cli *cli, int argc, char **argv, struct exec_opts *o)

@@ -45,18 +45,11 @@ static const char help[] =
     "Exit status: 0 on success, 1 for an API or network error (e.g. the\n"
     "registry refused the pull), 2 for a usage error, 130 if interrupted.\n";
 
-enum { OPT_JSON = SBX_OPT_VERB_BASE };
 
 static const struct option longopts[] = {
     SBX_CLI_COMMON_LONGOPTS,
-    {"json", no_argument, NULL, OPT_JSON},
+    {"json", no_argument, NULL, SBX_OPT_SUB_JSON},
     {NULL, 0, NULL, 0},
-};
-
-struct image_opts {
-  bool json;
-  const char *args[2];
-  int nargs;
 };
 
 /* "1.5 MB" style, powers of 1000 like docker. */
@@ -314,7 +307,7 @@ static int outcome(struct sbx_cli *cli, struct pull *p)
   return SBX_EXIT_OK;
 }
 
-static int do_pull(struct sbx_cli *cli, struct image_opts *o)
+static int do_pull(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   if (o->nargs != 1)
     return sbx_cli_usage("image pull", "wants exactly one image REF");
@@ -393,26 +386,12 @@ static json_t *image_row(json_t *img)
   return row;
 }
 
-static int do_ls(struct sbx_cli *cli, struct image_opts *o)
+static int do_ls(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   static const char *const headers[] = {"REF", "DIGEST", "SIZE", "LAYERS"};
   if (o->nargs)
     return sbx_cli_usage("image ls", "unexpected argument '%s'", o->args[0]);
-  struct sbx_error err = {0};
-  json_t *all = NULL;
-  if (sbx_cli_list_all(cli, "/v1/sandbox/images", "images", &all, &err) < 0)
-    return sbx_cli_fail_api(cli, &err);
-  if (o->json) {
-    sbx_cli_print_json(all);
-  } else {
-    json_t *rows = json_array(), *img;
-    size_t i;
-    json_array_foreach(all, i, img) json_array_append_new(rows, image_row(img));
-    sbx_cli_table(headers, 4, rows);
-    json_decref(rows);
-  }
-  json_decref(all);
-  return SBX_EXIT_OK;
+  return sbx_cli_ls(cli, "/v1/sandbox/images", "images", o->json, headers, 4, image_row);
 }
 
 /* The route takes the reference as the rest of the path, verbatim: only
@@ -428,7 +407,7 @@ static bool ref_chars_ok(const char *ref)
   return true;
 }
 
-static int do_rm(struct sbx_cli *cli, struct image_opts *o)
+static int do_rm(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   if (o->nargs != 1)
     return sbx_cli_usage("image rm", "wants exactly one image REF (see `sbx image ls`)");
@@ -444,7 +423,7 @@ static int do_rm(struct sbx_cli *cli, struct image_opts *o)
   return SBX_EXIT_OK;
 }
 
-static int do_gc(struct sbx_cli *cli, struct image_opts *o)
+static int do_gc(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   if (o->nargs)
     return sbx_cli_usage("image gc", "unexpected argument '%s'", o->args[0]);
@@ -468,55 +447,12 @@ static int do_gc(struct sbx_cli *cli, struct image_opts *o)
   return SBX_EXIT_OK;
 }
 
-static int parse(struct sbx_cli *cli, int argc, char **argv, const char *what,
-                 struct image_opts *o)
-{
-  struct sbx_cli_args a;
-  sbx_cli_split(argc, argv, what, &a);
-  int c, exit_now = -1;
-  while ((c = sbx_cli_getopt(&a, "+h", longopts)) != -1) {
-    if (c == OPT_JSON)
-      o->json = true;
-    else if (c == SBX_OPT_POSITIONAL && o->nargs < 2)
-      o->args[o->nargs++] = optarg;
-    else if (c == SBX_OPT_POSITIONAL)
-      return sbx_cli_usage(what + 4, "too many arguments");
-    else if (!sbx_cli_common_opt(cli, c, help, &exit_now))
-      return sbx_cli_usage(what + 4, "bad option");
-    if (exit_now >= 0)
-      return exit_now;
-  }
-  for (int i = 0; i < a.nrest; i++) {
-    if (o->nargs == 2)
-      return sbx_cli_usage(what + 4, "too many arguments");
-    o->args[o->nargs++] = a.rest[i];
-  }
-  return -1;
-}
-
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
 {
-  static const struct {
-    const char *name, *alias;
-    int (*fn)(struct sbx_cli *, struct image_opts *);
-  } subs[] = {{"pull", "fetch", do_pull},
-              {"ls", "list", do_ls},
-              {"rm", "remove", do_rm},
-              {"gc", "prune", do_gc}};
-  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    fputs(help, argc < 2 ? stderr : stdout);
-    return argc < 2 ? SBX_EXIT_USAGE : SBX_EXIT_OK;
-  }
-  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-    if (strcmp(subs[i].name, argv[1]) && strcmp(subs[i].alias, argv[1]))
-      continue;
-    char what[32];
-    snprintf(what, sizeof what, "sbx image %s", subs[i].name);
-    struct image_opts o = {0};
-    int rc = parse(cli, argc - 1, argv + 1, what, &o);
-    if (rc < 0)
-      rc = sbx_cli_http(cli) ? subs[i].fn(cli, &o) : SBX_EXIT_API;
-    return rc;
-  }
-  return sbx_cli_usage("image", "unknown subcommand '%s' (pull, ls, rm, gc)", argv[1]);
+  static const struct sbx_cli_sub subs[] = {{"pull", "fetch", do_pull},
+                                            {"ls", "list", do_ls},
+                                            {"rm", "remove", do_rm},
+                                            {"gc", "prune", do_gc}};
+  return sbx_cli_subcommands(cli, argc, argv, "image", help, longopts, subs,
+                             sizeof subs / sizeof subs[0], "pull, ls, rm, gc");
 }

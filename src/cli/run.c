@@ -164,27 +164,12 @@ static int take_positional(struct sbx_cli_args *a, struct run_opts *o)
 
 static int check_positionals(struct sbx_cli_args *a, struct run_opts *o)
 {
-  if (o->lang) {
-    if (a->nrest > 1 || (a->nrest == 1 && o->code))
-      return sbx_cli_usage("run", "--lang takes exactly one CODE argument");
-    if (a->nrest == 1)
-      o->code = a->rest[0];
-    if (!o->code)
-      return sbx_cli_usage("run", "--lang %s needs CODE (or '-' to read it from stdin)",
-                           o->lang);
-    if (strcmp(o->lang, "python") && strcmp(o->lang, "node") && strcmp(o->lang, "bash"))
-      return sbx_cli_usage("run", "--lang must be python, node or bash, not '%s'", o->lang);
-    if (!strcmp(o->code, "-") && o->stdin_file && !strcmp(o->stdin_file, "-"))
-      return sbx_cli_usage("run", "CODE and --stdin-file cannot both read stdin");
-    return -1;
-  }
-  if (a->had_dashdash) {
-    o->argv = a->rest;
-    o->argc = a->nrest;
-  }
-  if (o->argc == 0)
-    return sbx_cli_usage("run", "nothing to run: give --lang LANG CODE or -- PROGRAM [ARGS…]");
-  return -1;
+  int rc = sbx_cli_take_program(a, "run", o->lang, &o->code, o->stdin_file, &o->argv, &o->argc,
+                                "give --lang LANG CODE or -- PROGRAM [ARGS…]");
+  if (rc < 0 && o->lang && strcmp(o->lang, "python") && strcmp(o->lang, "node") &&
+      strcmp(o->lang, "bash"))
+    return sbx_cli_usage("run", "--lang must be python, node or bash, not '%s'", o->lang);
+  return rc;
 }
 
 static int parse(struct sbx_cli *cli, int argc, char **argv, struct run_opts *o)
