@@ -33,6 +33,12 @@ size_t sbx_store_row_size(enum sbx_store_table t);
 int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx, const void *row);
 void sbx_store_row_free(enum sbx_store_table t, void *row);
 
+/* Why an UPDATE of an execution guarded by its status matched nothing:
+ * found < 0 (the lookup failed, err set), 0 (gone: NOT_FOUND), else it is
+ * in status, not in wanted (CONFLICT).  Returns -1. */
+int sbx_store_explain_no_change(int found, const char *status, const char *wanted,
+                                struct sbx_error *err);
+
 /* The function type of op `op` in the seam. */
 #define SBX_STORE_OP_TYPE(op) __typeof__(*((struct sbx_store_ops *)0)->op)
 

@@ -108,3 +108,13 @@ void sbx_store_row_free(enum sbx_store_table t, void *row)
   else
     sbx_execution_row_free(row);
 }
+
+int sbx_store_explain_no_change(int found, const char *status, const char *wanted,
+                                struct sbx_error *err)
+{
+  if (found < 0)
+    return -1;
+  if (!found)
+    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
+  return sbx_err_set(err, SBX_E_CONFLICT, 0, "execution is %s, not %s", status, wanted);
+}

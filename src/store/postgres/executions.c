@@ -59,14 +59,8 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
 }
 
 /* Listings carry summary rows (no output). */
-static const struct pg_kind executions = {
-  .table = SBX_STORE_EXECUTIONS,
-  .from_row = exec_from_row,
-  .cursor_slot = PGQ_EXE_CURSOR,
-  .cursor_sql = PG_CURSOR_SQL("executions"),
-  .page_slot = PGQ_EXE_LIST,
-  .page_sql = PG_PAGE_SQL(EXE_SUMMARY_COLS, "executions"),
-};
+static const struct pg_kind executions =
+    PG_KIND(EXECUTIONS, exec_from_row, PGQ_EXE, EXE_SUMMARY_COLS, "executions");
 
 /* The 13 outcome columns, in table order from exit_code to error_json
  * (insert and finish write the same set). */
@@ -137,13 +131,9 @@ static int exec_status(struct pg_tx *tx, int64_t tenant_id, const char *id, char
 static int explain_no_change(struct pg_tx *tx, int64_t tenant_id, const char *id,
                              const char *wanted, struct sbx_error *err)
 {
-  char status[16];
+  char status[16] = "";
   int found = exec_status(tx, tenant_id, id, status, sizeof status, err);
-  if (found < 0)
-    return -1;
-  if (!found)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
-  return sbx_err_set(err, SBX_E_CONFLICT, 0, "execution is %s, not %s", status, wanted);
+  return sbx_store_explain_no_change(found, status, wanted, err);
 }
 
 static int load_files(struct pg_tx *tx, struct sbx_execution_row *out, struct sbx_error *err)

@@ -38,14 +38,8 @@ static int session_from_row(const PGresult *r, int i, void *row, struct sbx_erro
   return 0;
 }
 
-static const struct pg_kind sessions = {
-  .table = SBX_STORE_SESSIONS,
-  .from_row = session_from_row,
-  .cursor_slot = PGQ_SES_CURSOR,
-  .cursor_sql = PG_CURSOR_SQL("sessions"),
-  .page_slot = PGQ_SES_LIST,
-  .page_sql = PG_PAGE_SQL(SES_COLS, "sessions"),
-};
+static const struct pg_kind sessions =
+    PG_KIND(SESSIONS, session_from_row, PGQ_SES, SES_COLS, "sessions");
 
 int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
                       struct sbx_error *err)

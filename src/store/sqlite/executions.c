@@ -139,13 +139,9 @@ static int exec_status(struct sbx_store *st, int64_t tenant_id, const char *id, 
 static int explain_no_change(struct sbx_store *st, int64_t tenant_id, const char *id,
                              const char *wanted, struct sbx_error *err)
 {
-  char status[16];
+  char status[16] = "";
   int found = exec_status(st, tenant_id, id, status, sizeof status, err);
-  if (found < 0)
-    return -1;
-  if (!found)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
-  return sbx_err_set(err, SBX_E_CONFLICT, 0, "execution is %s, not %s", status, wanted);
+  return sbx_store_explain_no_change(found, status, wanted, err);
 }
 
 static int load_files(struct sbx_store *st, struct sbx_execution_row *out, struct sbx_error *err)
@@ -202,14 +198,8 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return 0;
 }
 
-static const struct sq_kind executions = {
-  .table = SBX_STORE_EXECUTIONS,
-  .from_row = exec_from_row,
-  .cursor_slot = SQ_EXE_CURSOR,
-  .cursor_sql = SQ_CURSOR_SQL("executions"),
-  .page_slot = SQ_EXE_LIST,
-  .page_sql = SQ_PAGE_SQL(EXE_SUMMARY_COLS, "executions"),
-};
+static const struct sq_kind executions =
+    SQ_KIND(EXECUTIONS, exec_from_row, SQ_EXE, EXE_SUMMARY_COLS, "executions");
 
 int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,

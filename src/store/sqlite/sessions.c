@@ -83,14 +83,8 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return session_from_row(s, out, err);
 }
 
-static const struct sq_kind sessions = {
-  .table = SBX_STORE_SESSIONS,
-  .from_row = session_from_row,
-  .cursor_slot = SQ_SES_CURSOR,
-  .cursor_sql = SQ_CURSOR_SQL("sessions"),
-  .page_slot = SQ_SES_LIST,
-  .page_sql = SQ_PAGE_SQL(SES_COLS, "sessions"),
-};
+static const struct sq_kind sessions =
+    SQ_KIND(SESSIONS, session_from_row, SQ_SES, SES_COLS, "sessions");
 
 int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
