@@ -139,11 +139,8 @@ static PGresult *audit_all(struct sbx_store *st, int64_t after_seq, const char *
     pp_text(&p, NULL);
   PGresult *r = pg_q(&tx, PGQ_AUD_ALL, "SELECT " AUD_COLS " FROM sbx_audit_all($1, $2, $3)", &p,
                      false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(&tx, r, err)))
     return NULL;
-  }
   return r;
 }
 
@@ -169,11 +166,8 @@ int pg_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, i
              "SELECT " AUD_COLS " FROM audit_events WHERE seq > $1 AND tenant_id = $2"
              " AND ($3::text IS NULL OR action = $3) ORDER BY seq LIMIT $4",
              &p, false, err);
-    if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-      if (r)
-        PQclear(r);
+    if (!(r = pg_end_keep(&tx, r, err)))
       return -1;
-    }
   }
   if (!r)
     return -1;
@@ -278,11 +272,8 @@ int pg_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by
   pp_i64(&p, from);
   pp_i64(&p, to);
   PGresult *r = pg_q(&tx, slot, sql, &p, false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(&tx, r, err)))
     return -1;
-  }
   int rc = 0;
   for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
     struct sbx_usage_group g;
@@ -336,11 +327,8 @@ int pg_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb,
     pp_text(&p, NULL);
   PGresult *r =
       pg_q(&tx, PGQ_OUT_DUE, "SELECT " USE_COLS " FROM sbx_outbox_due($1, $2)", &p, false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(&tx, r, err)))
     return -1;
-  }
   int rc = 0;
   for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
     struct sbx_usage_row u;

@@ -36,11 +36,8 @@ static int deliver(const struct pg_kind *k, PGresult *r, union sbx_store_cb cb, 
 int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union sbx_store_cb cb,
                        void *ctx, struct sbx_error *err)
 {
-  if (pg_end(tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(tx, r, err)))
     return -1;
-  }
   return deliver(k, r, cb, ctx, err);
 }
 

@@ -102,6 +102,9 @@ PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const stru
 /* Ends the transaction (COMMIT when ret == 0, else ROLLBACK) and returns
  * the connection to the pool; returns ret, or -1 if the commit failed. */
 int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err);
+/* pg_end with r's outcome (r NULL: failed), keeping r for the caller:
+ * r, or NULL (r cleared) when it failed or the commit did. */
+PGresult *pg_end_keep(struct pg_tx *tx, PGresult *r, struct sbx_error *err);
 /* Rows changed by an UPDATE/INSERT result. */
 long pg_changes(PGresult *r);
 

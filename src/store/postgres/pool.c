@@ -121,6 +121,16 @@ int pg_begin(struct sbx_store *st, struct pg_tx *tx, int64_t tenant_id, struct s
   return -1;
 }
 
+PGresult *pg_end_keep(struct pg_tx *tx, PGresult *r, struct sbx_error *err)
+{
+  if (pg_end(tx, r ? 0 : -1, err) < 0) {
+    if (r)
+      PQclear(r);
+    return NULL;
+  }
+  return r;
+}
+
 int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err)
 {
   if (!tx->pc)

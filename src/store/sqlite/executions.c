@@ -178,18 +178,9 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
                      struct sbx_execution_row *out, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_GET, "SELECT " EXE_COLS " FROM executions WHERE tenant_id = ? AND id = ?",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, id);
-  int rc = sq_step(s);
-  if (rc == SQLITE_DONE)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "get execution", err);
-  if (exec_from_row(s, out, err) < 0)
+  if (sq_get_one(st, SQ_EXE_GET,
+                 "SELECT " EXE_COLS " FROM executions WHERE tenant_id = ? AND id = ?", tenant_id,
+                 id, exec_from_row, out, "execution", err) < 0)
     return -1;
   if (load_files(st, out, err) < 0) {
     sbx_execution_row_free(out);

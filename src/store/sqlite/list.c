@@ -2,7 +2,8 @@
  * executions: a tenant's rows newest first in pages keyed by
  * (created_at, id), every tenant's rows in one status, and counts.  Rows
  * are collected under the store lock and handed to the caller's callback
- * after it is released, so a callback may call the store again. */
+ * after it is released, so a callback may call the store again.  And the
+ * one-row get by (tenant, id) both tables share. */
 #include <stdlib.h>
 
 #include "store/sqlite/sqlite_int.h"
@@ -108,4 +109,21 @@ int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t t
     return sq_fail(st, rc, "count", err);
   *count = sqlite3_column_int64(s, 0);
   return 0;
+}
+
+int sq_get_one(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+               const char *id, int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err),
+               void *out, const char *what, struct sbx_error *err)
+{
+  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
+  if (sq_stmt(st, slot, sql, &s, err) < 0)
+    return -1;
+  sqlite3_bind_int64(s, 1, tenant_id);
+  sq_bind_text(s, 2, id);
+  int rc = sq_step(s);
+  if (rc == SQLITE_DONE)
+    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "%s not found", what);
+  if (rc != SQLITE_ROW)
+    return sq_fail(st, rc, what, err);
+  return from_row(s, out, err);
 }

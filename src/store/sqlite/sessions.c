@@ -69,18 +69,9 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
                    struct sbx_session_row *out, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_SES_GET, "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, id);
-  int rc = sq_step(s);
-  if (rc == SQLITE_DONE)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session not found");
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "get session", err);
-  return session_from_row(s, out, err);
+  return sq_get_one(st, SQ_SES_GET,
+                    "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?", tenant_id,
+                    id, session_from_row, out, "session", err);
 }
 
 static const struct sq_kind sessions =

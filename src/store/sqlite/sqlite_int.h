@@ -141,6 +141,11 @@ struct sq_kind {
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
                  const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
                  struct sbx_error *err);
+/* The tenant's row id by sql (?1 tenant, ?2 id), decoded by from_row into
+ * out; "<what> not found" is SBX_E_NOT_FOUND.  Caller holds the lock. */
+int sq_get_one(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+               const char *id, int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err),
+               void *out, const char *what, struct sbx_error *err);
 /* Every row sql selects (any tenant), status bound as ?1 unless NULL. */
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
                 const char *sql, const char *status, union sbx_store_cb cb, void *ctx,
