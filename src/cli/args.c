@@ -13,8 +13,8 @@
 
 void sbx_cli_split(int argc, char **argv, const char *display_name, struct sbx_cli_args *out)
 {
-  *out = (struct sbx_cli_args){
-      .argc = argc, .argv = argv, .rest = argv + argc, .all_argc = argc};
+  *out =
+      (struct sbx_cli_args){.argc = argc, .argv = argv, .rest = argv + argc, .all_argc = argc};
   argv[0] = (char *)display_name; /* getopt's messages then read "sbx VERB: …" */
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) {
@@ -125,8 +125,8 @@ int sbx_cli_check_cpu(const char *s, struct sbx_error *err)
 {
   uint64_t v;
   if (sbx_parse_cpu_millis(s, &v) < 0 || v == 0)
-    return sbx_err_field(err, "limits.cpu", "--cpu wants a CPU quantity like 500m or 2, got '%s'",
-                         s);
+    return sbx_err_field(err, "limits.cpu",
+                         "--cpu wants a CPU quantity like 500m or 2, got '%s'", s);
   return 0;
 }
 
@@ -189,7 +189,8 @@ int sbx_cli_set_text_file(json_t *body, const char *key, const char *path, size_
   _cleanup_free_ char *buf = NULL;
   size_t len = 0;
   json_t *s = NULL;
-  if (sbx_cli_read_file(path, max, &buf, &len, err) < 0 || sbx_cli_text(key, buf, len, &s, err) < 0)
+  if (sbx_cli_read_file(path, max, &buf, &len, err) < 0 ||
+      sbx_cli_text(key, buf, len, &s, err) < 0)
     return -1;
   json_object_set_new(body, key, s);
   return 0;
@@ -207,8 +208,7 @@ int sbx_cli_set_code(json_t *body, const char *code, size_t max, struct sbx_erro
 }
 
 static int parse_sub(struct sbx_cli *cli, int argc, char **argv, const char *what,
-                     const char *help, const struct option *longopts,
-                     struct sbx_cli_sub_opts *o)
+                     const char *help, const struct option *longopts, struct sbx_cli_sub_opts *o)
 {
   struct sbx_cli_args a;
   sbx_cli_split(argc, argv, what, &a);

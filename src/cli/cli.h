@@ -37,17 +37,19 @@ enum {
 /* Global options; filled by main() from flags and the environment, then by
  * each verb's own parser (--url/--api-key are accepted after the verb too). */
 struct sbx_cli {
-  const char *url;     /* borrowed from argv/environ */
-  const char *api_key; /* borrowed; NULL if none */
+  const char *url;       /* borrowed from argv/environ */
+  const char *api_key;   /* borrowed; NULL if none */
   struct sbx_http *http; /* owned; created by sbx_cli_http() */
 };
 
 /* Long ids for the options every verb accepts (see SBX_CLI_COMMON_LONGOPTS). */
 enum { SBX_OPT_URL = 0x1000, SBX_OPT_API_KEY, SBX_OPT_HELP, SBX_OPT_VERB_BASE = 0x1100 };
-#define SBX_CLI_COMMON_LONGOPTS                                                                    \
-  {"url", required_argument, NULL, SBX_OPT_URL},                                                   \
-      {"api-key", required_argument, NULL, SBX_OPT_API_KEY},                                       \
-      {"help", no_argument, NULL, 'h'}
+#define SBX_CLI_COMMON_LONGOPTS                                                                 \
+  {"url", required_argument, NULL, SBX_OPT_URL},                                                \
+      {"api-key", required_argument, NULL, SBX_OPT_API_KEY},                                    \
+  {                                                                                             \
+    "help", no_argument, NULL, 'h'                                                              \
+  }
 
 /* Set by the SIGINT/SIGTERM handler that sbx_cli_trap_signals() installs;
  * the HTTP layer aborts a transfer in flight when it turns non-zero. */

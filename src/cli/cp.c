@@ -20,7 +20,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-
 static const char help[] =
     "Usage: sbx cp LOCAL ID:REMOTE\n"
     "       sbx cp ID:REMOTE LOCAL\n"
@@ -255,8 +254,9 @@ static int upload(struct cp_ctx *c, const char *local, const char *remote, struc
   _cleanup_free_ char *target = into ? join(remote, name) : strdup(remote);
   if (S_ISDIR(st.st_mode)) {
     int arch = has_archive(c, err);
-    return arch < 0 ? -1 : arch ? put_archive(c, local, target, err)
-                                : sbx_cp_each_entry(local, target, 0, put_entry, c, err);
+    return arch < 0 ? -1
+           : arch   ? put_archive(c, local, target, err)
+                    : sbx_cp_each_entry(local, target, 0, put_entry, c, err);
   }
   if (!S_ISREG(st.st_mode))
     return sbx_err_set(err, SBX_E_INVALID, 0, "%s is not a regular file or directory", local);
@@ -300,9 +300,9 @@ static int get_entry(struct cp_ctx *c, const char *remote, const char *local, js
   json_t *sub = NULL;
   int is_dir = remote_list(c, r, &sub, err);
   if (is_dir != 1)
-    return is_dir < 0 || err->msg[0] ? -1
-                                     : sbx_err_set(err, SBX_E_INTERNAL, 0,
-                                                   "cannot list %s:%s", c->id, r);
+    return is_dir < 0 || err->msg[0]
+               ? -1
+               : sbx_err_set(err, SBX_E_INTERNAL, 0, "cannot list %s:%s", c->id, r);
   int rc = get_tree(c, r, l, sub, depth + 1, err);
   json_decref(sub);
   return rc;
@@ -338,9 +338,9 @@ static int download(struct cp_ctx *c, const char *remote, const char *local,
     return -1;
   if (is_dir) {
     int arch = strcmp(local, "-") ? has_archive(c, err) : 0;
-    int rc = !strcmp(local, "-") ? sbx_err_set(err, SBX_E_INVALID, 0,
-                                               "%s:%s is a directory; cannot write it to stdout",
-                                               c->id, remote)
+    int rc = !strcmp(local, "-")
+                 ? sbx_err_set(err, SBX_E_INVALID, 0,
+                               "%s:%s is a directory; cannot write it to stdout", c->id, remote)
              : arch < 0 ? -1
              : arch     ? get_archive(c, remote, target, err)
                         : get_tree(c, remote, target, entries, 0, err);

@@ -17,7 +17,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-
 static int lib_err(struct archive *a, const char *what, struct sbx_error *err)
 {
   return sbx_err_set(err, SBX_E_INTERNAL, archive_errno(a), "%s: %s", what,

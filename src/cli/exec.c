@@ -72,19 +72,27 @@ static int take_opt(struct sbx_cli *cli, struct exec_opts *o, int c)
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
-  case 'w': o->cwd = optarg; return -1;
-  case 'l': o->lang = optarg; return -1;
-  case OPT_JSON: o->json = true; return -1;
+  case 'w':
+    o->cwd = optarg;
+    return -1;
+  case 'l':
+    o->lang = optarg;
+    return -1;
+  case OPT_JSON:
+    o->json = true;
+    return -1;
   case 'i':
   case OPT_STDIN_FILE:
     if (o->stdin_file)
       return sbx_cli_usage("exec", "give only one of --stdin-file and -i");
     o->stdin_file = c == 'i' ? "-" : optarg;
     return -1;
-  case 't': o->tty = true; return -1;
+  case 't':
+    o->tty = true;
+    return -1;
   case 'e':
     return sbx_cli_add_env(&o->env, optarg, &err) < 0 ? sbx_cli_usage("exec", "%s", err.msg)
-                                                       : -1;
+                                                      : -1;
   case OPT_TIMEOUT:
     return sbx_cli_parse_seconds(optarg, &o->timeout_s, &err) < 0
                ? sbx_cli_usage("exec", "%s", err.msg)
@@ -161,7 +169,8 @@ static int build_body(struct exec_opts *o, json_t *body, struct sbx_error *err)
       if (json_array_append_new(cmd, json_string(o->argv[i])) < 0)
         return sbx_err_field(err, "command", "argument %d is not valid UTF-8", i);
   }
-  if (o->stdin_file && sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
+  if (o->stdin_file &&
+      sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
     return -1;
   if (o->env)
     json_object_set(body, "env", o->env);

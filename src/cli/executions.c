@@ -23,7 +23,6 @@ static const char help[] =
     "Exit status: 0 on success, 1 for an API or network error, 2 for a usage\n"
     "error.\n";
 
-
 static const struct option longopts[] = {
     SBX_CLI_COMMON_LONGOPTS,
     {"status", required_argument, NULL, SBX_OPT_SUB_STATUS},
@@ -85,8 +84,9 @@ static int do_cancel(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 
 int sbx_cmd_executions(struct sbx_cli *cli, int argc, char **argv)
 {
-  static const struct sbx_cli_sub subs[] = {
-      {"ls", "list", do_ls}, {"get", "show", do_get}, {"cancel", "kill", do_cancel}};
+  static const struct sbx_cli_sub subs[] = {{"ls", "list", do_ls},
+                                            {"get", "show", do_get},
+                                            {"cancel", "kill", do_cancel}};
   return sbx_cli_subcommands(cli, argc, argv, "executions", help, longopts, subs,
                              sizeof subs / sizeof subs[0], "ls, get, cancel");
 }

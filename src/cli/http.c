@@ -19,8 +19,8 @@
 
 struct sbx_http {
   CURL *curl;
-  char *base;    /* without a trailing '/' */
-  char *auth;    /* "Authorization: Bearer …" or NULL */
+  char *base; /* without a trailing '/' */
+  char *auth; /* "Authorization: Bearer …" or NULL */
   bool french;
   long last_status;
   char last_code[64];
@@ -266,12 +266,18 @@ static enum sbx_errcode code_from_name(const char *code, long status)
     const char *name;
     enum sbx_errcode code;
   } map[] = {
-      {"invalid_request", SBX_E_INVALID},   {"unauthenticated", SBX_E_UNAUTHENTICATED},
-      {"forbidden", SBX_E_FORBIDDEN},       {"not_found", SBX_E_NOT_FOUND},
-      {"method_not_allowed", SBX_E_METHOD}, {"conflict", SBX_E_CONFLICT},
-      {"payload_too_large", SBX_E_TOO_LARGE}, {"quota_exceeded", SBX_E_QUOTA},
-      {"rate_limited", SBX_E_RATE},         {"internal", SBX_E_INTERNAL},
-      {"runtime_unavailable", SBX_E_RUNTIME_UNAVAILABLE}, {"not_ready", SBX_E_NOT_READY},
+      {"invalid_request", SBX_E_INVALID},
+      {"unauthenticated", SBX_E_UNAUTHENTICATED},
+      {"forbidden", SBX_E_FORBIDDEN},
+      {"not_found", SBX_E_NOT_FOUND},
+      {"method_not_allowed", SBX_E_METHOD},
+      {"conflict", SBX_E_CONFLICT},
+      {"payload_too_large", SBX_E_TOO_LARGE},
+      {"quota_exceeded", SBX_E_QUOTA},
+      {"rate_limited", SBX_E_RATE},
+      {"internal", SBX_E_INTERNAL},
+      {"runtime_unavailable", SBX_E_RUNTIME_UNAVAILABLE},
+      {"not_ready", SBX_E_NOT_READY},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (strcmp(map[i].name, code) == 0)
@@ -287,8 +293,7 @@ static int api_error(struct sbx_http *h, const struct sink *s, struct sbx_error 
   json_t *e = json_object_get(root, "error");
   const char *code = json_string_value(json_object_get(e, "code"));
   const char *msg = json_string_value(json_object_get(e, "message"));
-  const char *field =
-      json_string_value(json_object_get(json_object_get(e, "details"), "field"));
+  const char *field = json_string_value(json_object_get(json_object_get(e, "details"), "field"));
   if (code) {
     snprintf(h->last_code, sizeof h->last_code, "%s", code);
     sbx_err_set(err, code_from_name(code, h->last_status), 0, "%s: %s", code,
@@ -365,7 +370,11 @@ int sbx_http_put_fd(struct sbx_http *h, const char *path, int fd, off_t size,
 int sbx_http_get_to_file(struct sbx_http *h, const char *path, const char *local_path,
                          unsigned mode, struct sbx_error *err)
 {
-  struct sink s = {.body = SBX_BUF_INIT(SBX_HTTP_MAX_BODY), .fd = -1, .to_file = true, .path = local_path, .mode = mode};
+  struct sink s = {.body = SBX_BUF_INIT(SBX_HTTP_MAX_BODY),
+                   .fd = -1,
+                   .to_file = true,
+                   .path = local_path,
+                   .mode = mode};
   int r = perform(h, "GET", path, NULL, &s, err);
   /* An empty 2xx body never reaches on_write: create the file here. */
   if (r == 0 && sink_open_file(&s) < 0)

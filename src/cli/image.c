@@ -45,7 +45,6 @@ static const char help[] =
     "Exit status: 0 on success, 1 for an API or network error (e.g. the\n"
     "registry refused the pull), 2 for a usage error, 130 if interrupted.\n";
 
-
 static const struct option longopts[] = {
     SBX_CLI_COMMON_LONGOPTS,
     {"json", no_argument, NULL, SBX_OPT_SUB_JSON},
@@ -257,7 +256,7 @@ static int answer_error(struct sbx_cli *cli, struct pull *p)
   const char *code = json_string_value(json_object_get(e, "code"));
   const char *msg = json_string_value(json_object_get(e, "message"));
   const char *field = json_string_value(json_object_get(json_object_get(e, "details"), "field"));
-  enum sbx_errcode ec = p->status == 401 ? SBX_E_UNAUTHENTICATED
+  enum sbx_errcode ec = p->status == 401   ? SBX_E_UNAUTHENTICATED
                         : p->status >= 500 ? SBX_E_INTERNAL
                                            : SBX_E_INVALID;
   if (code)
@@ -299,8 +298,7 @@ static int outcome(struct sbx_cli *cli, struct pull *p)
   const char *ref = json_string_value(json_object_get(p->done, "ref"));
   const char *digest = json_string_value(json_object_get(p->done, "digest"));
   if (!ref || !digest) {
-    fprintf(stderr, "sbx: the stream from sandboxd at %s ended before the pull did\n",
-            cli->url);
+    fprintf(stderr, "sbx: the stream from sandboxd at %s ended before the pull did\n", cli->url);
     return SBX_EXIT_API;
   }
   printf("Pulled %s\nDigest: %s\n", ref, digest);
@@ -323,7 +321,9 @@ static int do_pull(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
   if (!data || asprintf(&url, "%.*s/v1/sandbox/images/pull", (int)ulen, cli->url) < 0 ||
       (cli->api_key && asprintf(&auth, "Authorization: Bearer %s", cli->api_key) < 0))
     abort();
-  struct pull p = {.body = SBX_BUF_INIT(MAX_ERR_BODY), .tty = isatty(STDERR_FILENO) == 1, .line = malloc(MAX_LINE)};
+  struct pull p = {.body = SBX_BUF_INIT(MAX_ERR_BODY),
+                   .tty = isatty(STDERR_FILENO) == 1,
+                   .line = malloc(MAX_LINE)};
   if (!p.line || !(p.curl = curl_easy_init())) {
     free(p.line);
     fputs("sbx: cannot initialise libcurl\n", stderr);
@@ -375,13 +375,13 @@ static json_t *image_row(json_t *img)
   snprintf(layers, sizeof layers, "%zu", json_array_size(jl));
   json_t *row = json_array();
   json_array_append_new(row, json_string(json_string_value(json_object_get(img, "ref")) ?: "-"));
-  json_array_append_new(
-      row, json_string(short_digest(json_string_value(json_object_get(img, "digest")), dig,
-                                    sizeof dig)));
-  json_array_append_new(row, json_string(json_is_integer(js)
-                                             ? human((uint64_t)json_integer_value(js), size,
-                                                     sizeof size)
-                                             : "-"));
+  json_array_append_new(row, json_string(
+                                 short_digest(json_string_value(json_object_get(img, "digest")),
+                                              dig, sizeof dig)));
+  json_array_append_new(row,
+                        json_string(json_is_integer(js) ? human((uint64_t)json_integer_value(js),
+                                                                size, sizeof size)
+                                                        : "-"));
   json_array_append_new(row, json_string(json_is_array(jl) ? layers : "-"));
   return row;
 }

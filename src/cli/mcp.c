@@ -54,9 +54,9 @@ struct answer {
   bool overflow;
   char session[128];
   char ctype[128];
-  struct relay *rl;  /* an event stream is relayed as it arrives */
+  struct relay *rl; /* an event stream is relayed as it arrives */
   bool initializing;
-  bool streamed;     /* some events were relayed already */
+  bool streamed; /* some events were relayed already */
 };
 
 static void emit(struct relay *rl, json_t *msg, bool initializing);
@@ -220,7 +220,9 @@ static void emit_http_failure(json_t *id, long status, const char *body, const c
   json_t *e = json_object_get(env, "error");
   const char *m = json_string_value(json_object_get(e, "message"));
   emit_error(id, "sandboxd answered HTTP %ld: %s", status,
-             m ? m : status == 401 ? "unauthenticated (check SANDBOXD_API_KEY)" : "no details");
+             m               ? m
+             : status == 401 ? "unauthenticated (check SANDBOXD_API_KEY)"
+                             : "no details");
   json_decref(env);
 }
 
@@ -230,7 +232,9 @@ static void relay_line(struct relay *rl, const char *line, size_t len)
   json_t *id = json_object_get(msg, "id");
   const char *method = json_string_value(json_object_get(msg, "method"));
   bool initializing = method && !strcmp(method, "initialize");
-  struct answer a = {.body = SBX_BUF_INIT(RESP_MAX_BYTES), .rl = rl, .initializing = initializing};
+  struct answer a = {.body = SBX_BUF_INIT(RESP_MAX_BYTES),
+                     .rl = rl,
+                     .initializing = initializing};
   char errbuf[CURL_ERROR_SIZE];
   long status = exchange(rl, "POST", line, len, &a, errbuf);
   if (initializing && a.session[0])

@@ -114,14 +114,30 @@ static int take_opt(struct sbx_cli *cli, struct run_opts *o, int c)
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
-  case 'l': o->lang = optarg; break;
-  case 'p': o->profile = optarg; break;
-  case OPT_IMAGE: o->image = optarg; break;
-  case OPT_STDIN_FILE: o->stdin_file = optarg; break;
-  case OPT_DOWNLOAD: o->download = optarg; break;
-  case OPT_JSON: o->json = true; break;
-  case OPT_FILE: append_string(&o->files, optarg); break;
-  case OPT_COLLECT: append_string(&o->collect, optarg); break;
+  case 'l':
+    o->lang = optarg;
+    break;
+  case 'p':
+    o->profile = optarg;
+    break;
+  case OPT_IMAGE:
+    o->image = optarg;
+    break;
+  case OPT_STDIN_FILE:
+    o->stdin_file = optarg;
+    break;
+  case OPT_DOWNLOAD:
+    o->download = optarg;
+    break;
+  case OPT_JSON:
+    o->json = true;
+    break;
+  case OPT_FILE:
+    append_string(&o->files, optarg);
+    break;
+  case OPT_COLLECT:
+    append_string(&o->collect, optarg);
+    break;
   case 'e':
     if (sbx_cli_add_env(&o->env, optarg, &err) < 0)
       return sbx_cli_usage("run", "%s", err.msg);
@@ -273,7 +289,8 @@ static int build_body(struct run_opts *o, json_t *body, struct sbx_error *err)
     return -1;
   if (o->collect)
     json_object_set(body, "collect", o->collect);
-  if (o->stdin_file && sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
+  if (o->stdin_file &&
+      sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
     return -1;
   if (o->env)
     json_object_set(body, "env", o->env);

@@ -76,12 +76,22 @@ static int take_opt(struct sbx_cli *cli, struct session_opts *o, int c, const ch
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
-  case SBX_OPT_POSITIONAL: json_array_append_new(o->args, json_string(optarg)); return -1;
-  case 'p': o->profile = optarg; return -1;
-  case OPT_IMAGE: o->image = optarg; return -1;
-  case OPT_JSON: o->json = true; return -1;
-  case OPT_MEMORY: return check_limit(what, optarg, &o->memory, sbx_cli_check_memory);
-  case OPT_CPU: return check_limit(what, optarg, &o->cpu, sbx_cli_check_cpu);
+  case SBX_OPT_POSITIONAL:
+    json_array_append_new(o->args, json_string(optarg));
+    return -1;
+  case 'p':
+    o->profile = optarg;
+    return -1;
+  case OPT_IMAGE:
+    o->image = optarg;
+    return -1;
+  case OPT_JSON:
+    o->json = true;
+    return -1;
+  case OPT_MEMORY:
+    return check_limit(what, optarg, &o->memory, sbx_cli_check_memory);
+  case OPT_CPU:
+    return check_limit(what, optarg, &o->cpu, sbx_cli_check_cpu);
   case 'e':
     return sbx_cli_add_env(&o->env, optarg, &err) < 0 ? sbx_cli_usage(what, "%s", err.msg) : -1;
   case OPT_TTL:

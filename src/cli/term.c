@@ -35,12 +35,12 @@
 
 struct term {
   struct sbx_cli *cli;
-  char *base;          /* …/sessions/{id}/processes/{pid} (absolute URL) */
-  char *auth;          /* "Authorization: Bearer …" or NULL */
-  int wake[2];         /* follower → main: the process ended */
+  char *base;  /* …/sessions/{id}/processes/{pid} (absolute URL) */
+  char *auth;  /* "Authorization: Bearer …" or NULL */
+  int wake[2]; /* follower → main: the process ended */
   pthread_mutex_t lock;
-  json_t *result;      /* from the exit event */
-  uint64_t offset;     /* next stdout byte to print */
+  json_t *result;  /* from the exit event */
+  uint64_t offset; /* next stdout byte to print */
   bool done;
   /* SSE parsing */
   struct sbx_buf line; /* bounded by SSE_LINE_MAX */
@@ -340,8 +340,8 @@ int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body)
   size_t ul = strlen(url);
   while (ul && url[ul - 1] == '/')
     ul--;
-  if (asprintf(&t.base, "%.*s/v1/sandbox/sessions/%s/processes/%lld", (int)ul, url, esc,
-               pid) < 0 ||
+  if (asprintf(&t.base, "%.*s/v1/sandbox/sessions/%s/processes/%lld", (int)ul, url, esc, pid) <
+          0 ||
       (cli->api_key && *cli->api_key &&
        asprintf(&t.auth, "Authorization: Bearer %s", cli->api_key) < 0))
     abort();

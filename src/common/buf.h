@@ -18,7 +18,10 @@ struct sbx_buf {
   size_t len, cap;
   size_t max; /* ceiling on len */
 };
-#define SBX_BUF_INIT(ceiling) {.data = NULL, .len = 0, .cap = 0, .max = (ceiling)}
+#define SBX_BUF_INIT(ceiling)                                                                   \
+  {                                                                                             \
+    .data = NULL, .len = 0, .cap = 0, .max = (ceiling)                                          \
+  }
 
 /* Appends n bytes.  0, or -1 with errno E2BIG (len would pass max) or
  * ENOMEM; either way nothing is appended. */

@@ -67,12 +67,12 @@ static inline int sbx_steal_fd(int *fd)
   return v;
 }
 /* Type-checked: pp must point to a pointer, and the value has its type. */
-#define steal_pointer(pp)                                                                   \
-  ({                                                                                        \
-    __typeof__(*(pp)) *sbx_pp_ = (pp);                                                      \
-    __typeof__(*(pp)) sbx_v_ = *sbx_pp_;                                                    \
-    *sbx_pp_ = NULL;                                                                        \
-    sbx_v_;                                                                                 \
+#define steal_pointer(pp)                                                                       \
+  ({                                                                                            \
+    __typeof__(*(pp)) *sbx_pp_ = (pp);                                                          \
+    __typeof__(*(pp)) sbx_v_ = *sbx_pp_;                                                        \
+    *sbx_pp_ = NULL;                                                                            \
+    sbx_v_;                                                                                     \
   })
 #define steal_fd(pfd) sbx_steal_fd(pfd)
 

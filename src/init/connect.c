@@ -62,8 +62,8 @@ void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct s
   uint32_t port = sbx_rbuf_u32(r);
   uint32_t family = sbx_rbuf_u32(r);
   int sock = nfds ? sbxi_take_fd(fds, nfds, S_IFSOCK) : -1;
-  if (r->bad || r->off != r->len || port == 0 || port > 65535 ||
-      (family != 4 && family != 6) || (nfds && sock < 0)) {
+  if (r->bad || r->off != r->len || port == 0 || port > 65535 || (family != 4 && family != 6) ||
+      (nfds && sock < 0)) {
     if (sock >= 0)
       close(sock);
     sbxi_reply_err(in->chan, h->id, EINVAL);

@@ -28,10 +28,10 @@
 #include "init/proto.h"
 
 struct sbxi {
-  int chan;          /* daemon channel (fd 3) */
-  int rootfd;        /* the directory that is "/" for the daemon's paths */
-  const char *root;  /* its path as given (for HOME/TMPDIR rewriting) */
-  pid_t self;        /* our pid */
+  int chan;         /* daemon channel (fd 3) */
+  int rootfd;       /* the directory that is "/" for the daemon's paths */
+  const char *root; /* its path as given (for HOME/TMPDIR rewriting) */
+  pid_t self;       /* our pid */
   bool pid1;
 };
 
@@ -65,9 +65,9 @@ void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped);
 
 /* pty.c: EXEC with SBX_PROTO_EXEC_PTY. */
 struct sbxi_pty {
-  uint32_t cols, rows;  /* requested size */
-  int master, slave;    /* O_CLOEXEC; -1 when unused */
-  bool relay;           /* SBX_PROTO_EXEC_PTY_RELAY: the master stays here */
+  uint32_t cols, rows; /* requested size */
+  int master, slave;   /* O_CLOEXEC; -1 when unused */
+  bool relay;          /* SBX_PROTO_EXEC_PTY_RELAY: the master stays here */
 };
 /* Opens the sandbox's /dev/ptmx under rootfd, unlocks it, sets the size and
  * opens the slave through the master (TIOCGPTPEER); -1 with errno. */

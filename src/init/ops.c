@@ -18,8 +18,8 @@ enum second { NO_SECOND, SECOND_PATH /* MOVE's "to" */, SECOND_TARGET /* SYMLINK
 struct op {
   sbxi_op_fn *run;
   /* Or, for a payload of another shape (CONNECT, PING): the raw request. */
-  void (*raw)(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
-              int *fds, size_t nfds);
+  void (*raw)(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r, int *fds,
+              size_t nfds);
   enum second second;
   uint8_t nu32; /* u32 fields after the strings: 0–2 */
   bool u64;     /* and a u64 */
@@ -35,21 +35,21 @@ static void ping(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sb
 }
 
 static const struct op ops[] = {
-  [SBX_MSG_PING] = {.raw = ping},
-  [SBX_MSG_OPEN_READ] = {.run = sbxi_op_open_read},
-  [SBX_MSG_OPEN_WRITE] = {.run = sbxi_op_open_write, .nu32 = 2},
-  [SBX_MSG_LIST] = {.run = sbxi_op_list, .nu32 = 1, .fd = S_IFREG},
-  [SBX_MSG_REMOVE] = {.run = sbxi_op_remove},
-  [SBX_MSG_GLOB] = {.run = sbxi_op_glob, .nu32 = 1, .fd = S_IFREG},
-  [SBX_MSG_STAT] = {.run = sbxi_op_stat, .fd = S_IFREG},
-  [SBX_MSG_MKDIR] = {.run = sbxi_op_mkdir, .nu32 = 2},
-  [SBX_MSG_MOVE] = {.run = sbxi_op_move, .second = SECOND_PATH, .nu32 = 1},
-  [SBX_MSG_READLINK] = {.run = sbxi_op_readlink, .fd = S_IFREG},
-  [SBX_MSG_SYMLINK] = {.run = sbxi_op_symlink, .second = SECOND_TARGET},
-  [SBX_MSG_WATCH] = {.run = sbxi_op_watch, .nu32 = 2, .fd = S_IFIFO},
-  [SBX_MSG_CONNECT] = {.raw = sbxi_connect},
-  [SBX_MSG_READ_TO] = {.run = sbxi_op_read_to, .fd = S_IFIFO},
-  [SBX_MSG_WRITE_FROM] = {.run = sbxi_op_write_from, .nu32 = 2, .u64 = true, .fd = S_IFSOCK},
+    [SBX_MSG_PING] = {.raw = ping},
+    [SBX_MSG_OPEN_READ] = {.run = sbxi_op_open_read},
+    [SBX_MSG_OPEN_WRITE] = {.run = sbxi_op_open_write, .nu32 = 2},
+    [SBX_MSG_LIST] = {.run = sbxi_op_list, .nu32 = 1, .fd = S_IFREG},
+    [SBX_MSG_REMOVE] = {.run = sbxi_op_remove},
+    [SBX_MSG_GLOB] = {.run = sbxi_op_glob, .nu32 = 1, .fd = S_IFREG},
+    [SBX_MSG_STAT] = {.run = sbxi_op_stat, .fd = S_IFREG},
+    [SBX_MSG_MKDIR] = {.run = sbxi_op_mkdir, .nu32 = 2},
+    [SBX_MSG_MOVE] = {.run = sbxi_op_move, .second = SECOND_PATH, .nu32 = 1},
+    [SBX_MSG_READLINK] = {.run = sbxi_op_readlink, .fd = S_IFREG},
+    [SBX_MSG_SYMLINK] = {.run = sbxi_op_symlink, .second = SECOND_TARGET},
+    [SBX_MSG_WATCH] = {.run = sbxi_op_watch, .nu32 = 2, .fd = S_IFIFO},
+    [SBX_MSG_CONNECT] = {.raw = sbxi_connect},
+    [SBX_MSG_READ_TO] = {.run = sbxi_op_read_to, .fd = S_IFIFO},
+    [SBX_MSG_WRITE_FROM] = {.run = sbxi_op_write_from, .nu32 = 2, .u64 = true, .fd = S_IFSOCK},
 };
 
 static bool second_ok(enum second k, const char *s)

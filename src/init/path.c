@@ -29,7 +29,8 @@ int sbxi_open_in_root(int rootfd, const char *path, int flags, unsigned mode)
    * RESOLVE_IN_ROOT only when the root is the real "/" (the gvisor driver;
    * gVisor itself is the wall there); anywhere else, fail closed. */
   struct stat r, s;
-  if (fstat(rootfd, &r) < 0 || stat("/", &s) < 0 || r.st_dev != s.st_dev || r.st_ino != s.st_ino) {
+  if (fstat(rootfd, &r) < 0 || stat("/", &s) < 0 || r.st_dev != s.st_dev ||
+      r.st_ino != s.st_ino) {
     errno = ENOSYS;
     return -1;
   }

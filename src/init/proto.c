@@ -127,8 +127,8 @@ char **sbx_rbuf_strv(struct sbx_rbuf *r, size_t maxcount)
   return v;
 }
 
-int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags,
-                   const void *payload, size_t len, const int *fds, size_t nfds)
+int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags, const void *payload,
+                   size_t len, const int *fds, size_t nfds)
 {
   struct sbx_proto_hdr h = {.type = type, .id = id, .flags = flags, .len = (uint32_t)len};
   size_t inline_len = (flags & SBX_PROTO_F_MEMFD) ? 0 : len;
@@ -195,7 +195,9 @@ ssize_t sbx_proto_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds)
     struct cmsghdr align;
   } u;
   struct iovec iov = {buf, cap};
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+  struct msghdr m = {.msg_iov = &iov,
+                     .msg_iovlen = 1,
+                     .msg_control = u.buf,
                      .msg_controllen = sizeof u.buf};
   ssize_t n;
   do

@@ -165,7 +165,7 @@
 #define SBX_PROTO_CHAN_FD 3
 
 /* Limits shared by both ends. */
-#define SBX_PROTO_MAX_INLINE (60u * 1024)       /* one datagram */
+#define SBX_PROTO_MAX_INLINE (60u * 1024)        /* one datagram */
 #define SBX_PROTO_MAX_PAYLOAD (4u * 1024 * 1024) /* EXEC via memfd */
 #define SBX_PROTO_MAX_STRV 65536u
 #define SBX_PROTO_MAX_PATH 4096u
@@ -189,7 +189,7 @@ enum sbx_proto_type {
   SBX_MSG_EXITED,
   SBX_MSG_KILL,
   /* ctl (streaming, processes, terminals): 40–59 */
-  SBX_MSG_PTY = 40,    /* shepherd → daemon: the pty master fd (EXEC with SBX_PROTO_EXEC_PTY) */
+  SBX_MSG_PTY = 40, /* shepherd → daemon: the pty master fd (EXEC with SBX_PROTO_EXEC_PTY) */
   SBX_MSG_SIGNAL = 41, /* daemon → shepherd: u32 signo for the workload's process group */
   SBX_MSG_RESIZE = 42, /* daemon → shepherd (PTY_RELAY): u32 cols, u32 rows */
   /* main channel (files, archives, watch): 60–79 */
@@ -200,7 +200,7 @@ enum sbx_proto_type {
   SBX_MSG_SYMLINK = 64,  /* str path, str target → OK{0} */
   SBX_MSG_WATCH = 65,    /* str dir, u32 flags, u32 max_watches → OK{0} + pipe read end */
   /* main channel (ports, contexts): 80–99 */
-  SBX_MSG_CONNECT = 80,  /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
+  SBX_MSG_CONNECT = 80, /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
   /* main channel (fd-in forms): 100–119 */
   SBX_MSG_READ_TO = 100,    /* str path + pipe → OK{size, mode}, then the bytes */
   SBX_MSG_WRITE_FROM = 101, /* str path, u32 mode, u32 flags, u64 mtime + socket → OK{0} */
@@ -209,16 +209,16 @@ enum sbx_proto_type {
 /* READY flags. */
 #define SBX_PROTO_READY_FDIN 1u /* no fd can leave this sandbox: use the fd-in forms */
 
-#define SBX_PROTO_F_MEMFD 1u  /* hdr.flags: payload is in the last fd */
-#define SBX_PROTO_W_MKDIR 1u  /* OPEN_WRITE/WRITE_FROM flags: create missing parents */
-#define SBX_PROTO_W_MODE 2u   /* WRITE_FROM: at the end, chmod to mode & 0777 exactly */
-#define SBX_PROTO_W_MTIME 4u  /* WRITE_FROM: at the end, set the mtime (seconds) */
+#define SBX_PROTO_F_MEMFD 1u /* hdr.flags: payload is in the last fd */
+#define SBX_PROTO_W_MKDIR 1u /* OPEN_WRITE/WRITE_FROM flags: create missing parents */
+#define SBX_PROTO_W_MODE 2u  /* WRITE_FROM: at the end, chmod to mode & 0777 exactly */
+#define SBX_PROTO_W_MTIME 4u /* WRITE_FROM: at the end, set the mtime (seconds) */
 /* EXEC payload flags.  PTY: u32 cols, u32 rows follow env; the
  * workload's stdio is a pty from the sandbox's devpts (the pipes given with
  * EXEC are unused) and its master comes back on ctl as PTY before STARTED. */
 #define SBX_PROTO_EXEC_PTY 1u
 #define SBX_PROTO_EXEC_PTY_RELAY 2u /* with PTY: the shepherd relays, see above */
-#define SBX_PROTO_PTY_MAX 4096u /* cols/rows ceiling */
+#define SBX_PROTO_PTY_MAX 4096u     /* cols/rows ceiling */
 /* files/archives/watch (60–79). */
 #define SBX_PROTO_MK_PARENTS 1u   /* MKDIR: create missing parents (mkdir -p) */
 #define SBX_PROTO_MK_EXIST_OK 2u  /* MKDIR: an existing directory is success */
@@ -233,8 +233,12 @@ enum sbx_proto_type {
  * the watched directory ("" is the directory itself), no NUL, no "..".
  * count is the number of dropped events for OVERFLOW, else 0. */
 enum {
-  SBX_PROTO_WEV_CREATE = 1, SBX_PROTO_WEV_MODIFY, SBX_PROTO_WEV_DELETE, SBX_PROTO_WEV_MOVE,
-  SBX_PROTO_WEV_OVERFLOW, SBX_PROTO_WEV_GONE,
+  SBX_PROTO_WEV_CREATE = 1,
+  SBX_PROTO_WEV_MODIFY,
+  SBX_PROTO_WEV_DELETE,
+  SBX_PROTO_WEV_MOVE,
+  SBX_PROTO_WEV_OVERFLOW,
+  SBX_PROTO_WEV_GONE,
   SBX_PROTO_WEV_READY, /* once, when the initial (recursive) watches are in place */
 };
 #define SBX_PROTO_WEV_HDR 10u
@@ -297,8 +301,8 @@ char **sbx_rbuf_strv(struct sbx_rbuf *r, size_t maxcount);
 
 /* Sends one message with up to SBX_PROTO_MAX_FDS fds (MSG_NOSIGNAL).
  * Returns 0, or -1 with errno. */
-int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags,
-                   const void *payload, size_t len, const int *fds, size_t nfds);
+int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags, const void *payload,
+                   size_t len, const int *fds, size_t nfds);
 /* Receives one message into buf (cap bytes, header included).  Received fds
  * go to fds (at most *nfds, which is updated; extras are closed, always
  * MSG_CMSG_CLOEXEC).  Returns the datagram length, 0 on EOF, -1 with errno

@@ -10,6 +10,7 @@
 
 /* Every op of struct sbx_store_ops except name/open/close/ping, which
  * each backend writes by hand. */
+/* clang-format off */
 #define SBX_STORE_TABLE_OPS(X)                                                            \
   X(tenant_ensure) X(key_insert) X(key_get)                                               \
   X(session_insert) X(session_get) X(session_list) X(session_list_ready)                  \
@@ -18,6 +19,7 @@
   X(execution_finish) X(execution_file_get) X(execution_list_status) X(execution_count)   \
   X(audit_append) X(audit_list) X(audit_scan)                                             \
   X(usage_insert) X(usage_query) X(outbox_due) X(outbox_mark)
+/* clang-format on */
 
 /* The tables the backends' list ops page through (each backend's list.c),
  * with what differs between them: the row type and the callback. */
@@ -30,7 +32,8 @@ union sbx_store_cb {
 const char *sbx_store_table_name(enum sbx_store_table t);
 size_t sbx_store_row_size(enum sbx_store_table t);
 /* Calls the table's callback in cb with row. */
-int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx, const void *row);
+int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx,
+                       const void *row);
 void sbx_store_row_free(enum sbx_store_table t, void *row);
 
 /* Why an UPDATE of an execution guarded by its status matched nothing:

@@ -21,8 +21,8 @@ static int open_postgres(const char *url, struct sbx_store_handle *out, struct s
   return 0;
 }
 
-int sbx_store_open(const char *database_url, const char *state_dir,
-                   struct sbx_store_handle *out, struct sbx_error *err)
+int sbx_store_open(const char *database_url, const char *state_dir, struct sbx_store_handle *out,
+                   struct sbx_error *err)
 {
   const char *dir = state_dir;
   out->ops = NULL;
@@ -32,13 +32,15 @@ int sbx_store_open(const char *database_url, const char *state_dir,
     if (has_prefix(database_url, "postgres://") || has_prefix(database_url, "postgresql://"))
       return open_postgres(database_url, out, err);
     if (!has_prefix(database_url, "sqlite://"))
-      return sbx_err_set(err, SBX_E_INVALID, 0,
-                         "store: unsupported database URL (expected postgres://… or sqlite://DIR)");
+      return sbx_err_set(
+          err, SBX_E_INVALID, 0,
+          "store: unsupported database URL (expected postgres://… or sqlite://DIR)");
     if (database_url[strlen("sqlite://")])
       dir = database_url + strlen("sqlite://");
   }
   if (!dir || !*dir)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "store: no state directory for the SQLite database");
+    return sbx_err_set(err, SBX_E_INVALID, 0,
+                       "store: no state directory for the SQLite database");
   struct sbx_store *st = NULL;
   if (sbx_store_sqlite.open(dir, &st, err) < 0)
     return -1;

@@ -27,7 +27,7 @@ static void test_ceiling(void)
   CHECK(b.len == 5 && strcmp(b.data, "abcde") == 0);
   errno = 0;
   CHECK(sbx_buf_append(&b, "fghi", 4) < 0 && errno == E2BIG);
-  CHECK(b.len == 5 && strcmp(b.data, "abcde") == 0); /* nothing appended */
+  CHECK(b.len == 5 && strcmp(b.data, "abcde") == 0);      /* nothing appended */
   CHECK(sbx_buf_append(&b, "fgh", 3) == 0 && b.len == 8); /* up to the ceiling exactly */
   CHECK(strcmp(b.data, "abcdefgh") == 0);
   CHECK(sbx_buf_append(&b, "", 0) == 0);

@@ -18,8 +18,9 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define AUD_COLS "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, " \
-                 "prev_hash, hash"
+#define AUD_COLS                                                                                \
+  "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, "                     \
+  "prev_hash, hash"
 #define AUD_SCAN_PAGE 512
 
 static int64_t wall_ms(void)
@@ -194,9 +195,9 @@ int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void
 
 /* ---- usage records and the outbox ---- */
 
-#define USE_COLS                                                                         \
-  "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"  \
-  " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"  \
+#define USE_COLS                                                                                \
+  "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"          \
+  " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"          \
   " next_attempt_at, delivered_at, last_error"
 
 int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err)
@@ -237,9 +238,9 @@ int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struc
 static int usage_slot(const char *group_by, enum pg_slot *slot, const char **sql,
                       struct sbx_error *err)
 {
-#define GROUP_SQL(col)                                                                      \
-  "SELECT " col ", COUNT(*), SUM(cpu_seconds), SUM(memory_mb_seconds),"                   \
-  " SUM(duration_seconds) FROM usage_records WHERE tenant_id = $1 AND created_at >= $2"    \
+#define GROUP_SQL(col)                                                                          \
+  "SELECT " col ", COUNT(*), SUM(cpu_seconds), SUM(memory_mb_seconds),"                         \
+  " SUM(duration_seconds) FROM usage_records WHERE tenant_id = $1 AND created_at >= $2"         \
   " AND ($3::bigint <= 0 OR created_at < $3) GROUP BY " col " ORDER BY " col " COLLATE \"C\""
   if (!strcmp(group_by, "profile")) {
     *slot = PGQ_USE_BY_PROFILE;
@@ -369,9 +370,9 @@ int pg_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t
   pp_i64(&p, sbx_wall_s());
   pp_i64(&p, next_attempt_at);
   pp_text(&p, msg);
-  _cleanup_pg_res_ PGresult *r = pg_q1(&tx, PGQ_OUT_MARK,
-                                       "SELECT sbx_outbox_mark($1, $2, $3, $4, $5)", &p,
-                                       "no result", err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_q1(&tx, PGQ_OUT_MARK, "SELECT sbx_outbox_mark($1, $2, $3, $4, $5)", &p, "no result",
+            err);
   int ret = r ? 0 : -1;
   if (r && pr_i64(r, 0, 0) == 0)
     ret = sbx_err_set(err, SBX_E_NOT_FOUND, 0, "usage record %s not found", id);

@@ -13,15 +13,15 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define EXE_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"  \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
+#define EXE_COLS                                                                                \
+  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
+  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
+  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
   " error_json, created_at, started_at, finished_at, updated_at"
-#define EXE_SUMMARY_COLS                                                                \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"      \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
+#define EXE_SUMMARY_COLS                                                                        \
+  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
+  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
+  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
   " error_json, created_at, started_at, finished_at, updated_at"
 
 static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
@@ -174,8 +174,9 @@ int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   pp_i64(&p, tenant_id);
   pp_text(&p, id);
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_EXE_GET, "SELECT " EXE_COLS " FROM executions WHERE tenant_id = $1 AND id = $2",
-            &p, "execution not found", err);
+      pg_q1(&tx, PGQ_EXE_GET,
+            "SELECT " EXE_COLS " FROM executions WHERE tenant_id = $1 AND id = $2", &p,
+            "execution not found", err);
   int ret = r ? exec_from_row(r, 0, out, err) : -1;
   if (ret == 0 && load_files(&tx, out, err) < 0) {
     sbx_execution_row_free(out);
@@ -191,7 +192,8 @@ int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *statu
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  return pg_list_page(st, &executions, tenant_id, status, after, limit, (union sbx_store_cb){.execution = cb}, ctx, err);
+  return pg_list_page(st, &executions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -202,10 +204,11 @@ int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
     return -1;
   struct pg_params p = {0};
   pp_text(&p, status);
-  PGresult *r = pg_q(&tx, PGQ_EXE_LIST_STATUS,
-                     "SELECT " EXE_SUMMARY_COLS " FROM sbx_executions_in_status($1)", &p, false,
-                     err);
-  return pg_end_and_deliver(&executions, &tx, r, (union sbx_store_cb){.execution = cb}, ctx, err);
+  PGresult *r =
+      pg_q(&tx, PGQ_EXE_LIST_STATUS,
+           "SELECT " EXE_SUMMARY_COLS " FROM sbx_executions_in_status($1)", &p, false, err);
+  return pg_end_and_deliver(&executions, &tx, r, (union sbx_store_cb){.execution = cb}, ctx,
+                            err);
 }
 
 int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,

@@ -14,8 +14,7 @@ static int deliver(const struct pg_kind *k, PGresult *r, union sbx_store_cb cb, 
                    struct sbx_error *err)
 {
   _cleanup_free_ void *row = malloc(sbx_store_row_size(k->table));
-  int ret = row ? 0 : sbx_err_sys(err, ENOMEM, "store: list %s",
-                                             sbx_store_table_name(k->table));
+  int ret = row ? 0 : sbx_err_sys(err, ENOMEM, "store: list %s", sbx_store_table_name(k->table));
   for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
     if (k->from_row(r, i, row, err) < 0) {
       ret = -1;
@@ -25,7 +24,7 @@ static int deliver(const struct pg_kind *k, PGresult *r, union sbx_store_cb cb, 
     sbx_store_row_free(k->table, row);
     if (c < 0)
       ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: %s listing stopped by caller",
-                          sbx_store_table_name(k->table));
+                        sbx_store_table_name(k->table));
     else if (c > 0)
       break;
   }
@@ -33,8 +32,8 @@ static int deliver(const struct pg_kind *k, PGresult *r, union sbx_store_cb cb, 
   return ret;
 }
 
-int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union sbx_store_cb cb,
-                       void *ctx, struct sbx_error *err)
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r,
+                       union sbx_store_cb cb, void *ctx, struct sbx_error *err)
 {
   if (!(r = pg_end_keep(tx, r, err)))
     return -1;
@@ -63,8 +62,8 @@ static PGresult *page_query(struct pg_tx *tx, const struct pg_kind *k, int64_t t
 }
 
 int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
-                 struct sbx_error *err)
+                 const char *status, const char *after, int limit, union sbx_store_cb cb,
+                 void *ctx, struct sbx_error *err)
 {
   struct pg_tx tx;
   if (pg_begin(st, &tx, tenant_id, err) < 0)

@@ -56,6 +56,7 @@ static int pg_ping(struct sbx_store *st, struct sbx_error *err)
   return pg_end(&tx, ret, err);
 }
 
+/* clang-format off */
 const struct sbx_store_ops sbx_store_postgres = {
   .name = "postgres",
   .open = pg_open,
@@ -65,3 +66,4 @@ const struct sbx_store_ops sbx_store_postgres = {
   SBX_STORE_TABLE_OPS(PG_OP)
 #undef PG_OP
 };
+/* clang-format on */

@@ -37,15 +37,41 @@
  * first use. */
 enum pg_slot {
   PGQ_PING,
-  PGQ_TENANT_ENSURE, PGQ_KEY_INSERT, PGQ_KEY_GET,
-  PGQ_SES_INSERT, PGQ_SES_GET, PGQ_SES_CURSOR, PGQ_SES_LIST, PGQ_SES_LIST_READY,
-  PGQ_SES_SET_STATUS, PGQ_SES_UPDATE, PGQ_SES_TOUCH, PGQ_SES_COUNT,
-  PGQ_EXE_INSERT, PGQ_EXE_GET, PGQ_EXE_FILES, PGQ_EXE_CURSOR, PGQ_EXE_LIST,
-  PGQ_EXE_LIST_STATUS, PGQ_EXE_START, PGQ_EXE_FINISH, PGQ_EXE_STATUS,
-  PGQ_EXE_FILE_INSERT, PGQ_EXE_FILE_GET, PGQ_EXE_COUNT,
-  PGQ_AUD_LOCK, PGQ_AUD_HEAD, PGQ_AUD_INSERT, PGQ_AUD_LIST, PGQ_AUD_ALL,
-  PGQ_USE_INSERT, PGQ_USE_BY_PROFILE, PGQ_USE_BY_PROJECT, PGQ_USE_BY_AGENT,
-  PGQ_OUT_DUE, PGQ_OUT_MARK,
+  PGQ_TENANT_ENSURE,
+  PGQ_KEY_INSERT,
+  PGQ_KEY_GET,
+  PGQ_SES_INSERT,
+  PGQ_SES_GET,
+  PGQ_SES_CURSOR,
+  PGQ_SES_LIST,
+  PGQ_SES_LIST_READY,
+  PGQ_SES_SET_STATUS,
+  PGQ_SES_UPDATE,
+  PGQ_SES_TOUCH,
+  PGQ_SES_COUNT,
+  PGQ_EXE_INSERT,
+  PGQ_EXE_GET,
+  PGQ_EXE_FILES,
+  PGQ_EXE_CURSOR,
+  PGQ_EXE_LIST,
+  PGQ_EXE_LIST_STATUS,
+  PGQ_EXE_START,
+  PGQ_EXE_FINISH,
+  PGQ_EXE_STATUS,
+  PGQ_EXE_FILE_INSERT,
+  PGQ_EXE_FILE_GET,
+  PGQ_EXE_COUNT,
+  PGQ_AUD_LOCK,
+  PGQ_AUD_HEAD,
+  PGQ_AUD_INSERT,
+  PGQ_AUD_LIST,
+  PGQ_AUD_ALL,
+  PGQ_USE_INSERT,
+  PGQ_USE_BY_PROFILE,
+  PGQ_USE_BY_PROJECT,
+  PGQ_USE_BY_AGENT,
+  PGQ_OUT_DUE,
+  PGQ_OUT_MARK,
   PGQ_NSLOTS
 };
 
@@ -144,30 +170,30 @@ struct pg_kind {
  * skips a row.  $1 tenant, $2 status or NULL, $3 after or NULL, $4 the
  * cursor's created_at, $5 limit (NULL: none). */
 #define PG_CURSOR_SQL(table) "SELECT created_at FROM " table " WHERE tenant_id = $1 AND id = $2"
-#define PG_PAGE_SQL(cols, table)                                                     \
-  "SELECT " cols " FROM " table " WHERE tenant_id = $1"                              \
-  " AND ($2::text IS NULL OR status = $2)"                                           \
-  " AND ($3::text IS NULL OR created_at < $4"                                        \
-  "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"                            \
+#define PG_PAGE_SQL(cols, table)                                                                \
+  "SELECT " cols " FROM " table " WHERE tenant_id = $1"                                         \
+  " AND ($2::text IS NULL OR status = $2)"                                                      \
+  " AND ($3::text IS NULL OR created_at < $4"                                                   \
+  "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"                                       \
   " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5"
 /* The kind of table (SBX_STORE_<TABLE>) with rows decoded by from, in
  * slots <SLOTS>_CURSOR and <SLOTS>_LIST, listing cols. */
-#define PG_KIND(TABLE, from, SLOTS, cols, name)                                      \
-  {                                                                                  \
-    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,       \
-    .cursor_sql = PG_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                   \
-    .page_sql = PG_PAGE_SQL(cols, name)                                             \
+#define PG_KIND(TABLE, from, SLOTS, cols, name)                                                 \
+  {                                                                                             \
+    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,                \
+    .cursor_sql = PG_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                               \
+    .page_sql = PG_PAGE_SQL(cols, name)                                                         \
   }
-#define PG_COUNT_SQL(table)                                                          \
+#define PG_COUNT_SQL(table)                                                                     \
   "SELECT COUNT(*) FROM " table " WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)"
 
 /* The contract of session_list/execution_list in store/store.h, for k. */
 int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
-                 struct sbx_error *err);
+                 const char *status, const char *after, int limit, union sbx_store_cb cb,
+                 void *ctx, struct sbx_error *err);
 /* Ends tx with r's outcome, then hands r's rows to the callback. */
-int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r, union sbx_store_cb cb,
-                       void *ctx, struct sbx_error *err);
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r,
+                       union sbx_store_cb cb, void *ctx, struct sbx_error *err);
 /* The tenant's rows in status (NULL: any) by a PG_COUNT_SQL statement. */
 int pg_count(struct sbx_store *st, enum pg_slot slot, const char *sql, int64_t tenant_id,
              const char *status, int64_t *count, struct sbx_error *err);

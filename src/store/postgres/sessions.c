@@ -8,8 +8,8 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define SES_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
+#define SES_COLS                                                                                \
+  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json,"          \
   " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
 
 static int session_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
@@ -83,8 +83,9 @@ int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   pp_i64(&p, tenant_id);
   pp_text(&p, id);
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_SES_GET, "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2",
-            &p, "session not found", err);
+      pg_q1(&tx, PGQ_SES_GET,
+            "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2", &p,
+            "session not found", err);
   int ret = r ? session_from_row(r, 0, out, err) : -1;
   return pg_end(&tx, ret, err);
 }
@@ -93,7 +94,8 @@ int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  return pg_list_page(st, &sessions, tenant_id, status, after, limit, (union sbx_store_cb){.session = cb}, ctx, err);
+  return pg_list_page(st, &sessions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -169,8 +171,8 @@ int pg_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, in
                     err);
 }
 
-int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err)
+int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status, int64_t *count,
+                     struct sbx_error *err)
 {
   return pg_count(st, PGQ_SES_COUNT, PG_COUNT_SQL("sessions"), tenant_id, status, count, err);
 }

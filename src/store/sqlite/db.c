@@ -33,7 +33,8 @@ int sq_stmt(struct sbx_store *st, enum sq_slot slot, const char *sql, sqlite3_st
             struct sbx_error *err)
 {
   if (!st->stmt[slot]) {
-    int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[slot], NULL);
+    int rc =
+        sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[slot], NULL);
     if (rc != SQLITE_OK)
       return sq_fail(st, rc, "prepare", err);
   }

@@ -13,15 +13,15 @@
 #include "store/sqlite/sqlite_int.h"
 
 /* Full rows (get) carry the output; list rows select NULL in its place. */
-#define EXE_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"  \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
+#define EXE_COLS                                                                                \
+  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
+  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
+  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
   " error_json, created_at, started_at, finished_at, updated_at"
-#define EXE_SUMMARY_COLS                                                                \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"      \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
+#define EXE_SUMMARY_COLS                                                                        \
+  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
+  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
+  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
   " error_json, created_at, started_at, finished_at, updated_at"
 
 static void exec_scalars(sqlite3_stmt *s, struct sbx_execution_row *out)
@@ -196,7 +196,8 @@ int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *statu
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  return sq_list_page(st, &executions, tenant_id, status, after, limit, (union sbx_store_cb){.execution = cb}, ctx, err);
+  return sq_list_page(st, &executions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -305,10 +306,11 @@ int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *i
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_FILE_GET,
-              "SELECT f.content FROM execution_files f JOIN executions e ON e.id = f.execution_id"
-              " WHERE e.tenant_id = ? AND e.id = ? AND f.path = ?",
-              &s, err) < 0)
+  if (sq_stmt(
+          st, SQ_EXE_FILE_GET,
+          "SELECT f.content FROM execution_files f JOIN executions e ON e.id = f.execution_id"
+          " WHERE e.tenant_id = ? AND e.id = ? AND f.path = ?",
+          &s, err) < 0)
     return -1;
   sqlite3_bind_int64(s, 1, tenant_id);
   sq_bind_text(s, 2, id);

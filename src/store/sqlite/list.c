@@ -68,8 +68,8 @@ static int page_locked(struct sbx_store *st, const struct sq_kind *k, int64_t te
 }
 
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
-                 struct sbx_error *err)
+                 const char *status, const char *after, int limit, union sbx_store_cb cb,
+                 void *ctx, struct sbx_error *err)
 {
   struct sq_rows rows = {.elem = sbx_store_row_size(k->table)};
   int ret = page_locked(st, k, tenant_id, status, after, limit, &rows, err);
@@ -112,8 +112,9 @@ int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t t
 }
 
 int sq_get_one(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
-               const char *id, int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err),
-               void *out, const char *what, struct sbx_error *err)
+               const char *id,
+               int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err), void *out,
+               const char *what, struct sbx_error *err)
 {
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, slot, sql, &s, err) < 0)

@@ -6,8 +6,8 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-#define SES_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
+#define SES_COLS                                                                                \
+  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json,"          \
   " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
 
 static int session_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
@@ -42,7 +42,8 @@ int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_SES_INSERT,
-              "INSERT INTO sessions (" SES_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              "INSERT INTO sessions (" SES_COLS
+              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
@@ -70,8 +71,8 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   return sq_get_one(st, SQ_SES_GET,
-                    "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?", tenant_id,
-                    id, session_from_row, out, "session", err);
+                    "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?",
+                    tenant_id, id, session_from_row, out, "session", err);
 }
 
 static const struct sq_kind sessions =
@@ -81,7 +82,8 @@ int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  return sq_list_page(st, &sessions, tenant_id, status, after, limit, (union sbx_store_cb){.session = cb}, ctx, err);
+  return sq_list_page(st, &sessions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -152,7 +154,8 @@ int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, in
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_SES_TOUCH,
-              "UPDATE sessions SET last_used_at = ? WHERE tenant_id = ? AND id = ?", &s, err) < 0)
+              "UPDATE sessions SET last_used_at = ? WHERE tenant_id = ? AND id = ?", &s,
+              err) < 0)
     return -1;
   sqlite3_bind_int64(s, 1, now);
   sqlite3_bind_int64(s, 2, tenant_id);
@@ -160,8 +163,8 @@ int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, in
   return update_one(st, s, "touch session", err);
 }
 
-int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err)
+int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status, int64_t *count,
+                     struct sbx_error *err)
 {
   return sq_count(st, SQ_SES_COUNT, SQ_COUNT_SQL("sessions"), tenant_id, status, count, err);
 }

@@ -104,6 +104,7 @@ static int sqlite_ping(struct sbx_store *st, struct sbx_error *err)
   return 0;
 }
 
+/* clang-format off */
 const struct sbx_store_ops sbx_store_sqlite = {
   .name = "sqlite",
   .open = sqlite_open,
@@ -113,3 +114,4 @@ const struct sbx_store_ops sbx_store_sqlite = {
   SBX_STORE_TABLE_OPS(SQ_OP)
 #undef SQ_OP
 };
+/* clang-format on */

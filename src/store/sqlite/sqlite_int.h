@@ -18,17 +18,47 @@
 
 /* Cached statements: one slot per query, prepared on first use. */
 enum sq_slot {
-  SQ_BEGIN, SQ_COMMIT, SQ_ROLLBACK, SQ_PING,
-  SQ_TENANT_BY_NAME, SQ_TENANT_NEXT_ID, SQ_TENANT_INSERT,
-  SQ_KEY_INSERT, SQ_KEY_GET,
-  SQ_SES_INSERT, SQ_SES_GET, SQ_SES_CURSOR, SQ_SES_LIST, SQ_SES_LIST_READY,
-  SQ_SES_SET_STATUS, SQ_SES_UPDATE, SQ_SES_TOUCH, SQ_SES_COUNT,
-  SQ_EXE_INSERT, SQ_EXE_GET, SQ_EXE_FILES, SQ_EXE_CURSOR, SQ_EXE_LIST,
-  SQ_EXE_LIST_STATUS, SQ_EXE_START, SQ_EXE_FINISH, SQ_EXE_EXISTS,
-  SQ_EXE_FILE_INSERT, SQ_EXE_FILE_GET, SQ_EXE_COUNT,
-  SQ_AUD_LAST, SQ_AUD_INSERT, SQ_AUD_LIST, SQ_AUD_SCAN,
-  SQ_USE_INSERT, SQ_USE_BY_PROFILE, SQ_USE_BY_PROJECT, SQ_USE_BY_AGENT,
-  SQ_OUT_DUE, SQ_OUT_DELIVERED, SQ_OUT_RETRY,
+  SQ_BEGIN,
+  SQ_COMMIT,
+  SQ_ROLLBACK,
+  SQ_PING,
+  SQ_TENANT_BY_NAME,
+  SQ_TENANT_NEXT_ID,
+  SQ_TENANT_INSERT,
+  SQ_KEY_INSERT,
+  SQ_KEY_GET,
+  SQ_SES_INSERT,
+  SQ_SES_GET,
+  SQ_SES_CURSOR,
+  SQ_SES_LIST,
+  SQ_SES_LIST_READY,
+  SQ_SES_SET_STATUS,
+  SQ_SES_UPDATE,
+  SQ_SES_TOUCH,
+  SQ_SES_COUNT,
+  SQ_EXE_INSERT,
+  SQ_EXE_GET,
+  SQ_EXE_FILES,
+  SQ_EXE_CURSOR,
+  SQ_EXE_LIST,
+  SQ_EXE_LIST_STATUS,
+  SQ_EXE_START,
+  SQ_EXE_FINISH,
+  SQ_EXE_EXISTS,
+  SQ_EXE_FILE_INSERT,
+  SQ_EXE_FILE_GET,
+  SQ_EXE_COUNT,
+  SQ_AUD_LAST,
+  SQ_AUD_INSERT,
+  SQ_AUD_LIST,
+  SQ_AUD_SCAN,
+  SQ_USE_INSERT,
+  SQ_USE_BY_PROFILE,
+  SQ_USE_BY_PROJECT,
+  SQ_USE_BY_AGENT,
+  SQ_OUT_DUE,
+  SQ_OUT_DELIVERED,
+  SQ_OUT_RETRY,
   SQ_NSLOTS
 };
 
@@ -121,31 +151,32 @@ struct sq_kind {
  * skips a row.  Binds ?1 tenant, ?2 status or NULL, ?3 after or NULL,
  * ?4 the cursor's created_at, ?5 limit (-1: none). */
 #define SQ_CURSOR_SQL(table) "SELECT created_at FROM " table " WHERE tenant_id = ? AND id = ?"
-#define SQ_PAGE_SQL(cols, table)                                                     \
-  "SELECT " cols " FROM " table " WHERE tenant_id = ?1"                              \
-  " AND (?2 IS NULL OR status = ?2)"                                                 \
-  " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"            \
+#define SQ_PAGE_SQL(cols, table)                                                                \
+  "SELECT " cols " FROM " table " WHERE tenant_id = ?1"                                         \
+  " AND (?2 IS NULL OR status = ?2)"                                                            \
+  " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"                       \
   " ORDER BY created_at DESC, id DESC LIMIT ?5"
 /* The kind of table (SBX_STORE_<TABLE>) with rows decoded by from, in
  * slots <SLOTS>_CURSOR and <SLOTS>_LIST, listing cols. */
-#define SQ_KIND(TABLE, from, SLOTS, cols, name)                                      \
-  {                                                                                  \
-    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,       \
-    .cursor_sql = SQ_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                   \
-    .page_sql = SQ_PAGE_SQL(cols, name)                                             \
+#define SQ_KIND(TABLE, from, SLOTS, cols, name)                                                 \
+  {                                                                                             \
+    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,                \
+    .cursor_sql = SQ_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                               \
+    .page_sql = SQ_PAGE_SQL(cols, name)                                                         \
   }
-#define SQ_COUNT_SQL(table)                                                          \
+#define SQ_COUNT_SQL(table)                                                                     \
   "SELECT COUNT(*) FROM " table " WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)"
 
 /* The contract of session_list/execution_list in store/store.h, for k. */
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
-                 const char *status, const char *after, int limit, union sbx_store_cb cb, void *ctx,
-                 struct sbx_error *err);
+                 const char *status, const char *after, int limit, union sbx_store_cb cb,
+                 void *ctx, struct sbx_error *err);
 /* The tenant's row id by sql (?1 tenant, ?2 id), decoded by from_row into
  * out; "<what> not found" is SBX_E_NOT_FOUND.  Caller holds the lock. */
 int sq_get_one(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
-               const char *id, int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err),
-               void *out, const char *what, struct sbx_error *err);
+               const char *id,
+               int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err), void *out,
+               const char *what, struct sbx_error *err);
 /* Every row sql selects (any tenant), status bound as ?1 unless NULL. */
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
                 const char *sql, const char *status, union sbx_store_cb cb, void *ctx,
