@@ -28,6 +28,15 @@ union sbx_store_cb {
   sbx_session_cb session;
   sbx_execution_cb execution;
 };
+/* A backend's list kind (struct sq_kind, pg_kind) for TABLE (SESSIONS,
+ * EXECUTIONS): rows decoded by from, statements in slots SLOTS_CURSOR and
+ * SLOTS_LIST made by the backend's B_CURSOR_SQL/B_PAGE_SQL, listing cols. */
+#define SBX_STORE_KIND(B, TABLE, from, SLOTS, cols, name)                                       \
+  {                                                                                             \
+    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,                \
+    .cursor_sql = B##_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                              \
+    .page_sql = B##_PAGE_SQL(cols, name)                                                        \
+  }
 /* "sessions", "executions" (messages). */
 const char *sbx_store_table_name(enum sbx_store_table t);
 size_t sbx_store_row_size(enum sbx_store_table t);

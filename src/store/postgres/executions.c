@@ -60,7 +60,7 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
 
 /* Listings carry summary rows (no output). */
 static const struct pg_kind executions =
-    PG_KIND(EXECUTIONS, exec_from_row, PGQ_EXE, EXE_SUMMARY_COLS, "executions");
+    SBX_STORE_KIND(PG, EXECUTIONS, exec_from_row, PGQ_EXE, EXE_SUMMARY_COLS, "executions");
 
 /* The 13 outcome columns, in table order from exit_code to error_json
  * (insert and finish write the same set). */

@@ -176,14 +176,6 @@ struct pg_kind {
   " AND ($3::text IS NULL OR created_at < $4"                                                   \
   "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"                                       \
   " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5"
-/* The kind of table (SBX_STORE_<TABLE>) with rows decoded by from, in
- * slots <SLOTS>_CURSOR and <SLOTS>_LIST, listing cols. */
-#define PG_KIND(TABLE, from, SLOTS, cols, name)                                                 \
-  {                                                                                             \
-    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,                \
-    .cursor_sql = PG_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                               \
-    .page_sql = PG_PAGE_SQL(cols, name)                                                         \
-  }
 #define PG_COUNT_SQL(table)                                                                     \
   "SELECT COUNT(*) FROM " table " WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)"
 

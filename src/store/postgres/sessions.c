@@ -39,7 +39,7 @@ static int session_from_row(const PGresult *r, int i, void *row, struct sbx_erro
 }
 
 static const struct pg_kind sessions =
-    PG_KIND(SESSIONS, session_from_row, PGQ_SES, SES_COLS, "sessions");
+    SBX_STORE_KIND(PG, SESSIONS, session_from_row, PGQ_SES, SES_COLS, "sessions");
 
 int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
                       struct sbx_error *err)

@@ -190,7 +190,7 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
 }
 
 static const struct sq_kind executions =
-    SQ_KIND(EXECUTIONS, exec_from_row, SQ_EXE, EXE_SUMMARY_COLS, "executions");
+    SBX_STORE_KIND(SQ, EXECUTIONS, exec_from_row, SQ_EXE, EXE_SUMMARY_COLS, "executions");
 
 int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,

@@ -76,7 +76,7 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
 }
 
 static const struct sq_kind sessions =
-    SQ_KIND(SESSIONS, session_from_row, SQ_SES, SES_COLS, "sessions");
+    SBX_STORE_KIND(SQ, SESSIONS, session_from_row, SQ_SES, SES_COLS, "sessions");
 
 int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,

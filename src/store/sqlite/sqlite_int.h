@@ -156,14 +156,6 @@ struct sq_kind {
   " AND (?2 IS NULL OR status = ?2)"                                                            \
   " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"                       \
   " ORDER BY created_at DESC, id DESC LIMIT ?5"
-/* The kind of table (SBX_STORE_<TABLE>) with rows decoded by from, in
- * slots <SLOTS>_CURSOR and <SLOTS>_LIST, listing cols. */
-#define SQ_KIND(TABLE, from, SLOTS, cols, name)                                                 \
-  {                                                                                             \
-    .table = SBX_STORE_##TABLE, .from_row = from, .cursor_slot = SLOTS##_CURSOR,                \
-    .cursor_sql = SQ_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                               \
-    .page_sql = SQ_PAGE_SQL(cols, name)                                                         \
-  }
 #define SQ_COUNT_SQL(table)                                                                     \
   "SELECT COUNT(*) FROM " table " WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)"
 
