@@ -170,13 +170,10 @@ int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   struct pg_tx tx;
   if (pg_begin(st, &tx, tenant_id, err) < 0)
     return -1;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, id);
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_EXE_GET,
-            "SELECT " EXE_COLS " FROM executions WHERE tenant_id = $1 AND id = $2", &p,
-            "execution not found", err);
+      pg_get_one(&tx, PGQ_EXE_GET,
+                 "SELECT " EXE_COLS " FROM executions WHERE tenant_id = $1 AND id = $2",
+                 tenant_id, id, "execution not found", err);
   int ret = r ? exec_from_row(r, 0, out, err) : -1;
   if (ret == 0 && load_files(&tx, out, err) < 0) {
     sbx_execution_row_free(out);

@@ -86,3 +86,12 @@ int pg_count(struct sbx_store *st, enum pg_slot slot, const char *sql, int64_t t
     *count = pr_i64(r, 0, 0);
   return pg_end(&tx, r ? 0 : -1, err);
 }
+
+PGresult *pg_get_one(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t tenant_id,
+                     const char *id, const char *not_found, struct sbx_error *err)
+{
+  struct pg_params p = {0};
+  pp_i64(&p, tenant_id);
+  pp_text(&p, id);
+  return pg_q1(tx, slot, sql, &p, not_found, err);
+}

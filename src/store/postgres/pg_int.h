@@ -183,6 +183,9 @@ struct pg_kind {
 int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
                  const char *status, const char *after, int limit, union sbx_store_cb cb,
                  void *ctx, struct sbx_error *err);
+/* The tenant's row id by sql ($1 tenant, $2 id): pg_q1 with not_found. */
+PGresult *pg_get_one(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t tenant_id,
+                     const char *id, const char *not_found, struct sbx_error *err);
 /* Ends tx with r's outcome, then hands r's rows to the callback. */
 int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r,
                        union sbx_store_cb cb, void *ctx, struct sbx_error *err);

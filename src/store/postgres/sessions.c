@@ -79,13 +79,10 @@ int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   struct pg_tx tx;
   if (pg_begin(st, &tx, tenant_id, err) < 0)
     return -1;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, id);
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_SES_GET,
-            "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2", &p,
-            "session not found", err);
+      pg_get_one(&tx, PGQ_SES_GET,
+                 "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2", tenant_id,
+                 id, "session not found", err);
   int ret = r ? session_from_row(r, 0, out, err) : -1;
   return pg_end(&tx, ret, err);
 }
