@@ -280,3 +280,17 @@ int sbx_cli_take_program(struct sbx_cli_args *a, const char *verb, const char *l
     return sbx_cli_usage(verb, "nothing to run: %s", nothing);
   return -1;
 }
+
+int sbx_cli_parse_verb(struct sbx_cli *cli, int argc, char **argv, const struct sbx_cli_verb *v,
+                       void *o)
+{
+  struct sbx_cli_args a;
+  sbx_cli_split(argc, argv, v->display_name, &a);
+  int c, rc;
+  while ((c = sbx_cli_getopt(&a, v->optstring, v->longopts)) != -1) {
+    rc = c == SBX_OPT_POSITIONAL ? v->positional(&a, o) : v->opt(cli, o, c);
+    if (rc >= 0)
+      return rc;
+  }
+  return v->check(&a, o);
+}

@@ -147,6 +147,20 @@ json_t *sbx_cli_row(json_t *obj, const char *const *keys, size_t n);
 int sbx_cli_ls(struct sbx_cli *cli, const char *path, const char *key, bool json,
                const char *const *headers, size_t ncols, json_t *(*row)(json_t *elem));
 
+/* A verb's parse: options (optstring, longopts) one by one to opt,
+ * positionals to positional, then check on what is left; each returns -1
+ * to go on, else the exit code.  o is the verb's own options struct. */
+struct sbx_cli_verb {
+  const char *display_name; /* "sbx run" */
+  const char *optstring;
+  const struct option *longopts;
+  int (*opt)(struct sbx_cli *cli, void *o, int c);
+  int (*positional)(struct sbx_cli_args *a, void *o);
+  int (*check)(struct sbx_cli_args *a, void *o);
+};
+int sbx_cli_parse_verb(struct sbx_cli *cli, int argc, char **argv, const struct sbx_cli_verb *v,
+                       void *o);
+
 /* What `run`/`exec` runs, from the positionals left after the options:
  * with --lang, its CODE (the one positional, unless --code gave it);
  * else PROGRAM [ARGS…] after "--" into *argv and *argc.  -1 when there is

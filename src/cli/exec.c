@@ -67,8 +67,9 @@ struct exec_opts {
 };
 
 /* One option; returns -1 to go on, else an exit code. */
-static int take_opt(struct sbx_cli *cli, struct exec_opts *o, int c)
+static int take_opt(struct sbx_cli *cli, void *ud, int c)
 {
+  struct exec_opts *o = ud;
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
@@ -106,8 +107,9 @@ static int take_opt(struct sbx_cli *cli, struct exec_opts *o, int c)
 }
 
 /* ID first; then CODE with --lang, else the start of the program's argv. */
-static int take_positional(struct sbx_cli_args *a, struct exec_opts *o)
+static int take_positional(struct sbx_cli_args *a, void *ud)
 {
+  struct exec_opts *o = ud;
   if (!o->id)
     o->id = optarg;
   else if (!o->lang)
@@ -133,8 +135,9 @@ static int check_tty(struct exec_opts *o)
   return -1;
 }
 
-static int check_positionals(struct sbx_cli_args *a, struct exec_opts *o)
+static int check_positionals(struct sbx_cli_args *a, void *ud)
 {
+  struct exec_opts *o = ud;
   if (!o->id)
     return sbx_cli_usage("exec", "wants a session ID (see `sbx session ls`)");
   if (check_tty(o) >= 0)
@@ -145,15 +148,9 @@ static int check_positionals(struct sbx_cli_args *a, struct exec_opts *o)
 
 static int parse(struct sbx_cli *cli, int argc, char **argv, struct exec_opts *o)
 {
-  struct sbx_cli_args a;
-  sbx_cli_split(argc, argv, "sbx exec", &a);
-  int c, rc;
-  while ((c = sbx_cli_getopt(&a, "+hitw:e:l:", longopts)) != -1) {
-    rc = c == SBX_OPT_POSITIONAL ? take_positional(&a, o) : take_opt(cli, o, c);
-    if (rc >= 0)
-      return rc;
-  }
-  return check_positionals(&a, o);
+  static const struct sbx_cli_verb verb = {"sbx exec", "+hitw:e:l:",    longopts,
+                                           take_opt,   take_positional, check_positionals};
+  return sbx_cli_parse_verb(cli, argc, argv, &verb, o);
 }
 
 static int build_body(struct exec_opts *o, json_t *body, struct sbx_error *err)

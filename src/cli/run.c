@@ -109,8 +109,9 @@ static int append_string(json_t **arr, const char *s)
 }
 
 /* One option; returns -1 to go on, else an exit code. */
-static int take_opt(struct sbx_cli *cli, struct run_opts *o, int c)
+static int take_opt(struct sbx_cli *cli, void *ud, int c)
 {
+  struct run_opts *o = ud;
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
@@ -166,8 +167,9 @@ static int take_opt(struct sbx_cli *cli, struct run_opts *o, int c)
 }
 
 /* A non-option: CODE with --lang, else the start of the program's argv. */
-static int take_positional(struct sbx_cli_args *a, struct run_opts *o)
+static int take_positional(struct sbx_cli_args *a, void *ud)
 {
+  struct run_opts *o = ud;
   if (!o->lang) {
     sbx_cli_take_tail(a, &o->argv, &o->argc);
     return -1;
@@ -178,8 +180,9 @@ static int take_positional(struct sbx_cli_args *a, struct run_opts *o)
   return -1;
 }
 
-static int check_positionals(struct sbx_cli_args *a, struct run_opts *o)
+static int check_positionals(struct sbx_cli_args *a, void *ud)
 {
+  struct run_opts *o = ud;
   int rc = sbx_cli_take_program(a, "run", o->lang, &o->code, o->stdin_file, &o->argv, &o->argc,
                                 "give --lang LANG CODE or -- PROGRAM [ARGS…]");
   if (rc < 0 && o->lang && strcmp(o->lang, "python") && strcmp(o->lang, "node") &&
@@ -190,15 +193,9 @@ static int check_positionals(struct sbx_cli_args *a, struct run_opts *o)
 
 static int parse(struct sbx_cli *cli, int argc, char **argv, struct run_opts *o)
 {
-  struct sbx_cli_args a;
-  sbx_cli_split(argc, argv, "sbx run", &a);
-  int c, rc;
-  while ((c = sbx_cli_getopt(&a, "+hl:p:e:", longopts)) != -1) {
-    rc = c == SBX_OPT_POSITIONAL ? take_positional(&a, o) : take_opt(cli, o, c);
-    if (rc >= 0)
-      return rc;
-  }
-  return check_positionals(&a, o);
+  static const struct sbx_cli_verb verb = {"sbx run", "+hl:p:e:",      longopts,
+                                           take_opt,  take_positional, check_positionals};
+  return sbx_cli_parse_verb(cli, argc, argv, &verb, o);
 }
 
 /* --file LOCAL[:REMOTE] → {path, content, encoding}. */
