@@ -21,6 +21,30 @@
   X(usage_insert) X(usage_query) X(outbox_due) X(outbox_mark)
 /* clang-format on */
 
+/* The columns of each table, in the order both backends select them
+ * (column numbers in their from_row decoders follow this order). */
+#define SES_COLS                                                                                \
+  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json,"          \
+  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
+/* Full rows (get) carry the output; list rows select NULL in its place. */
+#define EXE_COLS                                                                                \
+  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
+  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
+  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
+  " error_json, created_at, started_at, finished_at, updated_at"
+#define EXE_SUMMARY_COLS                                                                        \
+  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
+  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
+  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
+  " error_json, created_at, started_at, finished_at, updated_at"
+#define AUD_COLS                                                                                \
+  "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, "                     \
+  "prev_hash, hash"
+#define USE_COLS                                                                                \
+  "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"          \
+  " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"          \
+  " next_attempt_at, delivered_at, last_error"
+
 /* The tables the backends' list ops page through (each backend's list.c),
  * with what differs between them: the row type and the callback. */
 enum sbx_store_table { SBX_STORE_SESSIONS, SBX_STORE_EXECUTIONS };

@@ -18,9 +18,6 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define AUD_COLS                                                                                \
-  "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, "                     \
-  "prev_hash, hash"
 #define AUD_SCAN_PAGE 512
 
 static int64_t wall_ms(void)
@@ -194,11 +191,6 @@ int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void
 }
 
 /* ---- usage records and the outbox ---- */
-
-#define USE_COLS                                                                                \
-  "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"          \
-  " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"          \
-  " next_attempt_at, delivered_at, last_error"
 
 int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err)
 {

@@ -13,17 +13,6 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define EXE_COLS                                                                                \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
-  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at"
-#define EXE_SUMMARY_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
-  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at"
-
 static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
 {
   struct sbx_execution_row *out = row;

@@ -12,18 +12,6 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-/* Full rows (get) carry the output; list rows select NULL in its place. */
-#define EXE_COLS                                                                                \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
-  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at"
-#define EXE_SUMMARY_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
-  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at"
-
 static void exec_scalars(sqlite3_stmt *s, struct sbx_execution_row *out)
 {
   sq_col_copy(s, 0, out->id, sizeof out->id);

@@ -6,10 +6,6 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-#define SES_COLS                                                                                \
-  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json,"          \
-  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
-
 static int session_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
 {
   struct sbx_session_row *out = row;
