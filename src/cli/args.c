@@ -294,3 +294,18 @@ int sbx_cli_parse_verb(struct sbx_cli *cli, int argc, char **argv, const struct 
   }
   return v->check(&a, o);
 }
+
+int sbx_cli_set_program(json_t *body, const char *lang, const char *code, char **argv, int argc,
+                        struct sbx_error *err)
+{
+  if (lang) {
+    json_object_set_new(body, "language", json_string(lang));
+    return sbx_cli_set_code(body, code, SBX_CLI_MAX_INPUT, err);
+  }
+  json_t *cmd = json_array();
+  json_object_set_new(body, "command", cmd);
+  for (int i = 0; i < argc; i++)
+    if (json_array_append_new(cmd, json_string(argv[i])) < 0)
+      return sbx_err_field(err, "command", "argument %d is not valid UTF-8", i);
+  return 0;
+}

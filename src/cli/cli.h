@@ -112,6 +112,13 @@ int sbx_cli_set_text_file(json_t *body, const char *key, const char *path, size_
                           struct sbx_error *err);
 /* body["code"] = code, or the text read from stdin when code is "-". */
 int sbx_cli_set_code(json_t *body, const char *code, size_t max, struct sbx_error *err);
+/* The ceiling on what run/exec read from a file or stdin: code, stdin or
+ * one --file. */
+#define SBX_CLI_MAX_INPUT (64u * 1024 * 1024)
+/* What to run into body: "language" + "code" with lang, else "command"
+ * from argv[0..argc). */
+int sbx_cli_set_program(json_t *body, const char *lang, const char *code, char **argv, int argc,
+                        struct sbx_error *err);
 
 /* --- results (result.c) --- */
 

@@ -8,7 +8,6 @@
 #include "cli/cli.h"
 #include "common/cleanup.h"
 
-#define SBX_CLI_MAX_INPUT (64u * 1024 * 1024)
 
 static const char help[] =
     "Usage: sbx exec [OPTIONS] ID -- PROGRAM [ARGS…]\n"
@@ -155,17 +154,8 @@ static int parse(struct sbx_cli *cli, int argc, char **argv, struct exec_opts *o
 
 static int build_body(struct exec_opts *o, json_t *body, struct sbx_error *err)
 {
-  if (o->lang) {
-    json_object_set_new(body, "language", json_string(o->lang));
-    if (sbx_cli_set_code(body, o->code, SBX_CLI_MAX_INPUT, err) < 0)
-      return -1;
-  } else {
-    json_t *cmd = json_array();
-    json_object_set_new(body, "command", cmd);
-    for (int i = 0; i < o->argc; i++)
-      if (json_array_append_new(cmd, json_string(o->argv[i])) < 0)
-        return sbx_err_field(err, "command", "argument %d is not valid UTF-8", i);
-  }
+  if (sbx_cli_set_program(body, o->lang, o->code, o->argv, o->argc, err) < 0)
+    return -1;
   if (o->stdin_file &&
       sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
     return -1;

@@ -14,7 +14,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-#define SBX_CLI_MAX_INPUT (64u * 1024 * 1024) /* code, stdin or one --file */
 #define WAIT_S 30
 
 static const char help[] =
@@ -271,17 +270,8 @@ static int build_body(struct run_opts *o, json_t *body, struct sbx_error *err)
     json_object_set_new(body, "profile", json_string(o->profile));
   if (o->image)
     json_object_set_new(body, "image", json_string(o->image));
-  if (o->lang) {
-    json_object_set_new(body, "language", json_string(o->lang));
-    if (sbx_cli_set_code(body, o->code, SBX_CLI_MAX_INPUT, err) < 0)
-      return -1;
-  } else {
-    json_t *cmd = json_array();
-    json_object_set_new(body, "command", cmd);
-    for (int i = 0; i < o->argc; i++)
-      if (json_array_append_new(cmd, json_string(o->argv[i])) < 0)
-        return sbx_err_field(err, "command", "argument %d is not valid UTF-8", i);
-  }
+  if (sbx_cli_set_program(body, o->lang, o->code, o->argv, o->argc, err) < 0)
+    return -1;
   if (o->files && add_files(o, body, err) < 0)
     return -1;
   if (o->collect)
