@@ -8,7 +8,6 @@
 #include "cli/cli.h"
 #include "common/cleanup.h"
 
-
 static const char help[] =
     "Usage: sbx exec [OPTIONS] ID -- PROGRAM [ARGS…]\n"
     "       sbx exec [OPTIONS] --lang python|node|bash ID CODE\n"
