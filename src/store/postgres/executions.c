@@ -78,11 +78,7 @@ int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
-  pp_text(&p, row->id);
-  pp_i64(&p, row->tenant_id);
-  pp_text(&p, row->status);
-  pp_text(&p, row->reason);
-  pp_text(&p, row->profile);
+  pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
   pp_text(&p, row->request_json);
   pp_text(&p, row->metadata_json);
   pp_outcome(&p, row); /* $8 … $20 */

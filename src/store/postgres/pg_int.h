@@ -103,6 +103,10 @@ struct pg_params {
   char num[PG_MAXP][32];
 };
 void pp_text(struct pg_params *p, const char *s); /* NULL → SQL NULL */
+/* The first five columns sessions and executions share: id, tenant_id,
+ * status, reason, profile. */
+void pp_head(struct pg_params *p, const char *id, int64_t tenant_id, const char *status,
+             const char *reason, const char *profile);
 void pp_i64(struct pg_params *p, int64_t v);
 void pp_f64(struct pg_params *p, double v);
 void pp_bool(struct pg_params *p, bool v);

@@ -240,6 +240,16 @@ static int slot_of(struct pg_params *p)
   return p->n++;
 }
 
+void pp_head(struct pg_params *p, const char *id, int64_t tenant_id, const char *status,
+             const char *reason, const char *profile)
+{
+  pp_text(p, id);
+  pp_i64(p, tenant_id);
+  pp_text(p, status);
+  pp_text(p, reason);
+  pp_text(p, profile);
+}
+
 void pp_text(struct pg_params *p, const char *s)
 {
   int i = slot_of(p);

@@ -45,11 +45,7 @@ int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
-  pp_text(&p, row->id);
-  pp_i64(&p, row->tenant_id);
-  pp_text(&p, row->status);
-  pp_text(&p, row->reason);
-  pp_text(&p, row->profile);
+  pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
   pp_text(&p, row->runtime);
   pp_text(&p, row->image);
   pp_text(&p, row->limits_json);

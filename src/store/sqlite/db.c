@@ -137,6 +137,16 @@ int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *er
   return sbx_err_set(err, code, 0, "store: %s: %s", what, detail);
 }
 
+void sq_bind_head(sqlite3_stmt *s, const char *id, int64_t tenant_id, const char *status,
+                  const char *reason, const char *profile)
+{
+  sq_bind_text(s, 1, id);
+  sqlite3_bind_int64(s, 2, tenant_id);
+  sq_bind_text(s, 3, status);
+  sq_bind_text(s, 4, reason);
+  sq_bind_text(s, 5, profile);
+}
+
 int sq_bind_text(sqlite3_stmt *s, int i, const char *v)
 {
   if (!v)

@@ -89,11 +89,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
-  sq_bind_text(s, 1, row->id);
-  sqlite3_bind_int64(s, 2, row->tenant_id);
-  sq_bind_text(s, 3, row->status);
-  sq_bind_text(s, 4, row->reason);
-  sq_bind_text(s, 5, row->profile);
+  sq_bind_head(s, row->id, row->tenant_id, row->status, row->reason, row->profile);
   sq_bind_text(s, 6, row->request_json);
   sq_bind_text(s, 7, row->metadata_json);
   bind_outcome(s, 8, row); /* ?8 … ?20 */

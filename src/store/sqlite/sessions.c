@@ -43,11 +43,7 @@ int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
-  sq_bind_text(s, 1, row->id);
-  sqlite3_bind_int64(s, 2, row->tenant_id);
-  sq_bind_text(s, 3, row->status);
-  sq_bind_text(s, 4, row->reason);
-  sq_bind_text(s, 5, row->profile);
+  sq_bind_head(s, row->id, row->tenant_id, row->status, row->reason, row->profile);
   sq_bind_text(s, 6, row->runtime);
   sq_bind_text(s, 7, row->image);
   sq_bind_text(s, 8, row->limits_json);

@@ -116,6 +116,10 @@ int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *er
 /* Binding helpers: NULL text binds SQL NULL; a zero-length blob binds an
  * empty blob (not NULL). */
 int sq_bind_text(sqlite3_stmt *s, int i, const char *v);
+/* ?1…?5: the first five columns sessions and executions share (id,
+ * tenant_id, status, reason, profile). */
+void sq_bind_head(sqlite3_stmt *s, const char *id, int64_t tenant_id, const char *status,
+                  const char *reason, const char *profile);
 int sq_bind_blob(sqlite3_stmt *s, int i, const void *v, size_t n);
 
 /* Column helpers. */
