@@ -47,7 +47,7 @@ static void on_probed(void *ctx, const struct sbx_driver *d, bool ok)
 static void on_ready(void *ctx, const struct sbx_profile *p)
 {
   (void)ctx;
-  if (p->pool_size > 0 && p->driver->prewarm)
+  if (p->pool_size > 0 && sbx_driver_has(p->driver, prewarm))
     p->driver->prewarm(p->name, &p->defaults);
 }
 
@@ -123,7 +123,8 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
       .unsafe_process_enabled = cfg->unsafe_process_driver,
       .probe_timeout_ms = (cfg->probe_timeout_s ? cfg->probe_timeout_s : 10) * 1000u,
       .kvm_probe_timeout_ms = (cfg->gvisor_kvm_timeout_s ? cfg->gvisor_kvm_timeout_s : 2) * 1000u,
-      .kvm_off = cfg->gvisor_kvm_off};
+      .kvm_off = cfg->gvisor_kvm_off, .settings = cfg->driver_settings,
+      .nsettings = cfg->ndriver_settings};
   if (sbx_profiles_build(cfg->profiles, cfg->nprofiles, cfg->default_profile, &core->profiles,
                          err) < 0)
     goto fail;
@@ -175,7 +176,7 @@ void sbx_core_stop(struct sbx_core *core)
   sbx_watch_drain(2000);
   sbx_core_net_stop(core); /* after every sandbox was detached */
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
-    if ((*d)->shutdown)
+    if (sbx_driver_has(*d, shutdown))
       (*d)->shutdown();
   sbx_obs_core_stop(core); /* issue 8: after the last run recorded its usage */
 }

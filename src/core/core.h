@@ -58,6 +58,10 @@ struct sbx_core_config {
    * profile still probing waits up to probe_wait_s, then 503s.  0: 10, 5, 2. */
   unsigned probe_timeout_s, probe_wait_s, gvisor_kvm_timeout_s;
   bool gvisor_kvm_off;
+  /* The drivers' own settings ([driver] in the config file), handed to
+   * them in sbx_driver_env; the array lives as long as the core. */
+  const struct sbx_driver_setting *driver_settings;
+  size_t ndriver_settings;
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,

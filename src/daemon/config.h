@@ -12,6 +12,11 @@
 #include "common/log.h"
 #include "core/profile.h"
 #include "core/quota.h"
+#include "runtime/driver.h"
+
+/* Driver settings ([driver] in the config file, SANDBOXD_* in the
+ * environment), handed to the drivers in sbx_driver_env. */
+#define SBX_CONFIG_DRIVER_KEYS 7
 
 struct sbx_config {
   char listen[256];
@@ -56,9 +61,14 @@ struct sbx_config {
   unsigned gvisor_kvm_timeout_s; /* bound of runsc's KVM probe (2) */
   bool gvisor_kvm_off;          /* gvisor_kvm = off: as if /dev/kvm were absent */
   char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
+  char driver_values[SBX_CONFIG_DRIVER_KEYS][256]; /* "" = unset; see config.c driver_keys */
 };
 
 void sbx_config_defaults(struct sbx_config *c);
+/* The driver settings that are set, as the drivers get them (pointing
+ * into c): how many were written to out (at most max). */
+size_t sbx_config_driver_settings(const struct sbx_config *c, struct sbx_driver_setting *out,
+                                  size_t max);
 /* Frees what the settings allocated (the resolve pins). */
 void sbx_config_release(struct sbx_config *c);
 /* Reads the file (if c->config_file is set). */

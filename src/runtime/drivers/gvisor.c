@@ -279,10 +279,10 @@ static int choose_platform(const struct sbx_driver_env *env, char *why, size_t w
   unsigned kvm_ms = env->kvm_probe_timeout_ms ? env->kvm_probe_timeout_ms : KVM_PROBE_MS;
   gv.note[0] = '\0';
   sweep_probe_tmp();
-  const char *forced = getenv("SANDBOXD_GVISOR_PLATFORM");
+  const char *forced = sbx_driver_setting(env, "gvisor_platform");
   if (forced && *forced) {
     snprintf(gv.platform, sizeof gv.platform, "%s", forced);
-    snprintf(gv.note, sizeof gv.note, "set by SANDBOXD_GVISOR_PLATFORM");
+    snprintf(gv.note, sizeof gv.note, "set by gvisor_platform (SANDBOXD_GVISOR_PLATFORM)");
     return start_probe(gv.platform, probe_ms, env, why, whylen) == PROBE_OK ? 0 : -1;
   }
   char kvm_why[256] = "";
@@ -312,18 +312,19 @@ static int choose_platform(const struct sbx_driver_env *env, char *why, size_t w
 
 /* Same naming as the container driver (one parent per state dir) plus
  * "-gvisor", so neither driver's recovery touches the other's cgroups. */
-static int setup_cgroups(const char *state_dir, struct sbx_error *err)
+static int setup_cgroups(const struct sbx_driver_env *env, struct sbx_error *err)
 {
+  const char *state_dir = env->state_dir;
   unsigned char h[8];
   char name[48], hex[17];
   crypto_generichash(h, sizeof h, (const unsigned char *)state_dir, strlen(state_dir), NULL, 0);
   sbx_hex(h, sizeof h, hex);
   snprintf(name, sizeof name, "sandboxd-%s-gvisor", hex);
-  const char *env = getenv("SANDBOXD_CGROUP_PARENT");
-  char envname[96];
-  if (env && *env) {
-    snprintf(envname, sizeof envname, "%s-gvisor", env);
-    return sbx_cg_detect(&gv.cg, NULL, NULL, NULL, envname, err);
+  const char *parent = sbx_driver_setting(env, "cgroup_parent");
+  char given[96];
+  if (parent && *parent) {
+    snprintf(given, sizeof given, "%s-gvisor", parent);
+    return sbx_cg_detect(&gv.cg, NULL, NULL, NULL, given, err);
   }
   return sbx_cg_detect(&gv.cg, NULL, NULL, NULL, name, err);
 }
@@ -352,14 +353,16 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
     snprintf(why, whylen, "mkdir %s: %s", gv.dir, strerror(errno));
     return -1;
   }
-  if (setup_cgroups(env->state_dir, &err) < 0) {
+  if (setup_cgroups(env, &err) < 0) {
     snprintf(why, whylen, "%s", err.msg);
     return -1;
   }
   if (choose_platform(env, why, whylen) < 0)
     return -1;
   snprintf(gv.describe, sizeof gv.describe, "%s", gv.platform);
-  sbx_gv_pool_start(build_pooled, drop);
+  sbx_overlay_set_form(sbx_driver_setting(env, "overlay_layers"));
+  sbx_gv_pool_start(build_pooled, drop,
+                    sbx_driver_setting_uint(env, "gvisor_pool_size", 1, SBX_GV_POOL_MAX));
   gv.ready = true;
   sbx_info("gvisor", "runsc %s, platform %s", gv.runsc, gv.platform);
   return 0;
@@ -638,6 +641,12 @@ static void gvisor_prewarm(const char *profile, const struct sbx_limits *limits)
                      limits->pids);
 }
 
+static unsigned gvisor_pool_idle(const char *profile, const struct sbx_limits *limits)
+{
+  (void)limits; /* a profile's keys differ only by what prewarm gave */
+  return gv.ready ? sbx_gv_pool_idle(profile) : 0;
+}
+
 static void gvisor_destroy(struct sbx_sandbox *sb)
 {
   if (!sb)
@@ -730,6 +739,7 @@ const struct sbx_driver sbx_drv_gvisor = {
     .usage = gvisor_usage,
     .recover = gvisor_recover,
     .prewarm = gvisor_prewarm,
+    .pool_idle = gvisor_pool_idle,
     .shutdown = gvisor_shutdown,
     .describe = gvisor_describe,
     .note = gvisor_note,
