@@ -134,7 +134,7 @@ static int launch(struct sbx_iso_box *box, const struct sbx_iso_spec *spec, stru
   plan.envp = spec->envp ? spec->envp : empty_envp;
   plan.layers = spec->layers;
   plan.nlayers = spec->nlayers;
-  if (spec->run_uid && spec->run_gid) { /* issue 7: the image's User; /work is theirs */
+  if (spec->run_uid && spec->run_gid) { /* the image's User; /work is theirs */
     if (spec->run_uid > 65535 || spec->run_gid > 65535)
       return sbx_err_set(err, SBX_E_INVALID, 0, "user %u:%u is outside the sandbox's ids",
                          spec->run_uid, spec->run_gid);

@@ -163,7 +163,7 @@ struct sbx_iso_plan {
   bool have_alternatives;
   bool have_ldcache;
   bool have_certs;
-  /* image root (issue 7): nlayers > 0 → the parent builds an overlay of
+  /* image root: nlayers > 0 → the parent builds an overlay of
    * these dirs (lowest first) on an upper tmpfs of upper_size bytes and
    * upper_inodes inodes, and sends it with "go"; see overlay.c */
   const char *const *layers;
@@ -220,12 +220,12 @@ struct sbx_iso_spec {
   char *const *argv;              /* NULL → {"sbx-init","--root","/"} */
   char *const *envp;              /* NULL → empty */
   int stdio[3];                   /* -1 → /dev/null */
-  /* issue 7: an image's unpacked layers (absolute dirs, lowest first); the
+  /* An image's unpacked layers (absolute dirs, lowest first); the
    * root is then their copy-on-write overlay instead of the host pack.
    * The caller keeps the dirs alive while the box lives. */
   const char *const *layers;
   size_t nlayers;
-  uint32_t run_uid, run_gid;      /* issue 7: the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
+  uint32_t run_uid, run_gid;      /* the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
 };
 
 /* Builds the wall and execs the binary in it; on failure nothing is left

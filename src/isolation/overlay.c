@@ -1,5 +1,5 @@
 /* overlay.c — an image sandbox's copy-on-write root, built by the daemon
- * (issue 7 item 4; docs/isolation.md §7).
+ * (docs/isolation.md §7).
  *
  * The image store unpacks each layer once, as plain directories owned by
  * the image's own ids (0 for root) with whiteouts in overlayfs form (0:0

@@ -1,4 +1,4 @@
-/* sandbox_fdin.c — the daemon's half of the fd-in forms (issue 6,
+/* sandbox_fdin.c — the daemon's half of the fd-in forms (see
  * init/proto.h "fd-in"): for sandboxes no fd can leave (sb->fd_in, gVisor)
  * the daemon makes the object, passes its sandbox end in, and moves the
  * bytes through it.

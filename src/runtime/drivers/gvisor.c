@@ -1,4 +1,4 @@
-/* gvisor.c — the `gvisor` driver: user-space-kernel isolation (issue 6).
+/* gvisor.c — the `gvisor` driver: user-space-kernel isolation.
  *
  * A sandbox is one gVisor container started with `runsc run` on an OCI
  * bundle (gvisor_bundle.c) whose process is our sbx-init, connected to the
@@ -22,14 +22,14 @@
  * (its host-socket endpoint rejects SCM_RIGHTS with EINVAL).  sbx-init
  * finds that out when it says READY (init/proto.h) and the sandbox is
  * marked fd_in: the sandbox client then passes every fd *in* and sbx-init
- * moves the bytes (files, archives, terminals, ports, watch; issue 6).
+ * moves the bytes (files, archives, terminals, ports, watch).
  *
  * Images (issue 7): the bundle's rootfs is then an overlayfs of the
  * image's layers that the daemon mounts on the host (gvisor_bundle.c);
  * teardown and recovery unmount it before anything is removed.  Image
  * sandboxes always start cold: the pool holds host-pack sandboxes only.
  *
- * Egress allowlists (issue 5): runsc --network=sandbox hands the
+ * Egress allowlists: runsc --network=sandbox hands the
  * interfaces of the netns the bundle names to gVisor's netstack, copying
  * addresses and routes once, at start.  So an allowlisted sandbox gets a
  * netns first (a holder process, gvisor_proc.c), the core links it
