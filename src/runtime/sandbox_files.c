@@ -148,17 +148,10 @@ int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *
   char p[SBX_PROTO_MAX_PATH];
   if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
     return -1;
-  struct sbx_wbuf w;
-  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
-  sbx_wbuf_str(&w, p);
   struct sbx_chan_reply rep;
   char buf[SBX_PROTO_STAT_REC + SBX_PROTO_MAX_PATH];
   _cleanup_close_ int fd = sbx_fdin_memfd(sizeof buf, err);
-  if (fd < 0) {
-    sbx_wbuf_free(&w);
-    return -1;
-  }
-  if (sbx_req_call(sb, SBX_MSG_STAT, &w, fd, p, &rep, err) < 0)
+  if (fd < 0 || sbx_req_record(sb, SBX_MSG_STAT, p, fd, &rep, err) < 0)
     return -1;
   ssize_t n = sbx_req_read_memfd(fd, buf, sizeof buf);
   memset(out, 0, sizeof *out);
@@ -184,11 +177,7 @@ int sbx_sandbox_mkdir(struct sbx_sandbox *sb, const char *path, unsigned mode, u
   sbx_wbuf_u32(&w, mode & 0777);
   sbx_wbuf_u32(&w, f);
   struct sbx_chan_reply rep;
-  if (sbx_req_call(sb, SBX_MSG_MKDIR, &w, -1, p, &rep, err) < 0)
-    return -1;
-  if (rep.fd >= 0)
-    close(rep.fd);
-  return 0;
+  return sbx_req_call(sb, SBX_MSG_MKDIR, &w, -1, p, &rep, err);
 }
 
 int sbx_sandbox_move(struct sbx_sandbox *sb, const char *from, const char *to, bool overwrite,
@@ -208,11 +197,7 @@ int sbx_sandbox_move(struct sbx_sandbox *sb, const char *from, const char *to, b
   char what[128];
   snprintf(what, sizeof what, "move %.50s → %.50s", a, b);
   struct sbx_chan_reply rep;
-  if (sbx_req_call(sb, SBX_MSG_MOVE, &w, -1, what, &rep, err) < 0)
-    return -1;
-  if (rep.fd >= 0)
-    close(rep.fd);
-  return 0;
+  return sbx_req_call(sb, SBX_MSG_MOVE, &w, -1, what, &rep, err);
 }
 
 int sbx_sandbox_readlink(struct sbx_sandbox *sb, const char *path, char *buf, size_t len,
@@ -221,17 +206,10 @@ int sbx_sandbox_readlink(struct sbx_sandbox *sb, const char *path, char *buf, si
   char p[SBX_PROTO_MAX_PATH];
   if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
     return -1;
-  struct sbx_wbuf w;
-  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
-  sbx_wbuf_str(&w, p);
   struct sbx_chan_reply rep;
   char t[SBX_PROTO_MAX_PATH];
   _cleanup_close_ int fd = sbx_fdin_memfd(sizeof t - 1, err);
-  if (fd < 0) {
-    sbx_wbuf_free(&w);
-    return -1;
-  }
-  if (sbx_req_call(sb, SBX_MSG_READLINK, &w, fd, p, &rep, err) < 0)
+  if (fd < 0 || sbx_req_record(sb, SBX_MSG_READLINK, p, fd, &rep, err) < 0)
     return -1;
   ssize_t n = sbx_req_read_memfd(fd, t, sizeof t - 1);
   if (n > 0 && rep.value < (uint64_t)n)
@@ -256,9 +234,5 @@ int sbx_sandbox_symlink(struct sbx_sandbox *sb, const char *path, const char *ta
   sbx_wbuf_str(&w, p);
   sbx_wbuf_str(&w, target);
   struct sbx_chan_reply rep;
-  if (sbx_req_call(sb, SBX_MSG_SYMLINK, &w, -1, p, &rep, err) < 0)
-    return -1;
-  if (rep.fd >= 0)
-    close(rep.fd);
-  return 0;
+  return sbx_req_call(sb, SBX_MSG_SYMLINK, &w, -1, p, &rep, err);
 }

@@ -68,31 +68,46 @@ static FILE *open_records(int *fd, struct sbx_error *err)
   return f;
 }
 
+/* A LIST/GLOB of path for at most max records of up to per bytes each:
+ * the records, read from the first, and how many (*n); NULL on error,
+ * SBX_E_TOO_LARGE ("<path> has more than <max> entries") past max. */
+static FILE *records_call(struct sbx_sandbox *sb, uint32_t type, const char *path, size_t max,
+                          size_t per, const char *what, uint64_t *n, struct sbx_error *err)
+{
+  struct sbx_chan_reply rep;
+  if (max > UINT32_MAX - 1)
+    max = UINT32_MAX - 1;
+  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, per), err);
+  if (fd < 0 || sbx_req_path(sb, type, path, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
+    return NULL;
+  if (rep.value > max) {
+    sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s %s more than %zu %s", path,
+                type == SBX_MSG_LIST ? "has" : "matches", max, what);
+    return NULL;
+  }
+  *n = rep.value;
+  return open_records(&fd, err);
+}
+
 int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent **out,
                      size_t *count, size_t max, struct sbx_error *err)
 {
   char d[SBX_PROTO_MAX_PATH];
-  struct sbx_chan_reply rep;
-  if (max > UINT32_MAX - 1)
-    max = UINT32_MAX - 1;
+  uint64_t n = 0;
   if (sbx_req_norm(dir, "path", d, sizeof d, err) < 0)
     return -1;
-  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, SBX_PROTO_LIST_REC + 256), err);
-  if (fd < 0 || sbx_req_path(sb, SBX_MSG_LIST, d, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
-    return -1;
-  if (rep.value > max)
-    return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s has more than %zu entries", d, max);
-  _cleanup_fclose_ FILE *f = open_records(&fd, err);
+  _cleanup_fclose_ FILE *f = records_call(sb, SBX_MSG_LIST, d, max, SBX_PROTO_LIST_REC + 256,
+                                          "entries", &n, err);
   if (!f)
     return -1;
-  _cleanup_free_ struct sbx_dirent *v = calloc(rep.value ? rep.value : 1, sizeof *v);
+  _cleanup_free_ struct sbx_dirent *v = calloc(n ? n : 1, sizeof *v);
   if (!v)
     return sbx_err_sys(err, ENOMEM, "list");
-  for (size_t i = 0; i < rep.value; i++)
+  for (size_t i = 0; i < n; i++)
     if (read_dirent(f, d, &v[i]) < 0)
       return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad listing", d);
-  qsort(v, rep.value, sizeof *v, cmp_dirent);
-  *count = rep.value;
+  qsort(v, n, sizeof *v, cmp_dirent);
+  *count = n;
   *out = steal_pointer(&v);
   return 0;
 }
@@ -121,26 +136,20 @@ static int read_paths(FILE *f, char **v, size_t n)
 int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out, size_t *count,
                      size_t max, struct sbx_error *err)
 {
-  struct sbx_chan_reply rep;
-  if (max > UINT32_MAX - 1)
-    max = UINT32_MAX - 1;
-  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, 2 + SBX_PROTO_MAX_PATH), err);
-  if (fd < 0 || sbx_req_path(sb, SBX_MSG_GLOB, pattern, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
-    return -1;
-  if (rep.value > max)
-    return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s matches more than %zu files", pattern, max);
-  _cleanup_fclose_ FILE *f = open_records(&fd, err);
+  uint64_t n = 0;
+  _cleanup_fclose_ FILE *f = records_call(sb, SBX_MSG_GLOB, pattern, max,
+                                          2 + SBX_PROTO_MAX_PATH, "files", &n, err);
   if (!f)
     return -1;
-  char **v = calloc(rep.value + 1, sizeof *v);
+  char **v = calloc(n + 1, sizeof *v);
   if (!v)
     return sbx_err_sys(err, ENOMEM, "glob");
-  if (read_paths(f, v, rep.value) < 0) {
-    free_strv(v, rep.value);
+  if (read_paths(f, v, n) < 0) {
+    free_strv(v, n);
     return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "sbx-init sent a bad glob result");
   }
   *out = v;
-  *count = rep.value;
+  *count = n;
   return 0;
 }
 

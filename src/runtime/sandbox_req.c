@@ -73,6 +73,15 @@ int sbx_req_call(struct sbx_sandbox *sb, uint32_t type, struct sbx_wbuf *w, int 
   return r < 0 ? remap(err) : 0;
 }
 
+int sbx_req_record(struct sbx_sandbox *sb, uint32_t type, const char *p, int memfd,
+                   struct sbx_chan_reply *rep, struct sbx_error *err)
+{
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
+  sbx_wbuf_str(&w, p);
+  return sbx_req_call(sb, type, &w, memfd, p, rep, err);
+}
+
 ssize_t sbx_req_read_memfd(int fd, char *buf, size_t max)
 {
   ssize_t n = pread(fd, buf, max, 0);

@@ -28,6 +28,10 @@ int sbx_req_path(struct sbx_sandbox *sb, uint32_t type, const char *path, int na
  * bad request. */
 int sbx_req_call(struct sbx_sandbox *sb, uint32_t type, struct sbx_wbuf *w, int fd,
                  const char *what, struct sbx_chan_reply *rep, struct sbx_error *err);
+/* A request of one (normalised) path p whose record sbx-init writes into
+ * memfd, as sbx_req_call. */
+int sbx_req_record(struct sbx_sandbox *sb, uint32_t type, const char *p, int memfd,
+                   struct sbx_chan_reply *rep, struct sbx_error *err);
 /* What sbx-init wrote into our memfd (sized max, sealed against growth):
  * max bytes from 0, or -1; the record says how many count. */
 ssize_t sbx_req_read_memfd(int fd, char *buf, size_t max);
