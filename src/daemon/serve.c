@@ -61,8 +61,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  struct sbx_driver_setting dset[SBX_CONFIG_DRIVER_KEYS];
-  size_t ndset = sbx_config_driver_settings(cfg, dset, SBX_CONFIG_DRIVER_KEYS);
+  struct sbx_core_setting dset[SBX_CONFIG_DRIVER_SETTINGS];
+  size_t ndset = sbx_config_driver_settings(cfg, dset, SBX_CONFIG_DRIVER_SETTINGS);
   struct sbx_core_config cc = {
       .state_dir = cfg->state_dir, .database_url = cfg->database_url,
       .init_path = cfg->init_path, .runsc_path = cfg->runsc_path,
@@ -73,10 +73,10 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .max_ttl_s = cfg->session_max_ttl_s, .idle_timeout_s = cfg->idle_timeout_s,
       .max_sessions_per_tenant = cfg->max_sessions_per_tenant, .profiles = cfg->profiles,
       .nprofiles = cfg->nprofiles, .quota = cfg->quota,
-      .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth, /* issue 8 */
+      .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth,
       .resolve = (const char *const *)cfg->resolve, .dns_upstream = cfg->dns_upstream,
-      .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6, /* issue 5 */
-      .image_pull = cfg->image_pull, /* issue 7 */
+      .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6,
+      .image_pull = cfg->image_pull,
       .probe_timeout_s = cfg->probe_timeout_s, .probe_wait_s = cfg->probe_wait_s,
       .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s, .gvisor_kvm_off = cfg->gvisor_kvm_off,
       .driver_settings = dset, .ndriver_settings = ndset,

@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "runtime/chan.h" /* struct sbx_sandbox_client, sbx_fdin_discard */
+#include "isolation/iso.h"  /* sbx_iso_set_resolv_conf */
+#include "runtime/chan.h"   /* struct sbx_sandbox_client, sbx_fdin_discard */
 
 #define MAX_DRIVERS 16
 
@@ -216,4 +217,9 @@ void sbx_sandbox_free(struct sbx_sandbox *sb)
   pthread_mutex_destroy(&sb->client->pending_lock);
   free(sb->spool_dir);
   free((struct sandbox_alloc *)sb); /* sb is the first member */
+}
+
+void sbx_drivers_set_resolv_conf(const char *text)
+{
+  sbx_iso_set_resolv_conf(text);
 }
