@@ -5,6 +5,7 @@
 #define SBX_RUNTIME_CHAN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -21,7 +22,16 @@ struct sbx_sandbox_client {
    * yet (runtime/sandbox_fdin.c), under pending_lock. */
   struct sbx_pending_write *pending;
   pthread_mutex_t pending_lock;
+  /* 1 for the owner (sbx_sandbox_free drops it) + one per exec in flight:
+   * the memory outlives a destroy() that races an exec's thread, which
+   * then finds the channel closed instead of freed memory. */
+  atomic_uint users;
 };
+
+/* An exec holds the sandbox while it runs (runtime/sandbox.c); the last
+ * release frees it. */
+void sbx_sandbox_hold(struct sbx_sandbox *sb);
+void sbx_sandbox_release(struct sbx_sandbox *sb);
 
 struct sbx_chan_reply {
   uint64_t value; /* OK's value */

@@ -203,20 +203,35 @@ struct sbx_sandbox *sbx_sandbox_alloc(const struct sbx_driver *drv,
   }
   pthread_mutex_init(&a->client.chan_lock, NULL);
   pthread_mutex_init(&a->client.pending_lock, NULL);
+  atomic_init(&a->client.users, 1);
   return sb;
+}
+
+void sbx_sandbox_hold(struct sbx_sandbox *sb) { atomic_fetch_add(&sb->client->users, 1); }
+
+void sbx_sandbox_release(struct sbx_sandbox *sb)
+{
+  if (atomic_fetch_sub(&sb->client->users, 1) != 1)
+    return;
+  pthread_mutex_destroy(&sb->client->chan_lock);
+  pthread_mutex_destroy(&sb->client->pending_lock);
+  free(sb->spool_dir);
+  free((struct sandbox_alloc *)sb); /* sb is the first member */
 }
 
 void sbx_sandbox_free(struct sbx_sandbox *sb)
 {
   if (!sb)
     return;
+  /* Under the channel lock, so an exec still running on another thread
+   * never has this fd number in a call when it closes. */
+  pthread_mutex_lock(&sb->client->chan_lock);
   if (sb->init_fd >= 0)
     close(sb->init_fd);
+  sb->init_fd = -1;
+  pthread_mutex_unlock(&sb->client->chan_lock);
   sbx_fdin_discard(sb);
-  pthread_mutex_destroy(&sb->client->chan_lock);
-  pthread_mutex_destroy(&sb->client->pending_lock);
-  free(sb->spool_dir);
-  free((struct sandbox_alloc *)sb); /* sb is the first member */
+  sbx_sandbox_release(sb);
 }
 
 void sbx_drivers_set_resolv_conf(const char *text)

@@ -296,8 +296,9 @@ void sbx_drivers_set_resolv_conf(const char *text);
 /* Allocates a zeroed sandbox with init_fd = -1 and its client state. */
 struct sbx_sandbox *sbx_sandbox_alloc(const struct sbx_driver *drv,
                                       const struct sbx_sandbox_spec *spec);
-/* Frees what sbx_sandbox_alloc made (spool_dir, the client state) and
- * closes init_fd; not priv. */
+/* Closes init_fd and frees what sbx_sandbox_alloc made (spool_dir, the
+ * client state; not priv) — the memory once no exec running on another
+ * thread still holds it (that exec then ends finding the channel gone). */
 void sbx_sandbox_free(struct sbx_sandbox *sb);
 
 #endif

@@ -700,8 +700,8 @@ static int run_init(struct run *run, const struct sbx_exec_request *req, struct 
   return 0;
 }
 
-int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
-                     struct sbx_exec_result *res, struct sbx_error *err)
+static int exec_run(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                    struct sbx_exec_result *res, struct sbx_error *err)
 {
   memset(res, 0, sizeof *res);
   res->status = SBX_ST_ERROR;
@@ -738,6 +738,15 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
   run.fd[P_CANCEL] = -1;
   int r = fill_result(sb, &run, res, t0, err);
   run_free(&run);
+  return r;
+}
+
+int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                     struct sbx_exec_result *res, struct sbx_error *err)
+{
+  sbx_sandbox_hold(sb);
+  int r = exec_run(sb, req, res, err);
+  sbx_sandbox_release(sb);
   return r;
 }
 
