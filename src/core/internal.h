@@ -71,6 +71,7 @@ struct sbx_core {
   struct sbx_store_handle store;
   struct sbx_profile_set profiles;
   struct sbx_driver_env drv_env;
+  struct sbx_driver_setting *drv_settings; /* drv_env.settings (cfg.driver_settings) */
 
   pthread_mutex_t sess_lock;
   struct sbx_live_session *sessions;

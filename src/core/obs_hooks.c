@@ -1,4 +1,4 @@
-/* obs_hooks.c — the core's side of observability (issue 8, engineer O):
+/* obs_hooks.c — the core's side of observability:
  * starting the FinOps outbox and the metric gauges with the core, and the
  * one-line hooks the session and execution code call when a run finishes
  * (metrics + usage record).  Kept here so obs/ never reaches into the
@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "isolation/iso.h"
-#include "isolation/pool.h"
 #include "obs/metrics.h"
 #include "obs/usage.h"
 #include "core/internal.h"
@@ -28,17 +26,16 @@ static void sessions_active(void *ctx, sbx_metrics_emit_fn emit, void *ectx)
   }
 }
 
-/* Profiles whose driver keeps a warm pool (the container driver): the
- * idle entries of the key prewarming registered (profile, default disk). */
+/* Profiles whose driver keeps a warm pool: its own count of what is idle
+ * for the key prewarming registered (core.c on_ready: the defaults). */
 static void pool_idle(void *ctx, sbx_metrics_emit_fn emit, void *ectx)
 {
   struct sbx_core *core = ctx;
   for (size_t i = 0; i < core->profiles.count; i++) {
     const struct sbx_profile *p = &core->profiles.items[i];
-    if (!p->available || !p->driver || !p->driver->prewarm)
+    if (!p->available || !p->driver || !sbx_driver_has(p->driver, pool_idle))
       continue;
-    uint64_t disk = p->limits.disk_bytes ? p->limits.disk_bytes : SBX_ISO_DEFAULT_DISK;
-    emit(ectx, p->name, sbx_pool_idle(p->name, disk));
+    emit(ectx, p->name, p->driver->pool_idle(p->name, &p->defaults));
   }
 }
 

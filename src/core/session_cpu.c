@@ -22,7 +22,8 @@
 void sbx_session_cpu_start(struct sbx_live_session *ls)
 {
   struct sbx_usage u;
-  ls->cpu_metered = ls->sb && ls->sb->driver->usage && ls->sb->driver->usage(ls->sb, &u) == 0;
+  ls->cpu_metered =
+      ls->sb && sbx_driver_has(ls->sb->driver, usage) && ls->sb->driver->usage(ls->sb, &u) == 0;
   /* What the sandbox's own start-up cost is the daemon's, not the tenant's. */
   ls->cpu_seen = ls->cpu_metered ? u.cpu_seconds : 0;
   ls->cpu_recorded_at = sbx_wall_s();

@@ -7,7 +7,7 @@
  * so a chatty child never blocks on a full pipe and memory stays ~2×cap.
  * Everything from ctl is validated: the sandbox may own sbx-init.
  *
- * Terminals where no fd can leave the sandbox (sb->fd_in, issue 6): the
+ * Terminals where no fd can leave the sandbox (sb->fd_in, gVisor): the
  * exec asks for PTY_RELAY, the shepherd keeps the master and relays it
  * through the exec's stdin/stdout pipes; the caller's "pty fd" is then the
  * write end of the stdin pipe, and sbx_exec_resize() finds the exec's ctl
@@ -40,7 +40,7 @@
 #define DRAIN_MS 2000       /* after EXITED: time for pipe EOF */
 #define DEFAULT_CAP (1024 * 1024)
 
-/* P_PTY: a terminal's master (issue 4), read as stdout. */
+/* P_PTY: a terminal's master, read as stdout. */
 enum { P_OUT, P_ERR, P_IN, P_CTL, P_CANCEL, P_PTY, P_N };
 
 struct run {
@@ -700,8 +700,8 @@ static int run_init(struct run *run, const struct sbx_exec_request *req, struct 
   return 0;
 }
 
-int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
-                     struct sbx_exec_result *res, struct sbx_error *err)
+static int exec_run(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                    struct sbx_exec_result *res, struct sbx_error *err)
 {
   memset(res, 0, sizeof *res);
   res->status = SBX_ST_ERROR;
@@ -738,6 +738,15 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
   run.fd[P_CANCEL] = -1;
   int r = fill_result(sb, &run, res, t0, err);
   run_free(&run);
+  return r;
+}
+
+int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                     struct sbx_exec_result *res, struct sbx_error *err)
+{
+  sbx_sandbox_hold(sb);
+  int r = exec_run(sb, req, res, err);
+  sbx_sandbox_release(sb);
   return r;
 }
 
