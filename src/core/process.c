@@ -385,9 +385,7 @@ static void *proc_main(void *arg)
   proc_finish(p, &res);
   sbx_info("process", "session %s pid %d ended: %s", job->ls->id, (int)p->pid,
            sbx_status_name(res.status));
-  if (rc == 0 && p->started)
-    sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* metrics + its usage record */
-  sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, rc == 0 && p->started);
+  sbx_session_exec_done(job->core, job->ls, NULL, &res, rc == 0 && p->started, NULL);
   sbx_exec_result_free(&res);
   pthread_mutex_lock(&p->lock);
   unsigned fds = p->fds; /* less what a closed stdin gave back already */

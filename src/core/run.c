@@ -138,6 +138,18 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
   return 0;
 }
 
+void sbx_session_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
+                           const struct sbx_principal *who, const struct sbx_exec_result *res,
+                           bool ran, struct sbx_span *span)
+{
+  if (ran) {
+    sbx_span_set_str(span, "sandbox.status", sbx_status_name(res->status));
+    sbx_obs_exec_done(core, who, ls, res);
+  }
+  /* After the usage record: what it holds is not charged twice. */
+  sbx_session_cpu_exec_done(core, ls, ls->tenant_id, res, ran);
+}
+
 void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len)
 {
   char enc[64];

@@ -30,16 +30,15 @@ void sbx_session_cpu_start(struct sbx_live_session *ls)
 
 static void record(struct sbx_core *core, struct sbx_live_session *ls, double cpu, bool final)
 {
-  struct sbx_session_row srow = {0};
+  char *md = sbx_session_metadata(ls);
   struct sbx_error err = {0};
-  core->store.ops->session_get(core->store.st, ls->tenant_id, ls->id, &srow, &err);
   struct sbx_usage_input in = {.tenant_id = ls->tenant_id, .kind = "session",
                                .source_id = ls->id, .profile = ls->profile->name,
                                .status = final ? "ended" : "running",
-                               .metadata_json = srow.metadata_json, .cpu_seconds = cpu};
+                               .metadata_json = md, .cpu_seconds = cpu};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the CPU of session %s: %s", ls->id, err.msg);
-  sbx_session_row_free(&srow);
+  free(md);
 }
 
 /* flush: write what is pending now (the usage report then matches what

@@ -92,8 +92,7 @@ static void *stream_main(void *arg)
     snprintf(res.error, sizeof res.error, "%s", err.msg);
   reg_remove(job); /* before the slot goes: cancel reports find nothing */
   json_t *result = sbx_result_json(&res);
-  sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* issue 8: metrics + usage record */
-  sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, true); /* after the record */
+  sbx_session_exec_done(job->core, job->ls, NULL, &res, true, NULL);
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
   sbx_res_fds_give(job->tenant, job->ls->id, SBX_RES_FDS_PROCESS);
