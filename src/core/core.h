@@ -42,14 +42,14 @@ struct sbx_core_config {
   unsigned max_sessions_per_tenant;
   struct sbx_profile *profiles; /* operator-defined, merged over built-ins */
   size_t nprofiles;
-  struct sbx_quota_config quota; /* issue 8: per-tenant quotas (core/quota.h) */
-  const char *finops_url;        /* issue 8: FinOps endpoint for usage records (NULL: none) */
-  bool metrics_auth;             /* issue 8: GET /metrics needs an admin key */
-  /* issue 5: egress policy (net/net.h sbx_net_config) */
+  struct sbx_quota_config quota; /* per-tenant quotas (core/quota.h) */
+  const char *finops_url;        /* FinOps endpoint for usage records (NULL: none) */
+  bool metrics_auth;             /* GET /metrics needs an admin key */
+  /* Egress policy (net/net.h sbx_net_config). */
   const char *const *resolve;    /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
   const char *dns_upstream;      /* NULL/"": pinned names only */
   const char *net_pool4, *net_pool6; /* NULL/"": the net module's defaults */
-  /* issue 7: pull an image a request names when it is not in the store
+  /* Pull an image a request names when it is not in the store
    * (SBX_IMAGE_PULL_MISSING, 0) or answer 404 (SBX_IMAGE_PULL_NEVER) */
   int image_pull;
   /* Start probes run in the background (core/profile.h): each driver's
@@ -77,7 +77,7 @@ const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready);
 /* Counts one HTTP request (metrics). */
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us);
-/* Issue 8: whether GET /metrics needs an admin key (config metrics_auth). */
+/* Whether GET /metrics needs an admin key (config metrics_auth). */
 bool sbx_core_metrics_auth(struct sbx_core *core);
 
 /* Keys: create prints nothing; *key_out is "sbx_<id>_<secret>" (caller frees). */
@@ -125,7 +125,7 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
 int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                        const char *path, void **data, size_t *size, struct sbx_error *err);
 
-/* ---- Issue 4, engineer A: streamed exec and background processes ---- */
+/* ---- streamed exec and background processes ---- */
 
 /* Streamed session exec (Accept: text/event-stream).  The request is
  * validated and the exec started before this returns (errors come back as
@@ -196,7 +196,7 @@ void sbx_process_detach(struct sbx_proc *p);
 int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk *c,
                      unsigned timeout_ms, json_t **result);
 
-/* ---- Issue 4, engineer B: archives and watch (core/archive.c,
+/* ---- archives and watch (core/archive.c,
  * core/archive_extract.c, core/watch.c). ---- */
 /* sbx_session_acquire, then 409 conflict unless the session's driver has
  * capability `cap` (SBX_CAP_*). */
@@ -261,7 +261,7 @@ int sbx_session_watch(struct sbx_core *core, const struct sbx_principal *who, co
  * the sessions were killed (which stops every watch within a poll). */
 void sbx_watch_drain(unsigned timeout_ms);
 
-/* ---- Issue 4, engineer C: contexts (core/context.c, context_run.c,
+/* ---- contexts (core/context.c, context_run.c,
  * context_io.c; driver scripts in core/contexts/).  Every call answers 409
  * conflict when the session's driver lacks SBX_CAP_CONTEXTS, 404 for an
  * unknown context.  Results are new JSON references. ---- */

@@ -1,4 +1,4 @@
-/* execution.c — one-shot asynchronous executions (seed 003): validated and
+/* execution.c — one-shot asynchronous executions: validated and
  * stored as queued, run by a bounded pool of workers in a fresh sandbox
  * each (never reused), input files written before start, `collect` globs
  * copied out with size and sha256 and stored in the same transaction that
@@ -273,7 +273,7 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
   }
   struct sbx_execution_row row = {0};
   sbx_random_id("exe", row.id, sizeof row.id);
-  if (sbx_quota_exec_admit(core, who, row.id, err) < 0) { /* issue 8: quotas */
+  if (sbx_quota_exec_admit(core, who, row.id, err) < 0) { /* quotas */
     plan_free(&plan);
     return -1;
   }
@@ -509,7 +509,7 @@ static void finish(struct sbx_core *core, struct sbx_execution_row *row,
                                         &err) < 0 &&
       err.code != SBX_E_CONFLICT)
     sbx_error("execution", "storing the result of %s: %s", row->id, err.msg);
-  if (err.code == SBX_E_NONE) /* issue 8: stored by this call → metrics + usage once */
+  if (err.code == SBX_E_NONE) /* stored by this call → metrics + usage once */
     sbx_obs_execution_done(core, row);
   sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
            row->reason, row->exit_code, row->cpu_seconds, row->duration_seconds);

@@ -39,7 +39,7 @@ int sbx_keys_create(struct sbx_store_handle *st, const char *tenant, bool admin,
   row.created_at = sbx_wall_s();
   if (st->ops->key_insert(st->st, &row, err) < 0)
     return -1;
-  sbx_audit_record(st, row.tenant_id, "cli", "auth.key.create", row.key_id, "ok", /* issue 8 */
+  sbx_audit_record(st, row.tenant_id, "cli", "auth.key.create", row.key_id, "ok",
                    json_pack("{s:s, s:b}", "tenant", tenant, "admin", admin));
   if (asprintf(key_out, "sbx_%s_%s", row.key_id, sechex) < 0)
     return sbx_err_sys(err, ENOMEM, "key");

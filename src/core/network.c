@@ -1,4 +1,4 @@
-/* network.c — the core's side of egress policy (issue 5, DESIGN §5): starts
+/* network.c — the core's side of egress policy (DESIGN §5): starts
  * and stops the net module with the daemon, refuses allowlists a profile
  * or this host cannot enforce (fail closed), attaches sandboxes, and turns
  * every allow/deny decision into a metric and a rate-limited audit event.

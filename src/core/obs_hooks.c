@@ -1,4 +1,4 @@
-/* obs_hooks.c — the core's side of observability (issue 8, engineer O):
+/* obs_hooks.c — the core's side of observability:
  * starting the FinOps outbox and the metric gauges with the core, and the
  * one-line hooks the session and execution code call when a run finishes
  * (metrics + usage record).  Kept here so obs/ never reaches into the

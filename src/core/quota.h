@@ -1,4 +1,4 @@
-/* quota.h — per-tenant quotas and rate limits (issue 8).
+/* quota.h — per-tenant quotas and rate limits.
  *
  * Four limits per tenant, each 0 = unlimited:
  *   sessions             live sessions                  (quota_sessions)

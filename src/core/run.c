@@ -54,7 +54,7 @@ char **sbx_run_env(const char *const *image_env, const char *const *net_env,
     return NULL;
   for (const char *const *p = base_env; *p; p++)
     env_put(env, &n, *p);
-  char tp[80]; /* issue 8: the current span's context; the caller's own env may override it */
+  char tp[80]; /* the current span's context; the caller's own env may override it */
   if (sbx_trace_env_entry(tp, sizeof tp))
     env_put(env, &n, tp);
   for (const char *const *p = image_env; p && *p; p++)

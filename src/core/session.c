@@ -414,7 +414,7 @@ int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, con
   return 0;
 }
 
-/* "Install, then lock" (issue 5): the new policy holds for new connections
+/* "Install, then lock": the new policy holds for new connections
  * before the PATCH answers.  A session that was none gets its link now
  * (except where the link is only made at start: gvisor, 409); one going
  * back to none keeps its link but admits nothing.  Takes *policy. */
@@ -595,7 +595,7 @@ void sbx_sessions_shutdown(struct sbx_core *core)
     end_session(core, ls, "terminated", SBX_RS_DAEMON_SHUTDOWN);
   }
   sbx_procs_drain(); /* background processes end with their sessions */
-  sbx_contexts_drain(); /* so do contexts (issue 4, engineer C) */
+  sbx_contexts_drain(); /* so do contexts */
 }
 
 /* ---- exec ---- */
