@@ -399,6 +399,18 @@ void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double secon
   cpu_used_add(q, tenant_id, seconds);
 }
 
+bool sbx_quota_cpu_limited(struct sbx_core *core, int64_t tenant_id)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return false;
+  pthread_mutex_lock(lock_of(q, tenant_id));
+  struct tstate *t = state_locked(q, tenant_id, NULL);
+  bool out = !t || !t->resolved || t->lim.cpu_seconds_per_day > 0;
+  pthread_mutex_unlock(lock_of(q, tenant_id));
+  return out;
+}
+
 bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id)
 {
   struct sbx_quota *q = core->quota;

@@ -89,7 +89,11 @@ void sbx_session_cpu_exec_done(struct sbx_core *core, struct sbx_live_session *l
     ls->cpu_unrecorded -= res->cpu_seconds;
     pthread_mutex_unlock(&ls->cpu_lock);
   }
-  sbx_session_cpu_charge(core, ls, false); /* the next request sees it at once */
+  /* Under a CPU limit the next request must see it at once; without one
+   * the reaper's tick charges it (a cgroup read per exec is most of what
+   * the daemon itself spends on an exec). */
+  if (sbx_quota_cpu_limited(core, tenant))
+    sbx_session_cpu_charge(core, ls, false);
 }
 
 static void stop_overdrawn(struct sbx_core *core, struct sbx_live_session *ls)
