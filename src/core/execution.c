@@ -244,65 +244,65 @@ int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant
 
 /* ---- create ---- */
 
+/* What create checks before anything is reserved: the profile can run it
+ * here, now. */
+static int plan_admit(struct sbx_core *core, const struct exec_plan *plan, struct sbx_error *err)
+{
+  const struct sbx_profile *prof = plan->rq.profile;
+  /* waits while it is probing; the network fails closed, at once */
+  if (sbx_core_profile_ready(core, prof, err) < 0 ||
+      sbx_core_net_check(prof, plan->rq.policy, err) < 0)
+    return -1;
+  bool moves_files = json_array_size(plan->files) > 0 || json_array_size(plan->collect) > 0;
+  if (!moves_files || (prof->driver->caps & SBX_CAP_FILES))
+    return 0;
+  sbx_err_set(err, SBX_E_CONFLICT, 0, "profile '%s' (driver %s) cannot move files in or out "
+              "of its sandboxes: drop files/collect or use another profile",
+              prof->name, prof->driver_name);
+  return sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou "
+                    "hors de ses bacs à sable : retirez files/collect ou choisissez un autre "
+                    "profil", prof->name, prof->driver_name);
+}
+
+/* Stores the queued row and hands it to the queue (rsv is then taken). */
+static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, json_t *body,
+                        struct sbx_exec_slot_rsv **rsv, json_t **out, struct sbx_error *err)
+{
+  snprintf(row->status, sizeof row->status, "queued");
+  row->request_json = json_dumps(body, JSON_COMPACT);
+  json_t *md = json_object_get(body, "metadata");
+  row->metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
+  row->exit_code = -1;
+  row->created_at = row->updated_at = sbx_wall_s();
+  if (!row->request_json || !row->metadata_json)
+    return sbx_err_sys(err, ENOMEM, "execution");
+  if (core->store.ops->execution_insert(core->store.st, row, err) < 0)
+    return -1;
+  queue_commit(core, *rsv, row->id);
+  *rsv = NULL;
+  *out = json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile",
+                   row->profile);
+  return 0;
+}
+
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
                          json_t **out, struct sbx_error *err)
 {
   struct exec_plan plan;
-  if (plan_parse(core, body, &plan, err) < 0) {
-    plan_free(&plan);
-    return -1;
-  }
-  if (sbx_core_profile_ready(core, plan.rq.profile, err) < 0) { /* waits while it is probing */
-    plan_free(&plan);
-    return -1;
-  }
-  if (sbx_core_net_check(plan.rq.profile, plan.rq.policy, err) < 0) { /* fail closed, at once */
-    plan_free(&plan);
-    return -1;
-  }
-  bool moves_files = json_array_size(plan.files) > 0 || json_array_size(plan.collect) > 0;
-  if (moves_files && !(plan.rq.profile->driver->caps & SBX_CAP_FILES)) {
-    sbx_err_set(err, SBX_E_CONFLICT, 0, "profile '%s' (driver %s) cannot move files in or out "
-                "of its sandboxes: drop files/collect or use another profile",
-                plan.rq.profile->name, plan.rq.profile->driver_name);
-    sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou hors "
-               "de ses bacs à sable : retirez files/collect ou choisissez un autre profil",
-               plan.rq.profile->name, plan.rq.profile->driver_name);
-    plan_free(&plan);
-    return -1;
-  }
-  struct sbx_execution_row row = {0};
+  int rc = plan_parse(core, body, &plan, err) < 0 ? -1 : plan_admit(core, &plan, err);
+  struct sbx_execution_row row = {.tenant_id = who->tenant_id};
   sbx_random_id("exe", row.id, sizeof row.id);
-  if (sbx_quota_exec_admit(core, who, row.id, err) < 0) { /* quotas */
-    plan_free(&plan);
+  if (rc == 0)
+    snprintf(row.profile, sizeof row.profile, "%s", plan.rq.profile->name);
+  plan_free(&plan);
+  if (rc < 0 || sbx_quota_exec_admit(core, who, row.id, err) < 0)
     return -1;
-  }
   /* A place in the queue first: a request it cannot hold leaves no row. */
   struct sbx_exec_slot_rsv *rsv = NULL;
-  if (queue_reserve(core, who->tenant_id, false, &rsv, err) < 0) {
-    sbx_quota_exec_end(core, who->tenant_id, row.id);
-    plan_free(&plan);
-    return -1;
-  }
-  sbx_trace_park(row.id, who->tenant); /* the worker's span continues this trace */
-  row.tenant_id = who->tenant_id;
-  snprintf(row.status, sizeof row.status, "queued");
-  snprintf(row.profile, sizeof row.profile, "%s", plan.rq.profile->name);
-  row.request_json = json_dumps(body, JSON_COMPACT);
-  json_t *md = json_object_get(body, "metadata");
-  row.metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
-  row.exit_code = -1;
-  row.created_at = row.updated_at = sbx_wall_s();
-  plan_free(&plan);
-  int rc = -1;
-  if (!row.request_json || !row.metadata_json)
-    sbx_err_sys(err, ENOMEM, "execution");
-  else if (core->store.ops->execution_insert(core->store.st, &row, err) == 0) {
-    queue_commit(core, rsv, row.id);
-    rsv = NULL;
-    *out = json_pack("{s:s, s:s, s:s}", "id", row.id, "status", "queued", "profile",
-                     row.profile);
-    rc = 0;
+  rc = queue_reserve(core, who->tenant_id, false, &rsv, err);
+  if (rc == 0) {
+    sbx_trace_park(row.id, who->tenant); /* the worker's span continues this trace */
+    rc = queue_insert(core, &row, body, &rsv, out, err);
   }
   if (rsv)
     queue_unreserve(core, rsv);
