@@ -319,6 +319,28 @@ static int setup_self(const struct sbxi *in, int *sfd)
   return *sfd < 0 ? -1 : 0;
 }
 
+/* After the workload was forked (pid < 0: it was not): what of its stdio
+ * the shepherd keeps — the terminal's master when it relays, nothing else,
+ * so the pipes reach EOF when the tree is gone. */
+static void keep_stdio(int ctl, const int fds[4], struct sbxi_pty *pty, pid_t pid)
+{
+  if (pty) /* only the workload holds the slave: its exit hangs the master up */
+    close(pty->slave);
+  if (pty && pty->relay && pid > 0) {
+    /* The master stays: stdin pipe → master → stdout pipe, here. */
+    relay = sbxi_relay_new(pty->master, fds[0], fds[1]);
+    close(fds[2]);
+    return;
+  }
+  if (pty) {
+    if (pid > 0)
+      sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
+    close(pty->master);
+  }
+  for (int i = 0; i < 3; i++)
+    close(fds[i]);
+}
+
 _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
                              const int fds[4], struct sbxi_pty *pty,
                              const struct sbxi_code *code)
@@ -354,21 +376,7 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   if (pid == 0)
     workload(argv, run_env, fds, cwdfd, ep[1], pty);
   int e = errno;
-  if (pty) /* only the workload holds the slave: its exit hangs the master up */
-    close(pty->slave);
-  if (pty && pty->relay && pid > 0) {
-    /* The master stays: stdin pipe → master → stdout pipe, here. */
-    relay = sbxi_relay_new(pty->master, fds[0], fds[1]);
-    close(fds[2]);
-  } else {
-    if (pty) {
-      if (pid > 0)
-        sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
-      close(pty->master);
-    }
-    for (int i = 0; i < 3; i++)
-      close(fds[i]); /* the pipes must reach EOF when the tree is gone */
-  }
+  keep_stdio(ctl, fds, pty, pid);
   close(ep[1]);
   close(cwdfd);
   close(in->rootfd);
