@@ -10,6 +10,12 @@
 #include "core/quota.h"
 #include "core/schema.h"
 #include "obs/trace.h"
+#include "store/store.h"
+
+/* Core-internal: the store and a held session's sandbox never leave core
+ * (the API goes through core's operations, core.h). */
+struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
+struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls);
 
 /* One in-flight exec, so delete/shutdown can cancel it. */
 struct sbx_exec_slot {
@@ -258,7 +264,7 @@ void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t le
 /* Error for a profile whose driver cannot run here (503, en+fr). */
 int sbx_err_runtime_unavailable(struct sbx_error *err, const struct sbx_profile *p);
 
-/* ---- streaming exec, background processes ---- */
+/* ---- Streaming exec, background processes ---- */
 /* core/session.c: an exec slot (cancel token) registered on a live session,
  * so delete/expiry/shutdown cancel it and the reaper counts it as
  * activity.  slot_add fires the token at once if the session is dying. */
@@ -317,7 +323,7 @@ void sbx_procs_session_end(struct sbx_proc_table *t, const char *reason);
  * a later run or restart is refused while the quota is used up. */
 unsigned sbx_contexts_quota_stop(struct sbx_live_session *ls);
 
-/* ---- contexts (core/context*.c) ---- */
+/* ---- Contexts (core/context*.c) ---- */
 /* Waits (bounded) until every context thread has ended (daemon shutdown,
  * after the sessions were killed: contexts end with their session). */
 void sbx_contexts_drain(void);

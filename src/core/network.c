@@ -16,10 +16,10 @@
 
 #include "common/log.h"
 #include "core/internal.h"
-#include "isolation/iso.h"
 #include "net/net.h"
 #include "obs/audit.h"
 #include "obs/metrics.h"
+#include "runtime/driver.h"
 
 #define DECISION_QUEUE 1024
 
@@ -139,7 +139,7 @@ void sbx_core_net_start(struct sbx_core *core)
     sbx_warn("core", "egress allowlists unavailable: %s", err.msg);
     return;
   }
-  sbx_iso_set_resolv_conf(sbx_net_resolv_conf());
+  sbx_drivers_set_resolv_conf(sbx_net_resolv_conf());
   sbx_info("core", "egress allowlists enforced (table inet sandboxd_%s)", tag);
 }
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/http.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/util.h"

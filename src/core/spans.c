@@ -4,7 +4,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "api/http.h"
 #include "core/internal.h"
 
 struct sbx_span *sbx_exec_span_begin(struct sbx_core *core, const struct sbx_principal *who,
