@@ -130,7 +130,7 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
   core->state_dir = strdup(cfg->state_dir);
   core->started_at = sbx_wall_s();
   init_sync(core);
-  sbx_trace_start(); /* issue 8: OTLP export when OTEL_* asks for it */
+  sbx_trace_start(); /* OTLP export when OTEL_* asks for it */
   if (!(core->quota = sbx_quota_new(core))) {
     sbx_err_sys(err, ENOMEM, "quotas");
     goto fail;
@@ -148,10 +148,10 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     goto fail;
   if (sbx_store_open(cfg->database_url, core->state_dir, &core->store, err) < 0)
     goto fail;
-  if (sbx_obs_core_start(core, err) < 0) /* issue 8: metric gauges, FinOps outbox */
+  if (sbx_obs_core_start(core, err) < 0) /* metric gauges, FinOps outbox */
     goto fail;
-  sbx_core_net_start(core); /* issue 5: before any sandbox can ask for an allowlist */
-  sbx_core_images_start(core); /* issue 7: the image store under the state dir */
+  sbx_core_net_start(core); /* before any sandbox can ask for an allowlist */
+  sbx_core_images_start(core); /* the image store under the state dir */
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
   /* The store's recovery now; each driver's, then its pool, from its probe
@@ -196,7 +196,7 @@ void sbx_core_stop(struct sbx_core *core)
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
     if (sbx_driver_has(*d, shutdown))
       (*d)->shutdown();
-  sbx_obs_core_stop(core); /* issue 8: after the last run recorded its usage */
+  sbx_obs_core_stop(core); /* after the last run recorded its usage */
 }
 
 void sbx_core_free(struct sbx_core *core)
@@ -253,7 +253,7 @@ json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
 
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us)
 {
-  sbx_metrics_http(route, status, (double)us / 1e6); /* issue 8 */
+  sbx_metrics_http(route, status, (double)us / 1e6);
   atomic_fetch_add(&core->http_requests, 1);
   if (status >= 500)
     atomic_fetch_add(&core->http_errors, 1);

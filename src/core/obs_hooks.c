@@ -5,6 +5,7 @@
  * core's structures: obs gets values and callbacks, nothing else. */
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "obs/metrics.h"
 #include "obs/usage.h"
@@ -62,26 +63,23 @@ bool sbx_core_metrics_auth(struct sbx_core *core) { return core->cfg.metrics_aut
 /* ---- runs finishing ---- */
 
 void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
-                       const struct sbx_live_session *ls, const struct sbx_exec_result *res)
+                       struct sbx_live_session *ls, const struct sbx_exec_result *res)
 {
   const char *status = sbx_status_name(res->status);
   double dur = (double)res->duration_ms / 1000.0;
   sbx_metrics_execution(ls->profile->name, status, res->cpu_seconds, dur);
-  /* The session's metadata (project/agent/run) lives in its record: PATCH
-   * may have changed it since create. */
-  struct sbx_session_row srow = {0};
+  /* The session's metadata (project/agent/run) as PATCH last stored it. */
+  _cleanup_free_ char *md = sbx_session_metadata(ls);
   struct sbx_error err = {0};
-  core->store.ops->session_get(core->store.st, ls->tenant_id, ls->id, &srow, &err);
   struct sbx_usage_input in = {
       .tenant_id = ls->tenant_id, .tenant = who ? who->tenant : NULL, .kind = "exec",
       .source_id = ls->id, .profile = ls->profile->name, .status = status,
-      .metadata_json = srow.metadata_json, .cpu_seconds = res->cpu_seconds,
+      .metadata_json = md, .cpu_seconds = res->cpu_seconds,
       /* Same estimate as executions: peak memory × duration. */
       .memory_mb_seconds = (double)res->memory_peak_bytes / 1048576.0 * dur,
       .duration_seconds = dur};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the usage of an exec in %s: %s", ls->id, err.msg);
-  sbx_session_row_free(&srow);
 }
 
 void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row)

@@ -52,11 +52,18 @@ void sbxi_close_fds(int *fds, size_t nfds);
 
 struct sbxi_pty;
 
+/* The file an EXEC with SBX_PROTO_EXEC_CODE runs (both in its payload). */
+struct sbxi_code {
+  const char *path;
+  const char *text;
+};
+
 /* EXEC: consumes fds (4 of them). */
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds);
 /* Never returns. */
 _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                             const int fds[4], struct sbxi_pty *pty /* NULL: pipes */);
+                             const int fds[4], struct sbxi_pty *pty /* NULL: pipes */,
+                             const struct sbxi_code *code /* NULL: none */);
 
 /* SIGKILLs every descendant of this process, reaping each, until none is
  * left.  If main > 0 and is reaped here its wait status goes to *main_status

@@ -123,7 +123,8 @@
  * Per-exec ctl socket (SOCK_SEQPACKET socketpair end given with EXEC):
  *   shepherd → daemon: STARTED{u32 pid} then EXITED{u32 wait status,
  *     u64 cpu_usec (ru_utime+ru_stime of RUSAGE_CHILDREN), u64 maxrss_kb};
- *     or EXEC_FAILED{i32 errno, u32 stage} (stage 0 exec, 1 cwd);
+ *     or EXEC_FAILED{i32 errno, u32 stage} (stage 0 exec, 1 cwd, 2 the
+ *     code file of SBX_PROTO_EXEC_CODE could not be written);
  *     or ERR{i32 errno} when sbx-init could not start the exec at all.
  *   daemon → shepherd: KILL.  KILL or EOF on ctl → the shepherd SIGKILLs
  *     the whole tree at once, then reports EXITED.
@@ -218,7 +219,12 @@ enum sbx_proto_type {
  * EXEC are unused) and its master comes back on ctl as PTY before STARTED. */
 #define SBX_PROTO_EXEC_PTY 1u
 #define SBX_PROTO_EXEC_PTY_RELAY 2u /* with PTY: the shepherd relays, see above */
-#define SBX_PROTO_PTY_MAX 4096u     /* cols/rows ceiling */
+/* CODE: str path, str text follow (after the PTY fields): the shepherd
+ * writes text to path (a new file, parents made) before the workload
+ * starts and removes it before EXITED, so `language`+`code` is one EXEC
+ * instead of a write, an exec and a remove. */
+#define SBX_PROTO_EXEC_CODE 4u
+#define SBX_PROTO_PTY_MAX 4096u /* cols/rows ceiling */
 /* files/archives/watch (60–79). */
 #define SBX_PROTO_MK_PARENTS 1u   /* MKDIR: create missing parents (mkdir -p) */
 #define SBX_PROTO_MK_EXIST_OK 2u  /* MKDIR: an existing directory is success */

@@ -81,7 +81,14 @@ struct sbx_exec_request {
   /* Optional: background processes and terminals, see the
    * sbx_exec_live block at the end of this file.  NULL: a plain exec. */
   const struct sbx_exec_live *live;
+  /* Optional: a file the exec runs (`language`+`code`), written inside the
+   * sandbox before the command starts and removed once it ended, in the
+   * same EXEC.  A failed write fails the exec (err, status error, reason
+   * disk when the sandbox is full).  code at most SBX_EXEC_CODE_MAX. */
+  const char *code_path;
+  const char *code;
 };
+#define SBX_EXEC_CODE_MAX (1u << 20)
 
 struct sbx_exec_result {
   enum sbx_status status;
