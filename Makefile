@@ -9,6 +9,8 @@
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
 #   make fuzz     every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each (clang)
+#   make format   clang-format (.clang-format) over the C of src/ and tests/; format-check
+#                 lists what it would change and fails if anything
 #   make test-hosts  the host lab: Debian kernels under QEMU, suites inside (docs/hosts.md)
 
 BUILD      ?= build
@@ -21,7 +23,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb
+        test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format format-check
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -128,3 +130,11 @@ bench: deps all
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+
+# The C style, mechanically (.clang-format).  Only files git tracks.
+CLANG_FORMAT ?= clang-format
+FORMAT_FILES = $(shell git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h')
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+format-check:
+	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)

@@ -536,6 +536,8 @@ class Bench:
             self.discover_profiles(d)
             if "gvisor" in parts:
                 self.gvisor_rows(d)
+            if "exec" in parts:
+                self.exec_part(d)
         finally:
             d.stop()
         for name, fn in (("nopool", self.nopool_part), ("net", lambda: netbench.net_part(self)),
@@ -546,6 +548,15 @@ class Bench:
                          ("sdk", lambda: sdkbench.sdk_part(self))):
             if name in parts:
                 fn()
+
+    def exec_part(self, d, prof="container"):
+        """--only exec: the exec-path targets alone (bare fork+exec against an
+        API exec in a ready session, pooled create, one-shot), for working on
+        the exec path."""
+        self.interleaved(d)
+        if isinstance(self.profiles.get(prof), dict):
+            self.create_suite(d, prof)
+            self.oneshot_suite(d, prof)
 
     def caps_part(self, d, prof="container"):
         """Issue 4: streams and contexts, on one fresh session of prof."""
@@ -711,7 +722,7 @@ def main():
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
-                    help="comma list of parts to run (gvisor,nopool,net,images,store,trace,limits,"
+                    help="comma list of parts to run (exec,gvisor,nopool,net,images,store,trace,limits,"
                          "e2b,sdk), "
                          "for working on one part; the report then has only those rows")
     a = ap.parse_args()

@@ -591,6 +591,10 @@ def render(rows, facts, profiles):
     L += _time_section(rows, facts)
     import limitsbench
     L += limitsbench.section(rows, facts)
+    # A hand-written analysis that outlives regeneration (bench/exec_path.md).
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exec_path.md")
+    if os.path.exists(notes):
+        L += open(notes).read().rstrip("\n").split("\n") + [""]
     L += ["## Commands", "",
           "- `make bench` = `/usr/bin/python3 bench/bench.py --build $(BUILD) --out docs/benchmarks.md` "
           "(`BUILD` defaults to `build`; this run: `%s`) " % facts.get("build", "build") +

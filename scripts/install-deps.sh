@@ -34,6 +34,8 @@ PACKAGES=(
   debhelper dpkg-dev
   # make fuzz: clang with libFuzzer and the sanitizer runtimes (tests/fuzz)
   clang-14 libclang-rt-14-dev
+  # make format / format-check (.clang-format)
+  clang-format
   # the host lab (tests/hosts/): QEMU and its virtiofsd (qemu-system-common)
   qemu-system-x86 qemu-system-common
 )

@@ -37,17 +37,19 @@ enum {
 /* Global options; filled by main() from flags and the environment, then by
  * each verb's own parser (--url/--api-key are accepted after the verb too). */
 struct sbx_cli {
-  const char *url;     /* borrowed from argv/environ */
-  const char *api_key; /* borrowed; NULL if none */
+  const char *url;       /* borrowed from argv/environ */
+  const char *api_key;   /* borrowed; NULL if none */
   struct sbx_http *http; /* owned; created by sbx_cli_http() */
 };
 
 /* Long ids for the options every verb accepts (see SBX_CLI_COMMON_LONGOPTS). */
 enum { SBX_OPT_URL = 0x1000, SBX_OPT_API_KEY, SBX_OPT_HELP, SBX_OPT_VERB_BASE = 0x1100 };
-#define SBX_CLI_COMMON_LONGOPTS                                                                    \
-  {"url", required_argument, NULL, SBX_OPT_URL},                                                   \
-      {"api-key", required_argument, NULL, SBX_OPT_API_KEY},                                       \
-      {"help", no_argument, NULL, 'h'}
+#define SBX_CLI_COMMON_LONGOPTS                                                                 \
+  {"url", required_argument, NULL, SBX_OPT_URL},                                                \
+      {"api-key", required_argument, NULL, SBX_OPT_API_KEY},                                    \
+  {                                                                                             \
+    "help", no_argument, NULL, 'h'                                                              \
+  }
 
 /* Set by the SIGINT/SIGTERM handler that sbx_cli_trap_signals() installs;
  * the HTTP layer aborts a transfer in flight when it turns non-zero. */
@@ -110,6 +112,13 @@ int sbx_cli_set_text_file(json_t *body, const char *key, const char *path, size_
                           struct sbx_error *err);
 /* body["code"] = code, or the text read from stdin when code is "-". */
 int sbx_cli_set_code(json_t *body, const char *code, size_t max, struct sbx_error *err);
+/* The ceiling on what run/exec read from a file or stdin: code, stdin or
+ * one --file. */
+#define SBX_CLI_MAX_INPUT (64u * 1024 * 1024)
+/* What to run into body: "language" + "code" with lang, else "command"
+ * from argv[0..argc). */
+int sbx_cli_set_program(json_t *body, const char *lang, const char *code, char **argv, int argc,
+                        struct sbx_error *err);
 
 /* --- results (result.c) --- */
 
@@ -138,19 +147,67 @@ int sbx_cli_list_all(struct sbx_cli *cli, const char *path, const char *key, jso
 void sbx_cli_table(const char *const *headers, size_t ncols, json_t *rows);
 /* A printable cell for member `key` of obj ("-" if missing/null). */
 const char *sbx_cli_cell(json_t *obj, const char *key, char *buf, size_t len);
+/* A table row: the cells of obj's members keys[0..n). */
+json_t *sbx_cli_row(json_t *obj, const char *const *keys, size_t n);
+/* `ls`: every element of `key` at path, as JSON (json) or as a table of
+ * row(element) under headers.  An exit code. */
+int sbx_cli_ls(struct sbx_cli *cli, const char *path, const char *key, bool json,
+               const char *const *headers, size_t ncols, json_t *(*row)(json_t *elem));
+
+/* A verb's parse: options (optstring, longopts) one by one to opt,
+ * positionals to positional, then check on what is left; each returns -1
+ * to go on, else the exit code.  o is the verb's own options struct. */
+struct sbx_cli_verb {
+  const char *display_name; /* "sbx run" */
+  const char *optstring;
+  const struct option *longopts;
+  int (*opt)(struct sbx_cli *cli, void *o, int c);
+  int (*positional)(struct sbx_cli_args *a, void *o);
+  int (*check)(struct sbx_cli_args *a, void *o);
+};
+int sbx_cli_parse_verb(struct sbx_cli *cli, int argc, char **argv, const struct sbx_cli_verb *v,
+                       void *o);
+
+/* What `run`/`exec` runs, from the positionals left after the options:
+ * with --lang, its CODE (the one positional, unless --code gave it);
+ * else PROGRAM [ARGS…] after "--" into *argv and *argc.  -1 when there is
+ * something to run, else the usage exit code (nothing names what to give). */
+int sbx_cli_take_program(struct sbx_cli_args *a, const char *verb, const char *lang,
+                         const char **code, const char *stdin_file, char ***argv, int *argc,
+                         const char *nothing);
+
+/* --- verbs made of subcommands (args.c): `sbx executions ls|get|cancel` ---
+ * Each subcommand takes --json, --status where the verb's options list it,
+ * and at most two positional arguments. */
+enum { SBX_OPT_SUB_STATUS = SBX_OPT_VERB_BASE + 0x80, SBX_OPT_SUB_JSON };
+struct sbx_cli_sub_opts {
+  const char *status;
+  bool json;
+  const char *args[2];
+  int nargs;
+};
+struct sbx_cli_sub {
+  const char *name, *alias;
+  int (*fn)(struct sbx_cli *cli, struct sbx_cli_sub_opts *o);
+};
+/* Runs the subcommand argv[1] of verb ("executions") from subs[0..n);
+ * names lists them for the usage message ("ls, get, cancel"). */
+int sbx_cli_subcommands(struct sbx_cli *cli, int argc, char **argv, const char *verb,
+                        const char *help, const struct option *longopts,
+                        const struct sbx_cli_sub *subs, size_t n, const char *names);
 
 /* --- verbs --- */
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_session(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
-/* term.c (issue 4): `sbx exec -t` — runs body's command as a background
+/* term.c: `sbx exec -t` — runs body's command as a background
  * process with a pty and drives it from this terminal; returns the exit
  * status (as exec's).  body is borrowed (background and pty are added). */
 int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body);
 int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_profiles(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_executions(struct sbx_cli *cli, int argc, char **argv);
-/* image.c (issue 7): `sbx image pull|ls|rm|gc`. */
+/* image.c: `sbx image pull|ls|rm|gc`. */
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv); /* mcp.c: MCP stdio relay */
 

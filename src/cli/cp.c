@@ -20,8 +20,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-#define MAX_DEPTH 128
-
 static const char help[] =
     "Usage: sbx cp LOCAL ID:REMOTE\n"
     "       sbx cp ID:REMOTE LOCAL\n"
@@ -143,42 +141,19 @@ static int put_file(struct cp_ctx *c, const char *local, const char *remote,
   return 0;
 }
 
-static int put_tree(struct cp_ctx *c, const char *local, const char *remote, int depth,
-                    struct sbx_error *err);
-
-static int put_entry(struct cp_ctx *c, const char *local, const char *remote, int depth,
+static int put_entry(void *ud, const char *local, const char *remote, int depth,
                      struct sbx_error *err)
 {
+  struct cp_ctx *c = ud;
   struct stat st;
   if (lstat(local, &st) < 0)
     return sbx_err_sys(err, errno, "cannot stat %s", local);
   if (S_ISREG(st.st_mode))
     return put_file(c, local, remote, err);
   if (S_ISDIR(st.st_mode))
-    return put_tree(c, local, remote, depth + 1, err);
+    return sbx_cp_each_entry(local, remote, depth + 1, put_entry, c, err);
   fprintf(stderr, "sbx: note: skipping %s (not a regular file or directory)\n", local);
   return 0;
-}
-
-static int put_tree(struct cp_ctx *c, const char *local, const char *remote, int depth,
-                    struct sbx_error *err)
-{
-  if (depth > MAX_DEPTH)
-    return sbx_err_set(err, SBX_E_INVALID, ELOOP, "%s: directories nested too deep", local);
-  DIR *d = opendir(local);
-  if (!d)
-    return sbx_err_sys(err, errno, "cannot open directory %s", local);
-  struct dirent *de;
-  int r = 0;
-  while (r == 0 && (de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-      continue;
-    _cleanup_free_ char *l = join(local, de->d_name);
-    _cleanup_free_ char *rm = join(remote, de->d_name);
-    r = put_entry(c, l, rm, depth, err);
-  }
-  closedir(d);
-  return r;
 }
 
 /* Does the session have the archive capability?  -1: could not ask. */
@@ -279,8 +254,9 @@ static int upload(struct cp_ctx *c, const char *local, const char *remote, struc
   _cleanup_free_ char *target = into ? join(remote, name) : strdup(remote);
   if (S_ISDIR(st.st_mode)) {
     int arch = has_archive(c, err);
-    return arch < 0 ? -1 : arch ? put_archive(c, local, target, err)
-                                : put_tree(c, local, target, 0, err);
+    return arch < 0 ? -1
+           : arch   ? put_archive(c, local, target, err)
+                    : sbx_cp_each_entry(local, target, 0, put_entry, c, err);
   }
   if (!S_ISREG(st.st_mode))
     return sbx_err_set(err, SBX_E_INVALID, 0, "%s is not a regular file or directory", local);
@@ -324,9 +300,9 @@ static int get_entry(struct cp_ctx *c, const char *remote, const char *local, js
   json_t *sub = NULL;
   int is_dir = remote_list(c, r, &sub, err);
   if (is_dir != 1)
-    return is_dir < 0 || err->msg[0] ? -1
-                                     : sbx_err_set(err, SBX_E_INTERNAL, 0,
-                                                   "cannot list %s:%s", c->id, r);
+    return is_dir < 0 || err->msg[0]
+               ? -1
+               : sbx_err_set(err, SBX_E_INTERNAL, 0, "cannot list %s:%s", c->id, r);
   int rc = get_tree(c, r, l, sub, depth + 1, err);
   json_decref(sub);
   return rc;
@@ -335,7 +311,7 @@ static int get_entry(struct cp_ctx *c, const char *remote, const char *local, js
 static int get_tree(struct cp_ctx *c, const char *remote, const char *local, json_t *entries,
                     int depth, struct sbx_error *err)
 {
-  if (depth > MAX_DEPTH)
+  if (depth > SBX_CP_MAX_DEPTH)
     return sbx_err_set(err, SBX_E_INVALID, ELOOP, "%s: directories nested too deep", remote);
   if (sbx_mkdir_p(local, 0755) < 0)
     return sbx_err_sys(err, errno, "cannot create %s", local);
@@ -362,9 +338,9 @@ static int download(struct cp_ctx *c, const char *remote, const char *local,
     return -1;
   if (is_dir) {
     int arch = strcmp(local, "-") ? has_archive(c, err) : 0;
-    int rc = !strcmp(local, "-") ? sbx_err_set(err, SBX_E_INVALID, 0,
-                                               "%s:%s is a directory; cannot write it to stdout",
-                                               c->id, remote)
+    int rc = !strcmp(local, "-")
+                 ? sbx_err_set(err, SBX_E_INVALID, 0,
+                               "%s:%s is a directory; cannot write it to stdout", c->id, remote)
              : arch < 0 ? -1
              : arch     ? get_archive(c, remote, target, err)
                         : get_tree(c, remote, target, entries, 0, err);

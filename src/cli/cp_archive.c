@@ -17,8 +17,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-#define MAX_DEPTH 128
-
 static int lib_err(struct archive *a, const char *what, struct sbx_error *err)
 {
   return sbx_err_set(err, SBX_E_INTERNAL, archive_errno(a), "%s: %s", what,
@@ -38,12 +36,10 @@ static int add_data(struct archive *a, const char *path, struct sbx_error *err)
   return n < 0 ? sbx_err_sys(err, errno, "cannot read %s", path) : 0;
 }
 
-static int add_tree(struct archive *a, const char *path, const char *rel, int depth,
-                    struct sbx_error *err);
-
-static int add_entry(struct archive *a, const char *path, const char *rel, int depth,
+static int add_entry(void *ud, const char *path, const char *rel, int depth,
                      struct sbx_error *err)
 {
+  struct archive *a = ud;
   struct stat st;
   if (lstat(path, &st) < 0)
     return sbx_err_sys(err, errno, "cannot stat %s", path);
@@ -71,34 +67,35 @@ static int add_entry(struct archive *a, const char *path, const char *rel, int d
   if (r == 0 && S_ISREG(st.st_mode))
     r = add_data(a, path, err);
   if (r == 0 && S_ISDIR(st.st_mode))
-    r = add_tree(a, path, rel, depth + 1, err);
+    r = sbx_cp_each_entry(path, rel, depth + 1, add_entry, a, err);
   return r;
 }
 
-static char *join(const char *a, const char *b)
+char *sbx_cp_join(const char *a, const char *b)
 {
   char *out;
-  if (asprintf(&out, "%s%s%s", a, *a ? "/" : "", b) < 0)
+  size_t n = strlen(a);
+  if (asprintf(&out, "%s%s%s", a, n && *b && a[n - 1] != '/' ? "/" : "", b) < 0)
     abort();
   return out;
 }
 
-static int add_tree(struct archive *a, const char *path, const char *rel, int depth,
-                    struct sbx_error *err)
+int sbx_cp_each_entry(const char *dir, const char *other, int depth, sbx_cp_each_fn *each,
+                      void *ud, struct sbx_error *err)
 {
-  if (depth > MAX_DEPTH)
-    return sbx_err_set(err, SBX_E_INVALID, ELOOP, "%s: directories nested too deep", path);
-  DIR *d = opendir(path);
+  if (depth > SBX_CP_MAX_DEPTH)
+    return sbx_err_set(err, SBX_E_INVALID, ELOOP, "%s: directories nested too deep", dir);
+  DIR *d = opendir(dir);
   if (!d)
-    return sbx_err_sys(err, errno, "cannot open directory %s", path);
+    return sbx_err_sys(err, errno, "cannot open directory %s", dir);
   struct dirent *de;
   int r = 0;
   while (r == 0 && (de = readdir(d))) {
     if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
       continue;
-    _cleanup_free_ char *p = join(path, de->d_name);
-    _cleanup_free_ char *rl = join(rel, de->d_name);
-    r = add_entry(a, p, rl, depth, err);
+    _cleanup_free_ char *p = sbx_cp_join(dir, de->d_name);
+    _cleanup_free_ char *o = sbx_cp_join(other, de->d_name);
+    r = each(ud, p, o, depth, err);
   }
   closedir(d);
   return r;
@@ -113,7 +110,7 @@ int sbx_cp_tar_dir(const char *dir, int fd, struct sbx_error *err)
     archive_write_free(a);
     return r;
   }
-  int r = add_tree(a, dir, "", 0, err);
+  int r = sbx_cp_each_entry(dir, "", 0, add_entry, a, err);
   if (archive_write_close(a) != ARCHIVE_OK && r == 0)
     r = lib_err(a, "tar", err);
   archive_write_free(a);

@@ -15,4 +15,15 @@ int sbx_cp_tar_dir(const char *dir, int fd, struct sbx_error *err);
  * SECURE_* flags); modes and mtimes are kept, owners are not. */
 int sbx_cp_untar(int fd, const char *dir, struct sbx_error *err);
 
+/* The walk both directions of `sbx cp` share: each(ud, dir/NAME,
+ * other/NAME, depth) for every entry NAME of the local directory dir but
+ * "." and "..", until one fails.  Past SBX_CP_MAX_DEPTH levels: ELOOP. */
+#define SBX_CP_MAX_DEPTH 128
+typedef int sbx_cp_each_fn(void *ud, const char *path, const char *other, int depth,
+                           struct sbx_error *err);
+int sbx_cp_each_entry(const char *dir, const char *other, int depth, sbx_cp_each_fn *each,
+                      void *ud, struct sbx_error *err);
+/* "a/b" (a alone if b is "", b alone if a is ""); malloc'd. */
+char *sbx_cp_join(const char *a, const char *b);
+
 #endif

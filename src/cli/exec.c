@@ -8,8 +8,6 @@
 #include "cli/cli.h"
 #include "common/cleanup.h"
 
-#define SBX_CLI_MAX_INPUT (64u * 1024 * 1024)
-
 static const char help[] =
     "Usage: sbx exec [OPTIONS] ID -- PROGRAM [ARGS…]\n"
     "       sbx exec [OPTIONS] --lang python|node|bash ID CODE\n"
@@ -67,24 +65,33 @@ struct exec_opts {
 };
 
 /* One option; returns -1 to go on, else an exit code. */
-static int take_opt(struct sbx_cli *cli, struct exec_opts *o, int c)
+static int take_opt(struct sbx_cli *cli, void *ud, int c)
 {
+  struct exec_opts *o = ud;
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
-  case 'w': o->cwd = optarg; return -1;
-  case 'l': o->lang = optarg; return -1;
-  case OPT_JSON: o->json = true; return -1;
+  case 'w':
+    o->cwd = optarg;
+    return -1;
+  case 'l':
+    o->lang = optarg;
+    return -1;
+  case OPT_JSON:
+    o->json = true;
+    return -1;
   case 'i':
   case OPT_STDIN_FILE:
     if (o->stdin_file)
       return sbx_cli_usage("exec", "give only one of --stdin-file and -i");
     o->stdin_file = c == 'i' ? "-" : optarg;
     return -1;
-  case 't': o->tty = true; return -1;
+  case 't':
+    o->tty = true;
+    return -1;
   case 'e':
     return sbx_cli_add_env(&o->env, optarg, &err) < 0 ? sbx_cli_usage("exec", "%s", err.msg)
-                                                       : -1;
+                                                      : -1;
   case OPT_TIMEOUT:
     return sbx_cli_parse_seconds(optarg, &o->timeout_s, &err) < 0
                ? sbx_cli_usage("exec", "%s", err.msg)
@@ -98,8 +105,9 @@ static int take_opt(struct sbx_cli *cli, struct exec_opts *o, int c)
 }
 
 /* ID first; then CODE with --lang, else the start of the program's argv. */
-static int take_positional(struct sbx_cli_args *a, struct exec_opts *o)
+static int take_positional(struct sbx_cli_args *a, void *ud)
 {
+  struct exec_opts *o = ud;
   if (!o->id)
     o->id = optarg;
   else if (!o->lang)
@@ -125,59 +133,30 @@ static int check_tty(struct exec_opts *o)
   return -1;
 }
 
-static int check_positionals(struct sbx_cli_args *a, struct exec_opts *o)
+static int check_positionals(struct sbx_cli_args *a, void *ud)
 {
+  struct exec_opts *o = ud;
   if (!o->id)
     return sbx_cli_usage("exec", "wants a session ID (see `sbx session ls`)");
   if (check_tty(o) >= 0)
     return SBX_EXIT_USAGE;
-  if (o->lang) {
-    if (a->nrest > 1 || (a->nrest == 1 && o->code))
-      return sbx_cli_usage("exec", "--lang takes exactly one CODE argument");
-    if (a->nrest == 1)
-      o->code = a->rest[0];
-    if (!o->code)
-      return sbx_cli_usage("exec", "--lang %s needs CODE", o->lang);
-    if (!strcmp(o->code, "-") && o->stdin_file && !strcmp(o->stdin_file, "-"))
-      return sbx_cli_usage("exec", "CODE and stdin cannot both be read from stdin");
-    return -1;
-  }
-  if (a->had_dashdash) {
-    o->argv = a->rest;
-    o->argc = a->nrest;
-  }
-  if (o->argc == 0)
-    return sbx_cli_usage("exec", "nothing to run: give ID -- PROGRAM [ARGS…]");
-  return -1;
+  return sbx_cli_take_program(a, "exec", o->lang, &o->code, o->stdin_file, &o->argv, &o->argc,
+                              "give ID -- PROGRAM [ARGS…]");
 }
 
 static int parse(struct sbx_cli *cli, int argc, char **argv, struct exec_opts *o)
 {
-  struct sbx_cli_args a;
-  sbx_cli_split(argc, argv, "sbx exec", &a);
-  int c, rc;
-  while ((c = sbx_cli_getopt(&a, "+hitw:e:l:", longopts)) != -1) {
-    rc = c == SBX_OPT_POSITIONAL ? take_positional(&a, o) : take_opt(cli, o, c);
-    if (rc >= 0)
-      return rc;
-  }
-  return check_positionals(&a, o);
+  static const struct sbx_cli_verb verb = {"sbx exec", "+hitw:e:l:",    longopts,
+                                           take_opt,   take_positional, check_positionals};
+  return sbx_cli_parse_verb(cli, argc, argv, &verb, o);
 }
 
 static int build_body(struct exec_opts *o, json_t *body, struct sbx_error *err)
 {
-  if (o->lang) {
-    json_object_set_new(body, "language", json_string(o->lang));
-    if (sbx_cli_set_code(body, o->code, SBX_CLI_MAX_INPUT, err) < 0)
-      return -1;
-  } else {
-    json_t *cmd = json_array();
-    json_object_set_new(body, "command", cmd);
-    for (int i = 0; i < o->argc; i++)
-      if (json_array_append_new(cmd, json_string(o->argv[i])) < 0)
-        return sbx_err_field(err, "command", "argument %d is not valid UTF-8", i);
-  }
-  if (o->stdin_file && sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
+  if (sbx_cli_set_program(body, o->lang, o->code, o->argv, o->argc, err) < 0)
+    return -1;
+  if (o->stdin_file &&
+      sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
     return -1;
   if (o->env)
     json_object_set(body, "env", o->env);

@@ -13,13 +13,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
 struct sbx_http {
   CURL *curl;
-  char *base;    /* without a trailing '/' */
-  char *auth;    /* "Authorization: Bearer …" or NULL */
+  char *base; /* without a trailing '/' */
+  char *auth; /* "Authorization: Bearer …" or NULL */
   bool french;
   long last_status;
   char last_code[64];
@@ -30,8 +31,7 @@ struct sbx_http {
  * stdout for a raw 2xx download. */
 struct sink {
   CURL *curl;
-  char *buf;
-  size_t len, cap;
+  struct sbx_buf body; /* bounded by SBX_HTTP_MAX_BODY */
   bool too_big;
   bool to_file;
   const char *path; /* NULL = stdout */
@@ -154,23 +154,10 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
     }
     return n;
   }
-  if (s->len + n > SBX_HTTP_MAX_BODY) {
-    s->too_big = true;
+  if (sbx_buf_append(&s->body, data, n) < 0) {
+    s->too_big = errno == E2BIG;
     return 0;
   }
-  if (s->len + n + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 16384;
-    while (cap < s->len + n + 1)
-      cap *= 2;
-    char *nb = realloc(s->buf, cap);
-    if (!nb)
-      return 0;
-    s->buf = nb;
-    s->cap = cap;
-  }
-  memcpy(s->buf + s->len, data, n);
-  s->len += n;
-  s->buf[s->len] = '\0';
   return n;
 }
 
@@ -279,12 +266,18 @@ static enum sbx_errcode code_from_name(const char *code, long status)
     const char *name;
     enum sbx_errcode code;
   } map[] = {
-      {"invalid_request", SBX_E_INVALID},   {"unauthenticated", SBX_E_UNAUTHENTICATED},
-      {"forbidden", SBX_E_FORBIDDEN},       {"not_found", SBX_E_NOT_FOUND},
-      {"method_not_allowed", SBX_E_METHOD}, {"conflict", SBX_E_CONFLICT},
-      {"payload_too_large", SBX_E_TOO_LARGE}, {"quota_exceeded", SBX_E_QUOTA},
-      {"rate_limited", SBX_E_RATE},         {"internal", SBX_E_INTERNAL},
-      {"runtime_unavailable", SBX_E_RUNTIME_UNAVAILABLE}, {"not_ready", SBX_E_NOT_READY},
+      {"invalid_request", SBX_E_INVALID},
+      {"unauthenticated", SBX_E_UNAUTHENTICATED},
+      {"forbidden", SBX_E_FORBIDDEN},
+      {"not_found", SBX_E_NOT_FOUND},
+      {"method_not_allowed", SBX_E_METHOD},
+      {"conflict", SBX_E_CONFLICT},
+      {"payload_too_large", SBX_E_TOO_LARGE},
+      {"quota_exceeded", SBX_E_QUOTA},
+      {"rate_limited", SBX_E_RATE},
+      {"internal", SBX_E_INTERNAL},
+      {"runtime_unavailable", SBX_E_RUNTIME_UNAVAILABLE},
+      {"not_ready", SBX_E_NOT_READY},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (strcmp(map[i].name, code) == 0)
@@ -296,12 +289,11 @@ static enum sbx_errcode code_from_name(const char *code, long status)
  * the body is one, else the status line and the start of the body. */
 static int api_error(struct sbx_http *h, const struct sink *s, struct sbx_error *err)
 {
-  json_t *root = s->buf ? json_loadb(s->buf, s->len, 0, NULL) : NULL;
+  json_t *root = s->body.data ? json_loadb(s->body.data, s->body.len, 0, NULL) : NULL;
   json_t *e = json_object_get(root, "error");
   const char *code = json_string_value(json_object_get(e, "code"));
   const char *msg = json_string_value(json_object_get(e, "message"));
-  const char *field =
-      json_string_value(json_object_get(json_object_get(e, "details"), "field"));
+  const char *field = json_string_value(json_object_get(json_object_get(e, "details"), "field"));
   if (code) {
     snprintf(h->last_code, sizeof h->last_code, "%s", code);
     sbx_err_set(err, code_from_name(code, h->last_status), 0, "%s: %s", code,
@@ -312,7 +304,7 @@ static int api_error(struct sbx_http *h, const struct sink *s, struct sbx_error 
     snprintf(h->last_code, sizeof h->last_code, "http_%ld", h->last_status);
     sbx_err_set(err, h->last_status >= 500 ? SBX_E_INTERNAL : SBX_E_INVALID, 0,
                 "HTTP %ld from sandboxd: %.200s", h->last_status,
-                s->buf && s->len ? s->buf : "(empty body)");
+                s->body.len ? s->body.data : "(empty body)");
   }
   json_decref(root);
   return -1;
@@ -353,15 +345,15 @@ int sbx_http_json(struct sbx_http *h, const char *method, const char *path, json
     b.mem = text;
     b.len = strlen(text);
   }
-  struct sink s = {.fd = -1};
+  struct sink s = {.body = SBX_BUF_INIT(SBX_HTTP_MAX_BODY), .fd = -1};
   int r = perform(h, method, path, body ? &b : NULL, &s, err);
   if (r == 0 && out) {
     *out = NULL;
     json_error_t jerr;
-    if (s.len > 0 && !(*out = json_loadb(s.buf, s.len, JSON_ALLOW_NUL, &jerr)))
+    if (s.body.len > 0 && !(*out = json_loadb(s.body.data, s.body.len, JSON_ALLOW_NUL, &jerr)))
       r = sbx_err_set(err, SBX_E_INTERNAL, 0, "sandboxd sent invalid JSON: %s", jerr.text);
   }
-  free(s.buf);
+  sbx_buf_free(&s.body);
   return r;
 }
 
@@ -369,16 +361,20 @@ int sbx_http_put_fd(struct sbx_http *h, const char *path, int fd, off_t size,
                     struct sbx_error *err)
 {
   struct body b = {.fd = fd, .size = size, .ctype = "application/octet-stream"};
-  struct sink s = {.fd = -1};
+  struct sink s = {.body = SBX_BUF_INIT(SBX_HTTP_MAX_BODY), .fd = -1};
   int r = perform(h, "PUT", path, &b, &s, err);
-  free(s.buf);
+  sbx_buf_free(&s.body);
   return r;
 }
 
 int sbx_http_get_to_file(struct sbx_http *h, const char *path, const char *local_path,
                          unsigned mode, struct sbx_error *err)
 {
-  struct sink s = {.fd = -1, .to_file = true, .path = local_path, .mode = mode};
+  struct sink s = {.body = SBX_BUF_INIT(SBX_HTTP_MAX_BODY),
+                   .fd = -1,
+                   .to_file = true,
+                   .path = local_path,
+                   .mode = mode};
   int r = perform(h, "GET", path, NULL, &s, err);
   /* An empty 2xx body never reaches on_write: create the file here. */
   if (r == 0 && sink_open_file(&s) < 0)
@@ -386,6 +382,6 @@ int sbx_http_get_to_file(struct sbx_http *h, const char *path, const char *local
                     strerror(s.write_errno));
   if (s.fd > STDOUT_FILENO && close(s.fd) < 0 && r == 0)
     r = sbx_err_sys(err, errno, "cannot write %s", local_path);
-  free(s.buf);
+  sbx_buf_free(&s.body);
   return r;
 }

@@ -1,5 +1,5 @@
 /* image.c — `sbx image pull|ls|rm|gc`: the daemon's image store
- * (/v1/sandbox/images, issue 7).  pull streams the daemon's progress events
+ * (/v1/sandbox/images).  pull streams the daemon's progress events
  * (POST …/images/pull with Accept: text/event-stream) on its own libcurl
  * handle, like term.c's follower, because cli/http.c keeps whole answers
  * in memory; it draws a progress bar on a terminal and one plain line per
@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "cli/http.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 
 #define MAX_ERR_BODY (64u << 10) /* an error envelope, not a stream */
@@ -44,18 +45,10 @@ static const char help[] =
     "Exit status: 0 on success, 1 for an API or network error (e.g. the\n"
     "registry refused the pull), 2 for a usage error, 130 if interrupted.\n";
 
-enum { OPT_JSON = SBX_OPT_VERB_BASE };
-
 static const struct option longopts[] = {
     SBX_CLI_COMMON_LONGOPTS,
-    {"json", no_argument, NULL, OPT_JSON},
+    {"json", no_argument, NULL, SBX_OPT_SUB_JSON},
     {NULL, 0, NULL, 0},
-};
-
-struct image_opts {
-  bool json;
-  const char *args[2];
-  int nargs;
 };
 
 /* "1.5 MB" style, powers of 1000 like docker. */
@@ -96,8 +89,7 @@ struct pull {
   long status; /* 0 until the first body byte */
   bool tty;
   /* a non-200 answer's body (the error envelope) */
-  char *body;
-  size_t body_len;
+  struct sbx_buf body; /* bounded by MAX_ERR_BODY */
   /* the SSE parser */
   char *line;
   size_t line_len;
@@ -228,15 +220,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
   if (!p->status)
     curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &p->status);
   if (p->status != 200) { /* an error envelope: keep it (bounded) */
-    size_t keep = p->body_len + n > MAX_ERR_BODY ? MAX_ERR_BODY - p->body_len : n;
-    char *nb = realloc(p->body, p->body_len + keep + 1);
-    if (!nb)
-      return 0;
-    p->body = nb;
-    memcpy(p->body + p->body_len, ptr, keep);
-    p->body_len += keep;
-    p->body[p->body_len] = '\0';
-    return n;
+    size_t keep = p->body.max - p->body.len < n ? p->body.max - p->body.len : n;
+    return sbx_buf_append(&p->body, ptr, keep) < 0 ? 0 : n;
   }
   for (size_t i = 0; i < n; i++) {
     if (ptr[i] == '\n') {
@@ -266,19 +251,19 @@ static int on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
 static int answer_error(struct sbx_cli *cli, struct pull *p)
 {
   struct sbx_error err = {0};
-  json_t *root = p->body ? json_loads(p->body, 0, NULL) : NULL;
+  json_t *root = p->body.data ? json_loads(p->body.data, 0, NULL) : NULL;
   json_t *e = json_object_get(root, "error");
   const char *code = json_string_value(json_object_get(e, "code"));
   const char *msg = json_string_value(json_object_get(e, "message"));
   const char *field = json_string_value(json_object_get(json_object_get(e, "details"), "field"));
-  enum sbx_errcode ec = p->status == 401 ? SBX_E_UNAUTHENTICATED
+  enum sbx_errcode ec = p->status == 401   ? SBX_E_UNAUTHENTICATED
                         : p->status >= 500 ? SBX_E_INTERNAL
                                            : SBX_E_INVALID;
   if (code)
     sbx_err_set(&err, ec, 0, "%s: %s", code, msg ? msg : "(no message)");
   else
     sbx_err_set(&err, ec, 0, "HTTP %ld from sandboxd: %.200s", p->status,
-                p->body_len ? p->body : "(empty body)");
+                p->body.len ? p->body.data : "(empty body)");
   if (field)
     snprintf(err.field, sizeof err.field, "%s", field);
   json_decref(root);
@@ -313,15 +298,14 @@ static int outcome(struct sbx_cli *cli, struct pull *p)
   const char *ref = json_string_value(json_object_get(p->done, "ref"));
   const char *digest = json_string_value(json_object_get(p->done, "digest"));
   if (!ref || !digest) {
-    fprintf(stderr, "sbx: the stream from sandboxd at %s ended before the pull did\n",
-            cli->url);
+    fprintf(stderr, "sbx: the stream from sandboxd at %s ended before the pull did\n", cli->url);
     return SBX_EXIT_API;
   }
   printf("Pulled %s\nDigest: %s\n", ref, digest);
   return SBX_EXIT_OK;
 }
 
-static int do_pull(struct sbx_cli *cli, struct image_opts *o)
+static int do_pull(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   if (o->nargs != 1)
     return sbx_cli_usage("image pull", "wants exactly one image REF");
@@ -337,7 +321,9 @@ static int do_pull(struct sbx_cli *cli, struct image_opts *o)
   if (!data || asprintf(&url, "%.*s/v1/sandbox/images/pull", (int)ulen, cli->url) < 0 ||
       (cli->api_key && asprintf(&auth, "Authorization: Bearer %s", cli->api_key) < 0))
     abort();
-  struct pull p = {.tty = isatty(STDERR_FILENO) == 1, .line = malloc(MAX_LINE)};
+  struct pull p = {.body = SBX_BUF_INIT(MAX_ERR_BODY),
+                   .tty = isatty(STDERR_FILENO) == 1,
+                   .line = malloc(MAX_LINE)};
   if (!p.line || !(p.curl = curl_easy_init())) {
     free(p.line);
     fputs("sbx: cannot initialise libcurl\n", stderr);
@@ -373,7 +359,7 @@ static int do_pull(struct sbx_cli *cli, struct image_opts *o)
   curl_easy_cleanup(p.curl);
   free(p.line);
   free(p.data);
-  free(p.body);
+  sbx_buf_free(&p.body);
   json_decref(p.done);
   json_decref(p.error);
   return exit_code;
@@ -389,37 +375,23 @@ static json_t *image_row(json_t *img)
   snprintf(layers, sizeof layers, "%zu", json_array_size(jl));
   json_t *row = json_array();
   json_array_append_new(row, json_string(json_string_value(json_object_get(img, "ref")) ?: "-"));
-  json_array_append_new(
-      row, json_string(short_digest(json_string_value(json_object_get(img, "digest")), dig,
-                                    sizeof dig)));
-  json_array_append_new(row, json_string(json_is_integer(js)
-                                             ? human((uint64_t)json_integer_value(js), size,
-                                                     sizeof size)
-                                             : "-"));
+  json_array_append_new(row, json_string(
+                                 short_digest(json_string_value(json_object_get(img, "digest")),
+                                              dig, sizeof dig)));
+  json_array_append_new(row,
+                        json_string(json_is_integer(js) ? human((uint64_t)json_integer_value(js),
+                                                                size, sizeof size)
+                                                        : "-"));
   json_array_append_new(row, json_string(json_is_array(jl) ? layers : "-"));
   return row;
 }
 
-static int do_ls(struct sbx_cli *cli, struct image_opts *o)
+static int do_ls(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   static const char *const headers[] = {"REF", "DIGEST", "SIZE", "LAYERS"};
   if (o->nargs)
     return sbx_cli_usage("image ls", "unexpected argument '%s'", o->args[0]);
-  struct sbx_error err = {0};
-  json_t *all = NULL;
-  if (sbx_cli_list_all(cli, "/v1/sandbox/images", "images", &all, &err) < 0)
-    return sbx_cli_fail_api(cli, &err);
-  if (o->json) {
-    sbx_cli_print_json(all);
-  } else {
-    json_t *rows = json_array(), *img;
-    size_t i;
-    json_array_foreach(all, i, img) json_array_append_new(rows, image_row(img));
-    sbx_cli_table(headers, 4, rows);
-    json_decref(rows);
-  }
-  json_decref(all);
-  return SBX_EXIT_OK;
+  return sbx_cli_ls(cli, "/v1/sandbox/images", "images", o->json, headers, 4, image_row);
 }
 
 /* The route takes the reference as the rest of the path, verbatim: only
@@ -435,7 +407,7 @@ static bool ref_chars_ok(const char *ref)
   return true;
 }
 
-static int do_rm(struct sbx_cli *cli, struct image_opts *o)
+static int do_rm(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   if (o->nargs != 1)
     return sbx_cli_usage("image rm", "wants exactly one image REF (see `sbx image ls`)");
@@ -451,7 +423,7 @@ static int do_rm(struct sbx_cli *cli, struct image_opts *o)
   return SBX_EXIT_OK;
 }
 
-static int do_gc(struct sbx_cli *cli, struct image_opts *o)
+static int do_gc(struct sbx_cli *cli, struct sbx_cli_sub_opts *o)
 {
   if (o->nargs)
     return sbx_cli_usage("image gc", "unexpected argument '%s'", o->args[0]);
@@ -475,55 +447,12 @@ static int do_gc(struct sbx_cli *cli, struct image_opts *o)
   return SBX_EXIT_OK;
 }
 
-static int parse(struct sbx_cli *cli, int argc, char **argv, const char *what,
-                 struct image_opts *o)
-{
-  struct sbx_cli_args a;
-  sbx_cli_split(argc, argv, what, &a);
-  int c, exit_now = -1;
-  while ((c = sbx_cli_getopt(&a, "+h", longopts)) != -1) {
-    if (c == OPT_JSON)
-      o->json = true;
-    else if (c == SBX_OPT_POSITIONAL && o->nargs < 2)
-      o->args[o->nargs++] = optarg;
-    else if (c == SBX_OPT_POSITIONAL)
-      return sbx_cli_usage(what + 4, "too many arguments");
-    else if (!sbx_cli_common_opt(cli, c, help, &exit_now))
-      return sbx_cli_usage(what + 4, "bad option");
-    if (exit_now >= 0)
-      return exit_now;
-  }
-  for (int i = 0; i < a.nrest; i++) {
-    if (o->nargs == 2)
-      return sbx_cli_usage(what + 4, "too many arguments");
-    o->args[o->nargs++] = a.rest[i];
-  }
-  return -1;
-}
-
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
 {
-  static const struct {
-    const char *name, *alias;
-    int (*fn)(struct sbx_cli *, struct image_opts *);
-  } subs[] = {{"pull", "fetch", do_pull},
-              {"ls", "list", do_ls},
-              {"rm", "remove", do_rm},
-              {"gc", "prune", do_gc}};
-  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    fputs(help, argc < 2 ? stderr : stdout);
-    return argc < 2 ? SBX_EXIT_USAGE : SBX_EXIT_OK;
-  }
-  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-    if (strcmp(subs[i].name, argv[1]) && strcmp(subs[i].alias, argv[1]))
-      continue;
-    char what[32];
-    snprintf(what, sizeof what, "sbx image %s", subs[i].name);
-    struct image_opts o = {0};
-    int rc = parse(cli, argc - 1, argv + 1, what, &o);
-    if (rc < 0)
-      rc = sbx_cli_http(cli) ? subs[i].fn(cli, &o) : SBX_EXIT_API;
-    return rc;
-  }
-  return sbx_cli_usage("image", "unknown subcommand '%s' (pull, ls, rm, gc)", argv[1]);
+  static const struct sbx_cli_sub subs[] = {{"pull", "fetch", do_pull},
+                                            {"ls", "list", do_ls},
+                                            {"rm", "remove", do_rm},
+                                            {"gc", "prune", do_gc}};
+  return sbx_cli_subcommands(cli, argc, argv, "image", help, longopts, subs,
+                             sizeof subs / sizeof subs[0], "pull, ls, rm, gc");
 }

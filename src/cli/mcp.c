@@ -12,6 +12,7 @@
  * It talks HTTP only, with its own libcurl handle: it needs the response
  * headers, which the CLI's JSON helper (http.c) does not expose. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <strings.h>
 
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 
 #define LINE_MAX_BYTES (64u * 1024 * 1024) /* one message from the agent */
@@ -47,19 +49,14 @@ struct relay {
   char version[32];
 };
 
-struct buf {
-  char *data;
-  size_t len;
-  bool overflow;
-};
-
 struct answer {
-  struct buf body;
+  struct sbx_buf body; /* bounded by RESP_MAX_BYTES */
+  bool overflow;
   char session[128];
   char ctype[128];
-  struct relay *rl;  /* an event stream is relayed as it arrives */
+  struct relay *rl; /* an event stream is relayed as it arrives */
   bool initializing;
-  bool streamed;     /* some events were relayed already */
+  bool streamed; /* some events were relayed already */
 };
 
 static void emit(struct relay *rl, json_t *msg, bool initializing);
@@ -88,19 +85,11 @@ static void drain_events(struct answer *a)
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
   struct answer *a = ctx;
-  struct buf *b = &a->body;
   size_t add = size * n;
-  if (b->len + add > RESP_MAX_BYTES) {
-    b->overflow = true;
+  if (sbx_buf_append(&a->body, p, add) < 0) {
+    a->overflow = errno == E2BIG;
     return 0;
   }
-  char *nd = realloc(b->data, b->len + add + 1);
-  if (!nd)
-    return 0;
-  memcpy(nd + b->len, p, add);
-  b->data = nd;
-  b->len += add;
-  b->data[b->len] = '\0';
   if (!strncmp(a->ctype, "text/event-stream", 17))
     drain_events(a);
   return add;
@@ -231,7 +220,9 @@ static void emit_http_failure(json_t *id, long status, const char *body, const c
   json_t *e = json_object_get(env, "error");
   const char *m = json_string_value(json_object_get(e, "message"));
   emit_error(id, "sandboxd answered HTTP %ld: %s", status,
-             m ? m : status == 401 ? "unauthenticated (check SANDBOXD_API_KEY)" : "no details");
+             m               ? m
+             : status == 401 ? "unauthenticated (check SANDBOXD_API_KEY)"
+                             : "no details");
   json_decref(env);
 }
 
@@ -241,7 +232,9 @@ static void relay_line(struct relay *rl, const char *line, size_t len)
   json_t *id = json_object_get(msg, "id");
   const char *method = json_string_value(json_object_get(msg, "method"));
   bool initializing = method && !strcmp(method, "initialize");
-  struct answer a = {.rl = rl, .initializing = initializing};
+  struct answer a = {.body = SBX_BUF_INIT(RESP_MAX_BYTES),
+                     .rl = rl,
+                     .initializing = initializing};
   char errbuf[CURL_ERROR_SIZE];
   long status = exchange(rl, "POST", line, len, &a, errbuf);
   if (initializing && a.session[0])
@@ -256,24 +249,24 @@ static void relay_line(struct relay *rl, const char *line, size_t len)
   } else if (!strncmp(a.ctype, "text/event-stream", 17) && (a.streamed || status == 200)) {
     if (a.body.data) /* a last event without its final newline */
       emit_sse(rl, a.body.data, initializing);
-  } else if (a.body.overflow) {
+  } else if (a.overflow) {
     emit_error(id, "the answer is larger than %u bytes", RESP_MAX_BYTES);
   } else {
     emit_http_failure(id, status, a.body.data, errbuf);
   }
   json_decref(reply);
   json_decref(msg);
-  free(a.body.data);
+  sbx_buf_free(&a.body);
 }
 
 static void end_session(struct relay *rl)
 {
   if (!rl->session[0])
     return;
-  struct answer a = {.rl = rl};
+  struct answer a = {.body = SBX_BUF_INIT(RESP_MAX_BYTES), .rl = rl};
   char errbuf[CURL_ERROR_SIZE];
   exchange(rl, "DELETE", NULL, 0, &a, errbuf);
-  free(a.body.data);
+  sbx_buf_free(&a.body);
 }
 
 static int serve(struct relay *rl)

@@ -14,7 +14,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-#define SBX_CLI_MAX_INPUT (64u * 1024 * 1024) /* code, stdin or one --file */
 #define WAIT_S 30
 
 static const char help[] =
@@ -109,19 +108,36 @@ static int append_string(json_t **arr, const char *s)
 }
 
 /* One option; returns -1 to go on, else an exit code. */
-static int take_opt(struct sbx_cli *cli, struct run_opts *o, int c)
+static int take_opt(struct sbx_cli *cli, void *ud, int c)
 {
+  struct run_opts *o = ud;
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
-  case 'l': o->lang = optarg; break;
-  case 'p': o->profile = optarg; break;
-  case OPT_IMAGE: o->image = optarg; break;
-  case OPT_STDIN_FILE: o->stdin_file = optarg; break;
-  case OPT_DOWNLOAD: o->download = optarg; break;
-  case OPT_JSON: o->json = true; break;
-  case OPT_FILE: append_string(&o->files, optarg); break;
-  case OPT_COLLECT: append_string(&o->collect, optarg); break;
+  case 'l':
+    o->lang = optarg;
+    break;
+  case 'p':
+    o->profile = optarg;
+    break;
+  case OPT_IMAGE:
+    o->image = optarg;
+    break;
+  case OPT_STDIN_FILE:
+    o->stdin_file = optarg;
+    break;
+  case OPT_DOWNLOAD:
+    o->download = optarg;
+    break;
+  case OPT_JSON:
+    o->json = true;
+    break;
+  case OPT_FILE:
+    append_string(&o->files, optarg);
+    break;
+  case OPT_COLLECT:
+    append_string(&o->collect, optarg);
+    break;
   case 'e':
     if (sbx_cli_add_env(&o->env, optarg, &err) < 0)
       return sbx_cli_usage("run", "%s", err.msg);
@@ -150,8 +166,9 @@ static int take_opt(struct sbx_cli *cli, struct run_opts *o, int c)
 }
 
 /* A non-option: CODE with --lang, else the start of the program's argv. */
-static int take_positional(struct sbx_cli_args *a, struct run_opts *o)
+static int take_positional(struct sbx_cli_args *a, void *ud)
 {
+  struct run_opts *o = ud;
   if (!o->lang) {
     sbx_cli_take_tail(a, &o->argv, &o->argc);
     return -1;
@@ -162,42 +179,22 @@ static int take_positional(struct sbx_cli_args *a, struct run_opts *o)
   return -1;
 }
 
-static int check_positionals(struct sbx_cli_args *a, struct run_opts *o)
+static int check_positionals(struct sbx_cli_args *a, void *ud)
 {
-  if (o->lang) {
-    if (a->nrest > 1 || (a->nrest == 1 && o->code))
-      return sbx_cli_usage("run", "--lang takes exactly one CODE argument");
-    if (a->nrest == 1)
-      o->code = a->rest[0];
-    if (!o->code)
-      return sbx_cli_usage("run", "--lang %s needs CODE (or '-' to read it from stdin)",
-                           o->lang);
-    if (strcmp(o->lang, "python") && strcmp(o->lang, "node") && strcmp(o->lang, "bash"))
-      return sbx_cli_usage("run", "--lang must be python, node or bash, not '%s'", o->lang);
-    if (!strcmp(o->code, "-") && o->stdin_file && !strcmp(o->stdin_file, "-"))
-      return sbx_cli_usage("run", "CODE and --stdin-file cannot both read stdin");
-    return -1;
-  }
-  if (a->had_dashdash) {
-    o->argv = a->rest;
-    o->argc = a->nrest;
-  }
-  if (o->argc == 0)
-    return sbx_cli_usage("run", "nothing to run: give --lang LANG CODE or -- PROGRAM [ARGS…]");
-  return -1;
+  struct run_opts *o = ud;
+  int rc = sbx_cli_take_program(a, "run", o->lang, &o->code, o->stdin_file, &o->argv, &o->argc,
+                                "give --lang LANG CODE or -- PROGRAM [ARGS…]");
+  if (rc < 0 && o->lang && strcmp(o->lang, "python") && strcmp(o->lang, "node") &&
+      strcmp(o->lang, "bash"))
+    return sbx_cli_usage("run", "--lang must be python, node or bash, not '%s'", o->lang);
+  return rc;
 }
 
 static int parse(struct sbx_cli *cli, int argc, char **argv, struct run_opts *o)
 {
-  struct sbx_cli_args a;
-  sbx_cli_split(argc, argv, "sbx run", &a);
-  int c, rc;
-  while ((c = sbx_cli_getopt(&a, "+hl:p:e:", longopts)) != -1) {
-    rc = c == SBX_OPT_POSITIONAL ? take_positional(&a, o) : take_opt(cli, o, c);
-    if (rc >= 0)
-      return rc;
-  }
-  return check_positionals(&a, o);
+  static const struct sbx_cli_verb verb = {"sbx run", "+hl:p:e:",      longopts,
+                                           take_opt,  take_positional, check_positionals};
+  return sbx_cli_parse_verb(cli, argc, argv, &verb, o);
 }
 
 /* --file LOCAL[:REMOTE] → {path, content, encoding}. */
@@ -273,22 +270,14 @@ static int build_body(struct run_opts *o, json_t *body, struct sbx_error *err)
     json_object_set_new(body, "profile", json_string(o->profile));
   if (o->image)
     json_object_set_new(body, "image", json_string(o->image));
-  if (o->lang) {
-    json_object_set_new(body, "language", json_string(o->lang));
-    if (sbx_cli_set_code(body, o->code, SBX_CLI_MAX_INPUT, err) < 0)
-      return -1;
-  } else {
-    json_t *cmd = json_array();
-    json_object_set_new(body, "command", cmd);
-    for (int i = 0; i < o->argc; i++)
-      if (json_array_append_new(cmd, json_string(o->argv[i])) < 0)
-        return sbx_err_field(err, "command", "argument %d is not valid UTF-8", i);
-  }
+  if (sbx_cli_set_program(body, o->lang, o->code, o->argv, o->argc, err) < 0)
+    return -1;
   if (o->files && add_files(o, body, err) < 0)
     return -1;
   if (o->collect)
     json_object_set(body, "collect", o->collect);
-  if (o->stdin_file && sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
+  if (o->stdin_file &&
+      sbx_cli_set_text_file(body, "stdin", o->stdin_file, SBX_CLI_MAX_INPUT, err) < 0)
     return -1;
   if (o->env)
     json_object_set(body, "env", o->env);

@@ -76,12 +76,22 @@ static int take_opt(struct sbx_cli *cli, struct session_opts *o, int c, const ch
   struct sbx_error err = {0};
   int exit_now = -1;
   switch (c) {
-  case SBX_OPT_POSITIONAL: json_array_append_new(o->args, json_string(optarg)); return -1;
-  case 'p': o->profile = optarg; return -1;
-  case OPT_IMAGE: o->image = optarg; return -1;
-  case OPT_JSON: o->json = true; return -1;
-  case OPT_MEMORY: return check_limit(what, optarg, &o->memory, sbx_cli_check_memory);
-  case OPT_CPU: return check_limit(what, optarg, &o->cpu, sbx_cli_check_cpu);
+  case SBX_OPT_POSITIONAL:
+    json_array_append_new(o->args, json_string(optarg));
+    return -1;
+  case 'p':
+    o->profile = optarg;
+    return -1;
+  case OPT_IMAGE:
+    o->image = optarg;
+    return -1;
+  case OPT_JSON:
+    o->json = true;
+    return -1;
+  case OPT_MEMORY:
+    return check_limit(what, optarg, &o->memory, sbx_cli_check_memory);
+  case OPT_CPU:
+    return check_limit(what, optarg, &o->cpu, sbx_cli_check_cpu);
   case 'e':
     return sbx_cli_add_env(&o->env, optarg, &err) < 0 ? sbx_cli_usage(what, "%s", err.msg) : -1;
   case OPT_TTL:
@@ -155,11 +165,7 @@ static int do_create(struct sbx_cli *cli, struct session_opts *o)
 static json_t *session_row(json_t *s)
 {
   static const char *const keys[] = {"id", "status", "profile", "created_at", "expires_at"};
-  char buf[64];
-  json_t *row = json_array();
-  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-    json_array_append_new(row, json_string(sbx_cli_cell(s, keys[k], buf, sizeof buf)));
-  return row;
+  return sbx_cli_row(s, keys, sizeof keys / sizeof keys[0]);
 }
 
 static int do_ls(struct sbx_cli *cli, struct session_opts *o)
@@ -168,21 +174,7 @@ static int do_ls(struct sbx_cli *cli, struct session_opts *o)
   if (json_array_size(o->args))
     return sbx_cli_usage("session ls", "unexpected argument '%s'",
                          json_string_value(json_array_get(o->args, 0)));
-  struct sbx_error err = {0};
-  json_t *all = NULL;
-  if (sbx_cli_list_all(cli, "/v1/sandbox/sessions", "sessions", &all, &err) < 0)
-    return sbx_cli_fail_api(cli, &err);
-  if (o->json) {
-    sbx_cli_print_json(all);
-  } else {
-    json_t *rows = json_array(), *s;
-    size_t i;
-    json_array_foreach(all, i, s) json_array_append_new(rows, session_row(s));
-    sbx_cli_table(headers, 5, rows);
-    json_decref(rows);
-  }
-  json_decref(all);
-  return SBX_EXIT_OK;
+  return sbx_cli_ls(cli, "/v1/sandbox/sessions", "sessions", o->json, headers, 5, session_row);
 }
 
 static char *session_path(const char *id)

@@ -105,3 +105,32 @@ void sbx_cli_table(const char *const *headers, size_t ncols, json_t *rows)
     print_cells(cells, width, ncols);
   }
 }
+
+json_t *sbx_cli_row(json_t *obj, const char *const *keys, size_t n)
+{
+  char buf[64];
+  json_t *row = json_array();
+  for (size_t k = 0; k < n; k++)
+    json_array_append_new(row, json_string(sbx_cli_cell(obj, keys[k], buf, sizeof buf)));
+  return row;
+}
+
+int sbx_cli_ls(struct sbx_cli *cli, const char *path, const char *key, bool json,
+               const char *const *headers, size_t ncols, json_t *(*row)(json_t *elem))
+{
+  struct sbx_error err = {0};
+  json_t *all = NULL;
+  if (sbx_cli_list_all(cli, path, key, &all, &err) < 0)
+    return sbx_cli_fail_api(cli, &err);
+  if (json) {
+    sbx_cli_print_json(all);
+  } else {
+    json_t *rows = json_array(), *e;
+    size_t i;
+    json_array_foreach(all, i, e) json_array_append_new(rows, row(e));
+    sbx_cli_table(headers, ncols, rows);
+    json_decref(rows);
+  }
+  json_decref(all);
+  return SBX_EXIT_OK;
+}

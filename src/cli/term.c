@@ -26,20 +26,24 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "common/util.h"
+
+/* One SSE line of the terminal stream (an output chunk, base64): far above
+ * what the daemon sends, a bound on what a broken server can make us hold. */
+#define SSE_LINE_MAX (16u << 20)
 
 struct term {
   struct sbx_cli *cli;
-  char *base;          /* …/sessions/{id}/processes/{pid} (absolute URL) */
-  char *auth;          /* "Authorization: Bearer …" or NULL */
-  int wake[2];         /* follower → main: the process ended */
+  char *base;  /* …/sessions/{id}/processes/{pid} (absolute URL) */
+  char *auth;  /* "Authorization: Bearer …" or NULL */
+  int wake[2]; /* follower → main: the process ended */
   pthread_mutex_t lock;
-  json_t *result;      /* from the exit event */
-  uint64_t offset;     /* next stdout byte to print */
+  json_t *result;  /* from the exit event */
+  uint64_t offset; /* next stdout byte to print */
   bool done;
   /* SSE parsing */
-  char *line;
-  size_t line_len, line_cap;
+  struct sbx_buf line; /* bounded by SSE_LINE_MAX */
   char event[32];
   char *data;
 };
@@ -211,20 +215,11 @@ static size_t on_sse(char *p, size_t s, size_t n, void *u)
 {
   struct term *t = u;
   for (size_t i = 0; i < s * n; i++) {
-    if (t->line_len + 1 >= t->line_cap) {
-      size_t cap = t->line_cap ? t->line_cap * 2 : 65536;
-      char *nl = realloc(t->line, cap);
-      if (!nl)
-        return 0;
-      t->line = nl;
-      t->line_cap = cap;
-    }
     if (p[i] == '\n') {
-      t->line[t->line_len] = '\0';
-      on_line(t, t->line);
-      t->line_len = 0;
-    } else if (p[i] != '\r') {
-      t->line[t->line_len++] = p[i];
+      on_line(t, t->line.data ? t->line.data : "");
+      sbx_buf_clear(&t->line);
+    } else if (p[i] != '\r' && sbx_buf_append(&t->line, &p[i], 1) < 0) {
+      return 0; /* a line past SSE_LINE_MAX, or out of memory: end the stream */
     }
   }
   return s * n;
@@ -250,7 +245,7 @@ static bool follow_once(struct term *t)
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_sse);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  t->line_len = 0;
+  sbx_buf_clear(&t->line);
   curl_easy_perform(c);
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -338,15 +333,15 @@ int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body)
   int rc = start(cli, sid, body, &pid);
   if (rc >= 0)
     return rc;
-  struct term t = {.cli = cli, .wake = {-1, -1}};
+  struct term t = {.cli = cli, .wake = {-1, -1}, .line = SBX_BUF_INIT(SSE_LINE_MAX)};
   pthread_mutex_init(&t.lock, NULL);
   char *esc = sbx_http_escape(sid);
   const char *url = cli->url;
   size_t ul = strlen(url);
   while (ul && url[ul - 1] == '/')
     ul--;
-  if (asprintf(&t.base, "%.*s/v1/sandbox/sessions/%s/processes/%lld", (int)ul, url, esc,
-               pid) < 0 ||
+  if (asprintf(&t.base, "%.*s/v1/sandbox/sessions/%s/processes/%lld", (int)ul, url, esc, pid) <
+          0 ||
       (cli->api_key && *cli->api_key &&
        asprintf(&t.auth, "Authorization: Bearer %s", cli->api_key) < 0))
     abort();
@@ -372,7 +367,7 @@ int sbx_cli_term_run(struct sbx_cli *cli, const char *sid, json_t *body)
   } else
     rc = sbx_cli_result_exit_code(t.result);
   json_decref(t.result);
-  free(t.line);
+  sbx_buf_free(&t.line);
   free(t.data);
   free(t.base);
   free(t.auth);

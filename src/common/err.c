@@ -2,53 +2,53 @@
 #include "common/err.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-int sbx_err_set(struct sbx_error *err, enum sbx_errcode code, int errnum, const char *fmt, ...)
+/* Fills err with code, errnum, field ("" for none) and the message fmt/ap
+ * (then ": strerror(errnum)" if sys). */
+static int fill(struct sbx_error *err, enum sbx_errcode code, int errnum, const char *field,
+                bool sys, const char *fmt, va_list ap)
 {
   if (!err)
     return -1;
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
+  if (sys) {
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, ": %s", strerror(errnum));
+  }
   err->code = code;
   err->errnum = errnum;
-  err->field[0] = '\0';
+  snprintf(err->field, sizeof err->field, "%s", field);
   err->msg_fr[0] = '\0';
+  return -1;
+}
+
+int sbx_err_set(struct sbx_error *err, enum sbx_errcode code, int errnum, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fill(err, code, errnum, "", false, fmt, ap);
+  va_end(ap);
   return -1;
 }
 
 int sbx_err_field(struct sbx_error *err, const char *field, const char *fmt, ...)
 {
-  if (!err)
-    return -1;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  fill(err, SBX_E_INVALID, 0, field ? field : "", false, fmt, ap);
   va_end(ap);
-  err->code = SBX_E_INVALID;
-  err->errnum = 0;
-  err->msg_fr[0] = '\0';
-  snprintf(err->field, sizeof err->field, "%s", field ? field : "");
   return -1;
 }
 
 int sbx_err_sys(struct sbx_error *err, int errnum, const char *fmt, ...)
 {
-  if (!err)
-    return -1;
-  char head[384];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(head, sizeof head, fmt, ap);
+  fill(err, SBX_E_INTERNAL, errnum, "", true, fmt, ap);
   va_end(ap);
-  snprintf(err->msg, sizeof err->msg, "%s: %s", head, strerror(errnum));
-  err->code = SBX_E_INTERNAL;
-  err->errnum = errnum;
-  err->field[0] = '\0';
-  err->msg_fr[0] = '\0';
   return -1;
 }
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
+#include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +21,26 @@ uint64_t sbx_now_ns(void)
 }
 
 uint64_t sbx_now_ms(void) { return sbx_now_ns() / 1000000ULL; }
+
+int sbx_ms_until(uint64_t deadline)
+{
+  uint64_t now = sbx_now_ms();
+  if (now >= deadline)
+    return 0;
+  return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+}
+
+int sbx_poll_until(struct pollfd *p, unsigned n, uint64_t deadline)
+{
+  for (;;) {
+    int left = sbx_ms_until(deadline);
+    if (left == 0)
+      return 0;
+    int r = poll(p, n, left);
+    if (r >= 0 || errno != EINTR)
+      return r;
+  }
+}
 
 int64_t sbx_wall_s(void) { return (int64_t)time(NULL); }
 

@@ -10,6 +10,13 @@
 /* Monotonic clock in nanoseconds / milliseconds. */
 uint64_t sbx_now_ns(void);
 uint64_t sbx_now_ms(void);
+/* Deadlines are sbx_now_ms() values.  sbx_ms_until: what is left of one,
+ * as a poll() timeout (0 once it passed).  sbx_poll_until: poll() of n
+ * fds until one is ready or the deadline passes, EINTR retried: > 0
+ * ready, 0 timed out, -1 with errno. */
+int sbx_ms_until(uint64_t deadline);
+struct pollfd;
+int sbx_poll_until(struct pollfd *p, unsigned n, uint64_t deadline);
 /* Wall clock, seconds since the epoch. */
 int64_t sbx_wall_s(void);
 /* RFC 3339 UTC ("2026-12-02T16:32:00Z") for t (seconds). */

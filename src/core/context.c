@@ -1,4 +1,4 @@
-/* context.c — stateful interpreter contexts (issue 4): the registry, the
+/* context.c — stateful interpreter contexts: the registry, the
  * per-context thread that runs the interpreter, and create / list / get /
  * delete / restart.  A run is context_run.c; the protocol context_io.c; the
  * model is described in context_int.h.

@@ -1,5 +1,5 @@
-/* context_int.h — what the files of the contexts feature share
- * (issue 4): context.c (registry, lifecycle, the interpreter thread),
+/* context_int.h — what the files of the contexts feature share:
+ * context.c (registry, lifecycle, the interpreter thread),
  * context_io.c (the driver protocol: frames out, requests in),
  * context_run.c (a run and its result).
  *

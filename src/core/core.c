@@ -47,7 +47,7 @@ static void on_probed(void *ctx, const struct sbx_driver *d, bool ok)
 static void on_ready(void *ctx, const struct sbx_profile *p)
 {
   (void)ctx;
-  if (p->pool_size > 0 && p->driver->prewarm)
+  if (p->pool_size > 0 && sbx_driver_has(p->driver, prewarm))
     p->driver->prewarm(p->name, &p->defaults);
 }
 
@@ -95,6 +95,23 @@ static void init_sync(struct sbx_core *core)
   pthread_cond_init(&core->reaper_cond, NULL);
 }
 
+/* The daemon's driver settings into the drivers' env. */
+static int copy_driver_settings(struct sbx_core *core, const struct sbx_core_config *cfg,
+                                struct sbx_error *err)
+{
+  size_t n = cfg->ndriver_settings;
+  if (!n)
+    return 0;
+  if (!(core->drv_settings = calloc(n, sizeof *core->drv_settings)))
+    return sbx_err_sys(err, ENOMEM, "driver settings");
+  for (size_t i = 0; i < n; i++)
+    core->drv_settings[i] = (struct sbx_driver_setting){cfg->driver_settings[i].key,
+                                                        cfg->driver_settings[i].value};
+  core->drv_env.settings = core->drv_settings;
+  core->drv_env.nsettings = n;
+  return 0;
+}
+
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
                    struct sbx_error *err)
 {
@@ -113,7 +130,7 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
   core->state_dir = strdup(cfg->state_dir);
   core->started_at = sbx_wall_s();
   init_sync(core);
-  sbx_trace_start(); /* issue 8: OTLP export when OTEL_* asks for it */
+  sbx_trace_start(); /* OTLP export when OTEL_* asks for it */
   if (!(core->quota = sbx_quota_new(core))) {
     sbx_err_sys(err, ENOMEM, "quotas");
     goto fail;
@@ -124,15 +141,17 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
       .probe_timeout_ms = (cfg->probe_timeout_s ? cfg->probe_timeout_s : 10) * 1000u,
       .kvm_probe_timeout_ms = (cfg->gvisor_kvm_timeout_s ? cfg->gvisor_kvm_timeout_s : 2) * 1000u,
       .kvm_off = cfg->gvisor_kvm_off};
+  if (copy_driver_settings(core, cfg, err) < 0)
+    goto fail;
   if (sbx_profiles_build(cfg->profiles, cfg->nprofiles, cfg->default_profile, &core->profiles,
                          err) < 0)
     goto fail;
   if (sbx_store_open(cfg->database_url, core->state_dir, &core->store, err) < 0)
     goto fail;
-  if (sbx_obs_core_start(core, err) < 0) /* issue 8: metric gauges, FinOps outbox */
+  if (sbx_obs_core_start(core, err) < 0) /* metric gauges, FinOps outbox */
     goto fail;
-  sbx_core_net_start(core); /* issue 5: before any sandbox can ask for an allowlist */
-  sbx_core_images_start(core); /* issue 7: the image store under the state dir */
+  sbx_core_net_start(core); /* before any sandbox can ask for an allowlist */
+  sbx_core_images_start(core); /* the image store under the state dir */
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
   /* The store's recovery now; each driver's, then its pool, from its probe
@@ -175,9 +194,9 @@ void sbx_core_stop(struct sbx_core *core)
   sbx_watch_drain(2000);
   sbx_core_net_stop(core); /* after every sandbox was detached */
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
-    if ((*d)->shutdown)
+    if (sbx_driver_has(*d, shutdown))
       (*d)->shutdown();
-  sbx_obs_core_stop(core); /* issue 8: after the last run recorded its usage */
+  sbx_obs_core_stop(core); /* after the last run recorded its usage */
 }
 
 void sbx_core_free(struct sbx_core *core)
@@ -189,6 +208,7 @@ void sbx_core_free(struct sbx_core *core)
   sbx_profiles_free(&core->profiles);
   sbx_quota_free(core->quota);
   sbx_trace_stop();
+  free(core->drv_settings);
   free(core->state_dir);
   free(core);
 }
@@ -233,7 +253,7 @@ json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
 
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us)
 {
-  sbx_metrics_http(route, status, (double)us / 1e6); /* issue 8 */
+  sbx_metrics_http(route, status, (double)us / 1e6);
   atomic_fetch_add(&core->http_requests, 1);
   if (status >= 500)
     atomic_fetch_add(&core->http_errors, 1);

@@ -24,6 +24,12 @@
 struct sbx_core;
 struct sbx_store_handle; /* store/store.h: core's own, and the daemon's key command's */
 
+/* One driver setting as the daemon read it: "gvisor_pool_size" = "2". */
+struct sbx_core_setting {
+  const char *key;
+  const char *value;
+};
+
 struct sbx_core_config {
   const char *state_dir;        /* absolute */
   const char *database_url;     /* NULL/"" → SQLite under state_dir */
@@ -58,6 +64,11 @@ struct sbx_core_config {
    * profile still probing waits up to probe_wait_s, then 503s.  0: 10, 5, 2. */
   unsigned probe_timeout_s, probe_wait_s, gvisor_kvm_timeout_s;
   bool gvisor_kvm_off;
+  /* The drivers' own settings ([driver] in the config file), handed to
+   * them in sbx_driver_env (the array is copied; the strings must outlive
+   * the core). */
+  const struct sbx_core_setting *driver_settings;
+  size_t ndriver_settings;
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,

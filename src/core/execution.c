@@ -1,4 +1,4 @@
-/* execution.c — one-shot asynchronous executions (seed 003): validated and
+/* execution.c — one-shot asynchronous executions: validated and
  * stored as queued, run by a bounded pool of workers in a fresh sandbox
  * each (never reused), input files written before start, `collect` globs
  * copied out with size and sha256 and stored in the same transaction that
@@ -30,21 +30,17 @@ static const char *const exec_fields[] = {"profile", "image", "command", "langua
 
 /* The parsed request: what create validates and what a worker runs. */
 struct exec_plan {
-  const struct sbx_profile *profile;
-  struct sbx_limits limits;
+  struct sbx_sandbox_req rq; /* profile, image, limits, network, metadata */
   struct sbx_exec_spec spec;
-  json_t *files;   /* borrowed from the body */
-  json_t *collect; /* borrowed */
-  struct sbx_net_policy *policy; /* issue 5: egress policy (owned) */
-  char image[SBX_IMAGE_REF_MAX];  /* issue 7: canonical reference, "" for the host pack */
-  bool default_command;           /* issue 7: no command: the image's Entrypoint+Cmd */
+  json_t *files;        /* borrowed from the body */
+  json_t *collect;      /* borrowed */
+  bool default_command; /* no command: the image's Entrypoint+Cmd */
 };
 
 static void plan_free(struct exec_plan *p)
 {
   sbx_exec_spec_free(&p->spec);
-  sbx_net_policy_free(p->policy);
-  p->policy = NULL;
+  sbx_core_sandbox_req_free(&p->rq);
 }
 
 static int parse_files(json_t *files, struct sbx_error *err)
@@ -112,20 +108,8 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
                       struct sbx_error *err)
 {
   memset(p, 0, sizeof *p);
-  if (sbx_schema_only(body, "", exec_fields, err) < 0)
-    return -1;
-  json_t *v = json_object_get(body, "profile");
-  if (v && !json_is_null(v) && !json_is_string(v))
-    return sbx_err_field(err, "profile", "profile must be a string");
-  if (!(p->profile = sbx_profile_find(&core->profiles, v ? json_string_value(v) : NULL, err)))
-    return -1;
-  if (sbx_core_image_check(p->profile, json_object_get(body, "image"), p->image, err) < 0)
-    return -1;
-  if (sbx_schema_limits(json_object_get(body, "limits"), p->profile, &p->limits, err) < 0)
-    return -1;
-  if (sbx_schema_network(json_object_get(body, "network"), "network", &p->policy, err) < 0)
-    return -1;
-  if (sbx_schema_metadata(json_object_get(body, "metadata"), "metadata", err) < 0)
+  if (sbx_schema_only(body, "", exec_fields, err) < 0 ||
+      sbx_core_sandbox_parse(core, body, &p->rq, err) < 0)
     return -1;
   p->files = json_object_get(body, "files");
   p->collect = json_object_get(body, "collect");
@@ -134,8 +118,8 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
   /* An image's own Entrypoint+Cmd runs when the request names no command
    * (known once the image is at hand: sbx_core_image_exec). */
   p->default_command =
-      p->image[0] && !json_object_get(body, "command") && !json_object_get(body, "language");
-  return sbx_schema_exec_ex(body, p->profile->max.timeout_s, false, p->default_command,
+      p->rq.image[0] && !json_object_get(body, "command") && !json_object_get(body, "language");
+  return sbx_schema_exec_ex(body, p->rq.profile->max.timeout_s, false, p->default_command,
                             &p->spec, err);
 }
 
@@ -259,65 +243,65 @@ int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant
 
 /* ---- create ---- */
 
+/* What create checks before anything is reserved: the profile can run it
+ * here, now. */
+static int plan_admit(struct sbx_core *core, const struct exec_plan *plan, struct sbx_error *err)
+{
+  const struct sbx_profile *prof = plan->rq.profile;
+  /* waits while it is probing; the network fails closed, at once */
+  if (sbx_core_profile_ready(core, prof, err) < 0 ||
+      sbx_core_net_check(prof, plan->rq.policy, err) < 0)
+    return -1;
+  bool moves_files = json_array_size(plan->files) > 0 || json_array_size(plan->collect) > 0;
+  if (!moves_files || (prof->driver->caps & SBX_CAP_FILES))
+    return 0;
+  sbx_err_set(err, SBX_E_CONFLICT, 0, "profile '%s' (driver %s) cannot move files in or out "
+              "of its sandboxes: drop files/collect or use another profile",
+              prof->name, prof->driver_name);
+  return sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou "
+                    "hors de ses bacs à sable : retirez files/collect ou choisissez un autre "
+                    "profil", prof->name, prof->driver_name);
+}
+
+/* Stores the queued row and hands it to the queue (rsv is then taken). */
+static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, json_t *body,
+                        struct sbx_exec_slot_rsv **rsv, json_t **out, struct sbx_error *err)
+{
+  snprintf(row->status, sizeof row->status, "queued");
+  row->request_json = json_dumps(body, JSON_COMPACT);
+  json_t *md = json_object_get(body, "metadata");
+  row->metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
+  row->exit_code = -1;
+  row->created_at = row->updated_at = sbx_wall_s();
+  if (!row->request_json || !row->metadata_json)
+    return sbx_err_sys(err, ENOMEM, "execution");
+  if (core->store.ops->execution_insert(core->store.st, row, err) < 0)
+    return -1;
+  queue_commit(core, *rsv, row->id);
+  *rsv = NULL;
+  *out = json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile",
+                   row->profile);
+  return 0;
+}
+
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
                          json_t **out, struct sbx_error *err)
 {
   struct exec_plan plan;
-  if (plan_parse(core, body, &plan, err) < 0) {
-    plan_free(&plan);
-    return -1;
-  }
-  if (sbx_core_profile_ready(core, plan.profile, err) < 0) { /* waits while it is probing */
-    plan_free(&plan);
-    return -1;
-  }
-  if (sbx_core_net_check(plan.profile, plan.policy, err) < 0) { /* fail closed, at once */
-    plan_free(&plan);
-    return -1;
-  }
-  bool moves_files = json_array_size(plan.files) > 0 || json_array_size(plan.collect) > 0;
-  if (moves_files && !(plan.profile->driver->caps & SBX_CAP_FILES)) {
-    sbx_err_set(err, SBX_E_CONFLICT, 0, "profile '%s' (driver %s) cannot move files in or out "
-                "of its sandboxes: drop files/collect or use another profile",
-                plan.profile->name, plan.profile->driver_name);
-    sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou hors "
-               "de ses bacs à sable : retirez files/collect ou choisissez un autre profil",
-               plan.profile->name, plan.profile->driver_name);
-    plan_free(&plan);
-    return -1;
-  }
-  struct sbx_execution_row row = {0};
+  int rc = plan_parse(core, body, &plan, err) < 0 ? -1 : plan_admit(core, &plan, err);
+  struct sbx_execution_row row = {.tenant_id = who->tenant_id};
   sbx_random_id("exe", row.id, sizeof row.id);
-  if (sbx_quota_exec_admit(core, who, row.id, err) < 0) { /* issue 8: quotas */
-    plan_free(&plan);
+  if (rc == 0)
+    snprintf(row.profile, sizeof row.profile, "%s", plan.rq.profile->name);
+  plan_free(&plan);
+  if (rc < 0 || sbx_quota_exec_admit(core, who, row.id, err) < 0)
     return -1;
-  }
   /* A place in the queue first: a request it cannot hold leaves no row. */
   struct sbx_exec_slot_rsv *rsv = NULL;
-  if (queue_reserve(core, who->tenant_id, false, &rsv, err) < 0) {
-    sbx_quota_exec_end(core, who->tenant_id, row.id);
-    plan_free(&plan);
-    return -1;
-  }
-  sbx_trace_park(row.id, who->tenant); /* the worker's span continues this trace */
-  row.tenant_id = who->tenant_id;
-  snprintf(row.status, sizeof row.status, "queued");
-  snprintf(row.profile, sizeof row.profile, "%s", plan.profile->name);
-  row.request_json = json_dumps(body, JSON_COMPACT);
-  json_t *md = json_object_get(body, "metadata");
-  row.metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
-  row.exit_code = -1;
-  row.created_at = row.updated_at = sbx_wall_s();
-  plan_free(&plan);
-  int rc = -1;
-  if (!row.request_json || !row.metadata_json)
-    sbx_err_sys(err, ENOMEM, "execution");
-  else if (core->store.ops->execution_insert(core->store.st, &row, err) == 0) {
-    queue_commit(core, rsv, row.id);
-    rsv = NULL;
-    *out = json_pack("{s:s, s:s, s:s}", "id", row.id, "status", "queued", "profile",
-                     row.profile);
-    rc = 0;
+  rc = queue_reserve(core, who->tenant_id, false, &rsv, err);
+  if (rc == 0) {
+    sbx_trace_park(row.id, who->tenant); /* the worker's span continues this trace */
+    rc = queue_insert(core, &row, body, &rsv, out, err);
   }
   if (rsv)
     queue_unreserve(core, rsv);
@@ -524,7 +508,7 @@ static void finish(struct sbx_core *core, struct sbx_execution_row *row,
                                         &err) < 0 &&
       err.code != SBX_E_CONFLICT)
     sbx_error("execution", "storing the result of %s: %s", row->id, err.msg);
-  if (err.code == SBX_E_NONE) /* issue 8: stored by this call → metrics + usage once */
+  if (err.code == SBX_E_NONE) /* stored by this call → metrics + usage once */
     sbx_obs_execution_done(core, row);
   sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
            row->reason, row->exit_code, row->cpu_seconds, row->duration_seconds);
@@ -544,131 +528,153 @@ static void finish_error(struct sbx_core *core, struct sbx_execution_row *row,
   row->error_json = NULL;
 }
 
-static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
+/* What a worker holds while it runs one execution; job_end releases it. */
+struct job {
+  struct sbx_execution_row row;
+  json_t *body;
+  struct exec_plan plan;
+  struct sbx_exec_result res;
+  struct collected col;
+  struct sbx_core_box box;
+  struct sbx_running_exec *run;
+  struct sbx_span *span;
+  char **env;
+};
+
+/* The stored request parsed and the row marked running: 0 to go on; -1
+ * when it is not to run now (finished with a reason, cancelled while
+ * queued, or left queued). */
+static int job_start(struct sbx_core *core, struct job *j)
 {
   struct sbx_error err = {0};
-  struct sbx_execution_row row = {0};
-  if (core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &row, &err) < 0) {
-    sbx_quota_exec_end(core, it->tenant_id, it->id);
-    return;
-  }
-  json_t *body = json_loads(row.request_json ? row.request_json : "", 0, NULL);
-  struct exec_plan plan;
-  memset(&plan, 0, sizeof plan);
-  struct sbx_exec_result res = {0};
-  struct collected col = {0};
-  struct sbx_sandbox *sb = NULL;
-  struct sbx_running_exec *run = NULL;
-  struct sbx_span *span = NULL;
-  char **env = NULL;
-  struct sbx_net_attachment *net = NULL;
-  struct sbx_core_net_prep prep = {0};
-  struct sbx_image *image = NULL;
-  if (!body || plan_parse(core, body, &plan, &err) < 0) {
+  j->body = json_loads(j->row.request_json ? j->row.request_json : "", 0, NULL);
+  if (!j->body || plan_parse(core, j->body, &j->plan, &err) < 0) {
     /* A profile gone from this daemon's configuration, or limits over its new maxima. */
-    finish_error(core, &row, strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE
-                                                               : RS_INVALID_REQUEST,
+    finish_error(core, &j->row, strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE
+                                                                  : RS_INVALID_REQUEST,
                  err.msg[0] ? err.msg : "stored request unreadable");
-    goto out;
+    return -1;
   }
   /* Queued before the daemon restarted, or while its profile probes: it
    * starts once the probe is done, never on a driver not yet recovered.
    * Stopping: it stays queued for the next start. */
-  if (sbx_core_profile_settle(core, plan.profile) == SBX_PROFILE_PROBING)
-    goto out;
-  if (core->store.ops->execution_start(core->store.st, it->tenant_id, it->id, sbx_wall_s(),
-                                       &err) < 0)
-    goto out; /* cancelled while queued */
-  snprintf(row.status, sizeof row.status, "running");
-  span = sbx_trace_op_begin_parked("sandbox.execution", row.id, row.tenant_id, row.profile,
-                                   row.metadata_json); /* before env: TRACEPARENT */
-  if (!(run = running_add(core, row.id))) {
-    finish_error(core, &row, RS_INTERNAL, "out of memory");
-    goto out;
+  if (sbx_core_profile_settle(core, j->plan.rq.profile) == SBX_PROFILE_PROBING)
+    return -1;
+  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id,
+                                       sbx_wall_s(), &err) < 0)
+    return -1; /* cancelled while queued */
+  snprintf(j->row.status, sizeof j->row.status, "running");
+  j->span = sbx_trace_op_begin_parked("sandbox.execution", j->row.id, j->row.tenant_id,
+                                      j->row.profile, j->row.metadata_json); /* before env */
+  if (!(j->run = running_add(core, j->row.id))) {
+    finish_error(core, &j->row, RS_INTERNAL, "out of memory");
+    return -1;
   }
-  struct sbx_sandbox_spec sspec = {.id = row.id, .profile = plan.profile->name,
-                                   .image = plan.profile->image, .limits = plan.limits};
-  uint64_t t0 = sbx_now_ms();
-  if (!plan.profile->available) {
-    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, plan.profile->reason);
-    goto out;
+  return 0;
+}
+
+static const char *up_reason(enum sbx_box_stage failed)
+{
+  switch (failed) {
+  case SBX_BOX_IMAGE: /* a first use pulls it here, off the HTTP thread */
+    return RS_IMAGE_UNAVAILABLE;
+  case SBX_BOX_REQUEST: /* no interpreter for its language, a User it lacks */
+    return RS_INVALID_REQUEST;
+  default:
+    return RS_RUNTIME_UNAVAILABLE;
   }
-  if (sbx_core_net_check(plan.profile, plan.policy, &err) < 0) { /* the host may have changed */
-    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, err.msg);
-    goto out;
+}
+
+/* Its sandbox up, its environment made and its input files in: 0; else
+ * finished with the reason. */
+static int job_prepare(struct sbx_core *core, struct job *j)
+{
+  struct sbx_error err = {0};
+  const struct sbx_profile *prof = j->plan.rq.profile;
+  if (!prof->available) {
+    finish_error(core, &j->row, RS_RUNTIME_UNAVAILABLE, prof->reason);
+    return -1;
   }
-  /* issue 7: the image (a first use pulls it here, off the HTTP thread) */
-  if (sbx_core_image_acquire(core, plan.image, &image, &err) < 0) {
-    finish_error(core, &row, RS_IMAGE_UNAVAILABLE, err.msg);
-    goto out;
+  if (sbx_core_net_check(prof, j->plan.rq.policy, &err) < 0) { /* the host may have changed */
+    finish_error(core, &j->row, RS_RUNTIME_UNAVAILABLE, err.msg);
+    return -1;
   }
-  /* The image is there but cannot run this request (no interpreter for
-   * its language, a User it does not define). */
-  if (sbx_core_image_exec(image, &plan.spec, plan.default_command, &err) < 0 ||
-      sbx_core_image_spec(image, &sspec, &err) < 0) {
-    finish_error(core, &row, RS_INVALID_REQUEST, err.msg);
-    goto out;
+  struct sbx_box_want want = {.id = j->row.id, .tenant_id = j->row.tenant_id,
+                              .rq = &j->plan.rq, .exec = &j->plan.spec,
+                              .default_command = j->plan.default_command};
+  enum sbx_box_stage failed;
+  if (sbx_core_sandbox_up(core, &want, &j->box, &failed, &err) < 0) {
+    finish_error(core, &j->row, up_reason(failed), err.msg);
+    return -1;
   }
-  /* gvisor: linked inside create(), before runsc starts (network.c) */
-  sbx_core_net_prepare(&prep, plan.profile, row.id, row.tenant_id, plan.policy, &sspec);
-  if (plan.profile->driver->create(&sspec, &sb, &err) < 0) {
-    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, err.msg);
-    goto out;
+  struct sbx_net_attachment *net = j->box.net;
+  if (!(j->env = sbx_run_env(sbx_core_image_env(j->box.image), net ? sbx_net_env(net) : NULL,
+                             NULL, j->plan.spec.env))) {
+    finish_error(core, &j->row, RS_INTERNAL, "out of memory");
+    return -1;
   }
-  if (sbx_core_net_attach(row.id, row.tenant_id, sb, plan.policy, &prep, &net, &err) < 0) {
-    finish_error(core, &row, RS_RUNTIME_UNAVAILABLE, err.msg); /* never run it unlinked */
-    goto out;
+  if (j->plan.files && write_inputs(j->box.sb, j->plan.files, &err) < 0) {
+    finish_error(core, &j->row, disk_full(&err) ? RS_DISK : RS_INPUT_FILES, err.msg);
+    return -1;
   }
-  if (!(env = sbx_run_env(sbx_core_image_env(image), net ? sbx_net_env(net) : NULL, NULL,
-                          plan.spec.env))) {
-    finish_error(core, &row, RS_INTERNAL, "out of memory");
-    goto out;
-  }
-  if (plan.files && write_inputs(sb, plan.files, &err) < 0) {
-    finish_error(core, &row, disk_full(&err) ? RS_DISK : RS_INPUT_FILES, err.msg);
-    goto out;
-  }
-  if (sbx_run_spec(sb, &plan.spec, env, plan.limits.timeout_s * 1000, plan.limits.output_bytes,
-                   &run->cancel, &res, &err) < 0) {
+  return 0;
+}
+
+static void job_run(struct sbx_core *core, struct job *j)
+{
+  struct sbx_error err = {0};
+  struct sbx_exec_result *res = &j->res;
+  const struct sbx_limits *lim = &j->plan.rq.limits;
+  if (sbx_run_spec(j->box.sb, &j->plan.spec, j->env, lim->timeout_s * 1000, lim->output_bytes,
+                   &j->run->cancel, res, &err) < 0) {
     /* Writing a long `code` into a full sandbox, or the run's own cause. */
-    finish_error(core, &row, disk_full(&err) ? RS_DISK
-                             : res.reason != SBX_RS_NONE ? sbx_reason_name(res.reason)
-                                                         : RS_SANDBOX_LOST,
+    finish_error(core, &j->row, disk_full(&err)                 ? RS_DISK
+                                : res->reason != SBX_RS_NONE ? sbx_reason_name(res->reason)
+                                                             : RS_SANDBOX_LOST,
                  err.msg);
-    goto out;
+    return;
   }
-  if (res.status == SBX_ST_KILLED && res.reason == SBX_RS_DAEMON_SHUTDOWN)
-    snprintf(res.error, sizeof res.error, "the daemon shut down during the execution");
-  else if (res.status == SBX_ST_KILLED && res.reason == SBX_RS_CANCELLED)
-    snprintf(res.error, sizeof res.error, "cancelled by request");
+  if (res->status == SBX_ST_KILLED && res->reason == SBX_RS_DAEMON_SHUTDOWN)
+    snprintf(res->error, sizeof res->error, "the daemon shut down during the execution");
+  else if (res->status == SBX_ST_KILLED && res->reason == SBX_RS_CANCELLED)
+    snprintf(res->error, sizeof res->error, "cancelled by request");
   char warn[512] = "";
-  if (plan.collect)
-    collect_outputs(sb, plan.collect, &col, warn, sizeof warn);
-  if (warn[0] && !res.error[0])
-    snprintf(res.error, sizeof res.error, "%s", warn);
-  fill_final(&row, &res, NULL);
-  (void)t0;
-  finish(core, &row, &col);
+  if (j->plan.collect)
+    collect_outputs(j->box.sb, j->plan.collect, &j->col, warn, sizeof warn);
+  if (warn[0] && !res->error[0])
+    snprintf(res->error, sizeof res->error, "%s", warn);
+  fill_final(&j->row, res, NULL);
+  finish(core, &j->row, &j->col);
   /* fill_final lent res's buffers to row: res frees them, row must not. */
-  row.stdout_buf = row.stderr_buf = NULL;
-out:
-  sbx_trace_op_end(span, "sandbox.execution.id", row.id, row.status, NULL);
-  sbx_quota_exec_end(core, it->tenant_id, it->id);
-  if (net)
-    sbx_net_detach(net);
-  sbx_core_net_prep_drop(&prep); /* a link whose sandbox never came up */
-  if (sb)
-    sb->driver->destroy(sb);
-  if (image) /* after the sandbox that mounted its layers */
-    sbx_image_release(image);
-  if (run)
-    running_remove(core, run);
-  sbx_strv_free(env);
-  collected_free(&col);
-  sbx_exec_result_free(&res);
-  plan_free(&plan);
-  json_decref(body);
-  sbx_execution_row_free(&row);
+  j->row.stdout_buf = j->row.stderr_buf = NULL;
+}
+
+static void job_end(struct sbx_core *core, struct job *j)
+{
+  sbx_trace_op_end(j->span, "sandbox.execution.id", j->row.id, j->row.status, NULL);
+  sbx_quota_exec_end(core, j->row.tenant_id, j->row.id);
+  sbx_core_sandbox_down(&j->box);
+  if (j->run)
+    running_remove(core, j->run);
+  sbx_strv_free(j->env);
+  collected_free(&j->col);
+  sbx_exec_result_free(&j->res);
+  plan_free(&j->plan);
+  json_decref(j->body);
+  sbx_execution_row_free(&j->row);
+}
+
+static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
+{
+  struct sbx_error err = {0};
+  struct job j = {0};
+  if (core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &j.row, &err) < 0) {
+    sbx_quota_exec_end(core, it->tenant_id, it->id);
+    return;
+  }
+  if (job_start(core, &j) == 0 && job_prepare(core, &j) == 0)
+    job_run(core, &j);
+  job_end(core, &j);
 }
 
 static void *worker_main(void *arg)

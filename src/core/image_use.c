@@ -1,4 +1,4 @@
-/* image_use.c — what a request's `image` means to the core (issue 7): which
+/* image_use.c — what a request's `image` means to the core: which
  * reference it names (the host pack or an OCI image), getting the image
  * from the store (pulling it when the daemon's `pull` setting allows), and
  * the image config applied to every exec in a sandbox built from it: Env

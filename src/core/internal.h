@@ -47,6 +47,9 @@ struct sbx_live_session {
   pthread_mutex_t net_lock;
   struct sbx_net_policy *policy;
   struct sbx_net_attachment *net;
+  /* The metadata as stored (PATCH replaces it, under net_lock): what an
+   * exec's usage record and span carry, without a store read per exec. */
+  char *metadata_json;
   struct sbx_image *image; /* held while the sandbox lives; NULL: host pack */
   /* core/session_cpu.c: the sandbox cgroup's CPU charged to the tenant's
    * quota, whatever ran it (execs, background processes, contexts). */
@@ -71,6 +74,7 @@ struct sbx_core {
   struct sbx_store_handle store;
   struct sbx_profile_set profiles;
   struct sbx_driver_env drv_env;
+  struct sbx_driver_setting *drv_settings; /* drv_env.settings (cfg.driver_settings) */
 
   pthread_mutex_t sess_lock;
   struct sbx_live_session *sessions;
@@ -199,6 +203,46 @@ void sbx_core_net_prep_drop(struct sbx_core_net_prep *prep);
 int sbx_core_net_attach(const char *sandbox_id, int64_t tenant_id, struct sbx_sandbox *sb,
                         const struct sbx_net_policy *policy, struct sbx_core_net_prep *prep,
                         struct sbx_net_attachment **out, struct sbx_error *err);
+/* core/sandbox_up.c: one sandbox up and down, for sessions and executions. */
+/* The request fields every sandbox-building call shares. */
+struct sbx_sandbox_req {
+  const struct sbx_profile *profile;
+  struct sbx_limits limits;
+  struct sbx_net_policy *policy; /* owned; must outlive the sandbox it built */
+  json_t *metadata;              /* borrowed from the body, checked */
+  char image[SBX_IMAGE_REF_MAX]; /* canonical reference; "" for the host pack */
+};
+/* profile, image, limits, network, metadata of body (other fields are the
+ * caller's).  On failure nothing is left to free. */
+int sbx_core_sandbox_parse(struct sbx_core *core, json_t *body, struct sbx_sandbox_req *rq,
+                           struct sbx_error *err);
+void sbx_core_sandbox_req_free(struct sbx_sandbox_req *rq);
+/* What a sandbox holds while it lives; down releases it in reverse. */
+struct sbx_core_box {
+  struct sbx_image *image;        /* NULL: host pack */
+  struct sbx_sandbox *sb;
+  struct sbx_net_attachment *net; /* NULL on the none path */
+};
+struct sbx_box_want {
+  const char *id;
+  int64_t tenant_id;
+  const struct sbx_sandbox_req *rq;
+  struct sbx_exec_spec *exec; /* an execution's command gets the image's config; may be NULL */
+  bool default_command;       /* exec: the image's Entrypoint+Cmd */
+};
+/* The step an up failed at, for the caller's reason. */
+enum sbx_box_stage {
+  SBX_BOX_NONE,
+  SBX_BOX_IMAGE,   /* not in the store, not pullable */
+  SBX_BOX_REQUEST, /* the image cannot run this request */
+  SBX_BOX_CREATE,  /* the driver could not create it */
+  SBX_BOX_ATTACH,  /* its network link could not be made */
+};
+int sbx_core_sandbox_up(struct sbx_core *core, const struct sbx_box_want *want,
+                        struct sbx_core_box *box, enum sbx_box_stage *failed,
+                        struct sbx_error *err);
+void sbx_core_sandbox_down(struct sbx_core_box *box);
+
 /* Runs spec in sb (writes long code to a file first), upgrading a kill by
  * the OOM killer to oom_killed/memory. */
 int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
@@ -254,6 +298,15 @@ void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, 
 void sbx_session_cpu_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
                                int64_t tenant, const struct sbx_exec_result *res,
                                bool recorded);
+/* The one place an exec of a live session is finished (buffered, streamed,
+ * background): its span's status, its metrics and usage record (ran: a
+ * result the command produced, not a failure to start it), the session's
+ * CPU against the tenant's quota. */
+void sbx_session_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
+                           const struct sbx_principal *who, const struct sbx_exec_result *res,
+                           bool ran, struct sbx_span *span);
+/* A copy of ls's metadata as stored (NULL: none, or out of memory). */
+char *sbx_session_metadata(struct sbx_live_session *ls);
 /* Charges every live session and stops the background processes and
  * contexts of tenants whose quota is used up (the reaper's tick). */
 void sbx_sessions_cpu_tick(struct sbx_core *core);
@@ -280,7 +333,7 @@ void sbx_contexts_drain(void);
  * session exec (tenant, profile, session id, the session's GenAI metadata);
  * end it with sbx_trace_op_end. ---- */
 struct sbx_span *sbx_exec_span_begin(struct sbx_core *core, const struct sbx_principal *who,
-                                     const struct sbx_live_session *ls);
+                                     struct sbx_live_session *ls);
 
 /* ---- core/obs_hooks.c — metrics gauges, the FinOps
  * outbox, and the hooks called when a run finishes (metrics + usage). ---- */
@@ -288,7 +341,7 @@ int sbx_obs_core_start(struct sbx_core *core, struct sbx_error *err);
 void sbx_obs_core_stop(struct sbx_core *core);
 /* A session exec finished (buffered or streamed). */
 void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
-                       const struct sbx_live_session *ls, const struct sbx_exec_result *res);
+                       struct sbx_live_session *ls, const struct sbx_exec_result *res);
 /* An execution's final row was stored (only the call that stored it). */
 void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row);
 

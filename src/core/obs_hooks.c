@@ -1,13 +1,12 @@
-/* obs_hooks.c — the core's side of observability (issue 8, engineer O):
+/* obs_hooks.c — the core's side of observability:
  * starting the FinOps outbox and the metric gauges with the core, and the
  * one-line hooks the session and execution code call when a run finishes
  * (metrics + usage record).  Kept here so obs/ never reaches into the
  * core's structures: obs gets values and callbacks, nothing else. */
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
-#include "isolation/iso.h"
-#include "isolation/pool.h"
 #include "obs/metrics.h"
 #include "obs/usage.h"
 #include "core/internal.h"
@@ -28,17 +27,16 @@ static void sessions_active(void *ctx, sbx_metrics_emit_fn emit, void *ectx)
   }
 }
 
-/* Profiles whose driver keeps a warm pool (the container driver): the
- * idle entries of the key prewarming registered (profile, default disk). */
+/* Profiles whose driver keeps a warm pool: its own count of what is idle
+ * for the key prewarming registered (core.c on_ready: the defaults). */
 static void pool_idle(void *ctx, sbx_metrics_emit_fn emit, void *ectx)
 {
   struct sbx_core *core = ctx;
   for (size_t i = 0; i < core->profiles.count; i++) {
     const struct sbx_profile *p = &core->profiles.items[i];
-    if (!p->available || !p->driver || !p->driver->prewarm)
+    if (!p->available || !p->driver || !sbx_driver_has(p->driver, pool_idle))
       continue;
-    uint64_t disk = p->limits.disk_bytes ? p->limits.disk_bytes : SBX_ISO_DEFAULT_DISK;
-    emit(ectx, p->name, sbx_pool_idle(p->name, disk));
+    emit(ectx, p->name, p->driver->pool_idle(p->name, &p->defaults));
   }
 }
 
@@ -65,26 +63,23 @@ bool sbx_core_metrics_auth(struct sbx_core *core) { return core->cfg.metrics_aut
 /* ---- runs finishing ---- */
 
 void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
-                       const struct sbx_live_session *ls, const struct sbx_exec_result *res)
+                       struct sbx_live_session *ls, const struct sbx_exec_result *res)
 {
   const char *status = sbx_status_name(res->status);
   double dur = (double)res->duration_ms / 1000.0;
   sbx_metrics_execution(ls->profile->name, status, res->cpu_seconds, dur);
-  /* The session's metadata (project/agent/run) lives in its record: PATCH
-   * may have changed it since create. */
-  struct sbx_session_row srow = {0};
+  /* The session's metadata (project/agent/run) as PATCH last stored it. */
+  _cleanup_free_ char *md = sbx_session_metadata(ls);
   struct sbx_error err = {0};
-  core->store.ops->session_get(core->store.st, ls->tenant_id, ls->id, &srow, &err);
   struct sbx_usage_input in = {
       .tenant_id = ls->tenant_id, .tenant = who ? who->tenant : NULL, .kind = "exec",
       .source_id = ls->id, .profile = ls->profile->name, .status = status,
-      .metadata_json = srow.metadata_json, .cpu_seconds = res->cpu_seconds,
+      .metadata_json = md, .cpu_seconds = res->cpu_seconds,
       /* Same estimate as executions: peak memory × duration. */
       .memory_mb_seconds = (double)res->memory_peak_bytes / 1048576.0 * dur,
       .duration_seconds = dur};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the usage of an exec in %s: %s", ls->id, err.msg);
-  sbx_session_row_free(&srow);
 }
 
 void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row)

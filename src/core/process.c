@@ -1,4 +1,4 @@
-/* process.c — background processes (issue 4): `background:true` on a
+/* process.c — background processes: `background:true` on a
  * session exec starts the command on a thread of its own and answers with
  * its pid at once.  The thread runs an ordinary sbx_sandbox_exec() whose
  * output goes into the process's own head+tail buffers (never blocking the
@@ -384,9 +384,7 @@ static void *proc_main(void *arg)
   proc_finish(p, &res);
   sbx_info("process", "session %s pid %d ended: %s", job->ls->id, (int)p->pid,
            sbx_status_name(res.status));
-  if (rc == 0 && p->started)
-    sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* metrics + its usage record */
-  sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, rc == 0 && p->started);
+  sbx_session_exec_done(job->core, job->ls, NULL, &res, rc == 0 && p->started, NULL);
   sbx_exec_result_free(&res);
   pthread_mutex_lock(&p->lock);
   unsigned fds = p->fds; /* less what a closed stdin gave back already */
@@ -501,7 +499,7 @@ static int parse_start(struct sbx_core *core, struct sbx_live_session *ls, json_
   if (sbx_schema_only(body, "", allowed, err) < 0 ||
       sbx_schema_exec(body, ls->profile->max.timeout_s, true, spec, err) < 0)
     return -1;
-  if (sbx_core_image_exec(ls->image, spec, false, err) < 0) { /* issue 7: image config */
+  if (sbx_core_image_exec(ls->image, spec, false, err) < 0) { /* image config */
     sbx_exec_spec_free(spec);
     return -1;
   }

@@ -1,6 +1,6 @@
 /* process_int.h — the background-process object shared by core/process.c
  * (table, start, the exec thread) and core/process_io.c (output, stdin,
- * signals, resize, JSON).  Internal to core (issue 4). */
+ * signals, resize, JSON).  Internal to core. */
 #ifndef SBX_CORE_PROCESS_INT_H
 #define SBX_CORE_PROCESS_INT_H
 

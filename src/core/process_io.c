@@ -1,5 +1,5 @@
 /* process_io.c — everything a client does with a running or ended
- * background process (issue 4): list and inspect it, read its kept output
+ * background process: list and inspect it, read its kept output
  * from a byte offset (JSON, or chunk by chunk for a follower), write its
  * stdin, signal it by name, resize its terminal. */
 #include <fcntl.h>

@@ -22,6 +22,38 @@ struct sbx_prober {
   bool started;
 };
 
+/* Stands in for a driver the registry refused (runtime/driver.h), so a
+ * profile always has a table: it is never probed, its profiles are
+ * unavailable with the refusal, and a create that got past that fails. */
+static int refused_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
+                          struct sbx_error *err)
+{
+  (void)spec;
+  *out = NULL;
+  return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "the profile's driver was refused");
+}
+
+static int refused_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
+{
+  (void)env;
+  snprintf(why, whylen, "driver refused");
+  return -1;
+}
+
+static void refused_destroy(struct sbx_sandbox *sb) { (void)sb; }
+
+static const struct sbx_driver refused_driver = {
+    .abi = SBX_DRIVER_ABI, .name = "(refused)", .klass = "", .probe = refused_probe,
+    .create = refused_create, .destroy = refused_destroy};
+
+/* A profile naming a refused driver: unavailable now, with the reason. */
+static void set_refused(struct sbx_profile *p, const char *why)
+{
+  p->driver = &refused_driver;
+  snprintf(p->reason, sizeof p->reason, "%s", why);
+  atomic_store(&p->state, SBX_PROFILE_UNAVAILABLE);
+}
+
 /* Built-in maxima.  CPUs: all online ones (a quota above that buys
  * nothing).  Memory: half the host's RAM, so one sandbox can never push
  * the host (and the daemon, and every other tenant) into the OOM killer.
@@ -130,7 +162,10 @@ int sbx_profiles_build(const struct sbx_profile *extra, size_t nextra, const cha
     atomic_init(&p->available, false);
     p->reason[0] = p->note[0] = '\0';
     p->driver = sbx_driver_find(p->driver_name);
-    if (!p->driver) {
+    const char *refusal = p->driver ? NULL : sbx_driver_refusal(p->driver_name);
+    if (refusal)
+      set_refused(p, refusal);
+    else if (!p->driver) {
       sbx_err_set(err, SBX_E_INVALID, 0, "profile %s: unknown driver '%s'", p->name,
                   p->driver_name);
       sbx_profiles_free(out);
@@ -178,7 +213,7 @@ static void *prober_main(void *arg)
   }
   if (!stop && pr->hooks.probed)
     pr->hooks.probed(pr->hooks.ctx, pr->driver, ok);
-  const char *note = ok && pr->driver->note ? pr->driver->note() : NULL;
+  const char *note = ok && sbx_driver_has(pr->driver, note) ? pr->driver->note() : NULL;
   publish(set, pr->driver, ok, why, note);
   if (ok)
     sbx_info("core", "driver %s available (probed in %llu ms)%s%s", pr->driver->name,
@@ -204,6 +239,8 @@ int sbx_profiles_probe_start(struct sbx_profile_set *set, struct sbx_driver_env 
   set->probe_t0_ms = sbx_now_ms();
   for (size_t i = 0; i < set->count; i++) {
     const struct sbx_driver *d = set->items[i].driver;
+    if (d == &refused_driver)
+      continue; /* unavailable since the registry refused it */
     size_t j = 0;
     while (j < set->nprobers && set->probers[j].driver != d)
       j++;
@@ -334,7 +371,7 @@ json_t *sbx_profile_json(const struct sbx_profile_set *set, const struct sbx_pro
   }
   json_object_set_new(o, "reason", avail ? json_null() : json_string(p->reason));
   /* describe() and note() are read after the probe published (acquire) */
-  const char *desc = avail && p->driver->describe ? p->driver->describe() : NULL;
+  const char *desc = avail && sbx_driver_has(p->driver, describe) ? p->driver->describe() : NULL;
   if (desc && *desc)
     json_object_set_new(o, "platform", json_string(desc));
   if (avail && p->note[0])

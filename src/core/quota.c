@@ -398,18 +398,30 @@ void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double secon
   cpu_used_add(q, tenant_id, seconds);
 }
 
-bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id)
+/* Under the tenant's lock: whether it has a daily CPU limit (or its limits
+ * are not resolved yet), or, used_up, whether it has used that limit up. */
+static bool cpu_query(struct sbx_core *core, int64_t tenant_id, bool used_up)
 {
   struct sbx_quota *q = core->quota;
   if (!q)
     return false;
   pthread_mutex_lock(lock_of(q, tenant_id));
   struct tstate *t = state_locked(q, tenant_id, NULL);
-  bool out = false;
-  if (t) {
+  bool out = !t || !t->resolved || t->lim.cpu_seconds_per_day > 0;
+  if (used_up && t)
     cpu_roll(t);
-    out = t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day;
-  }
+  if (used_up)
+    out = t && t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day;
   pthread_mutex_unlock(lock_of(q, tenant_id));
   return out;
+}
+
+bool sbx_quota_cpu_limited(struct sbx_core *core, int64_t tenant_id)
+{
+  return cpu_query(core, tenant_id, false);
+}
+
+bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id)
+{
+  return cpu_query(core, tenant_id, true);
 }

@@ -1,4 +1,4 @@
-/* quota.h — per-tenant quotas and rate limits (issue 8).
+/* quota.h — per-tenant quotas and rate limits.
  *
  * Four limits per tenant, each 0 = unlimited:
  *   sessions             live sessions                  (quota_sessions)
@@ -141,6 +141,9 @@ void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
  * seeds from the store first, then always adds (their usage record is
  * written later, in batches). */
 void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double seconds);
+/* True when the tenant has a daily CPU limit (or its limits are not known
+ * yet): CPU it burns must then be charged at once, not at the next tick. */
+bool sbx_quota_cpu_limited(struct sbx_core *core, int64_t tenant_id);
 /* True once the tenant's CPU-seconds of the day are used up. */
 bool sbx_quota_cpu_exhausted(struct sbx_core *core, int64_t tenant_id);
 

@@ -82,7 +82,7 @@ static int session_cb(void *ctx, const struct sbx_session_row *r)
 
 void sbx_recover_driver(struct sbx_core *core, const struct sbx_driver *d)
 {
-  if (!d->recover)
+  if (!sbx_driver_has(d, recover))
     return;
   int n = d->recover(&core->drv_env);
   if (n > 0)

@@ -54,7 +54,7 @@ char **sbx_run_env(const char *const *image_env, const char *const *net_env,
     return NULL;
   for (const char *const *p = base_env; *p; p++)
     env_put(env, &n, *p);
-  char tp[80]; /* issue 8: the current span's context; the caller's own env may override it */
+  char tp[80]; /* the current span's context; the caller's own env may override it */
   if (sbx_trace_env_entry(tp, sizeof tp))
     env_put(env, &n, tp);
   for (const char *const *p = image_env; p && *p; p++)
@@ -93,14 +93,32 @@ int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char 
   return sbx_run_spec_ex(sb, spec, env, &tmpl, res, err);
 }
 
+/* A code too long for one EXEC: written before, removed after (two more
+ * round trips).  The command never started when it fails. */
+static int code_file_write(struct sbx_sandbox *sb, const char *path, const char *code,
+                           struct sbx_exec_result *res, struct sbx_error *err)
+{
+  if (sbx_sandbox_file_write(sb, path, code, strlen(code), err) == 0)
+    return 0;
+  res->status = SBX_ST_ERROR; /* a result for the callers that send one */
+  res->reason = err->errnum == ENOSPC || err->errnum == EDQUOT ? SBX_RS_DISK : SBX_RS_NONE;
+  res->exit_code = -1;
+  return sbx_err_prefix(err, "writing the code into the sandbox");
+}
+
 int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
                     const struct sbx_exec_request *tmpl, struct sbx_exec_result *res,
                     struct sbx_error *err)
 {
-  uint64_t timeout_ms = tmpl->timeout_ms;
-  char **argv = spec->argv;
+  struct sbx_exec_request req = *tmpl;
+  req.argv = spec->argv;
+  req.env = env;
+  req.cwd = spec->cwd;
+  req.stdin_data = spec->stdin_data;
+  req.stdin_len = spec->stdin_len;
   char *with_file[3] = {NULL, NULL, NULL};
   char code_path[128], run_path[4300];
+  bool by_file = false;
   if (spec->code) { /* too long for an argument: run it from a file */
     char rnd[40];
     sbx_random_id("code", rnd, sizeof rnd);
@@ -108,25 +126,19 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
     /* The workload may see host paths (process driver): name the file as
      * it sees it. */
     snprintf(run_path, sizeof run_path, "%s%s", sb->host_root, code_path);
-    if (sbx_sandbox_file_write(sb, code_path, spec->code, strlen(spec->code), err) < 0) {
-      /* The command never started: a result for the callers that send one. */
-      res->status = SBX_ST_ERROR;
-      res->reason = err->errnum == ENOSPC || err->errnum == EDQUOT ? SBX_RS_DISK : SBX_RS_NONE;
-      res->exit_code = -1;
-      return sbx_err_prefix(err, "writing the code into the sandbox");
-    }
-    with_file[0] = argv[0];
+    with_file[0] = spec->argv[0];
     with_file[1] = run_path;
-    argv = with_file;
+    req.argv = with_file;
+    /* Usually written by the exec itself (sbx-init's shepherd). */
+    by_file = strlen(spec->code) > SBX_EXEC_CODE_MAX;
+    if (by_file && code_file_write(sb, code_path, spec->code, res, err) < 0)
+      return -1;
+    req.code_path = by_file ? NULL : code_path;
+    req.code = by_file ? NULL : spec->code;
   }
-  struct sbx_exec_request req = *tmpl;
-  req.argv = argv;
-  req.env = env;
-  req.cwd = spec->cwd;
-  req.stdin_data = spec->stdin_data;
-  req.stdin_len = spec->stdin_len;
   int rc = sbx_sandbox_exec(sb, &req, res, err);
-  if (spec->code)
+  /* By file, or its shepherd killed before it could remove it. */
+  if (by_file || (req.code && res->reason == SBX_RS_SHEPHERD_LOST))
     sbx_sandbox_remove(sb, code_path, NULL);
   if (rc < 0)
     return -1;
@@ -134,8 +146,20 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
    * over the exec (runtime/sandbox.c), for every caller. */
   if (res->status == SBX_ST_TIMEOUT && !res->error[0])
     snprintf(res->error, sizeof res->error, "timeout of %.3g s reached; the process tree was "
-             "killed", (double)timeout_ms / 1000.0);
+             "killed", (double)tmpl->timeout_ms / 1000.0);
   return 0;
+}
+
+void sbx_session_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
+                           const struct sbx_principal *who, const struct sbx_exec_result *res,
+                           bool ran, struct sbx_span *span)
+{
+  if (ran) {
+    sbx_span_set_str(span, "sandbox.status", sbx_status_name(res->status));
+    sbx_obs_exec_done(core, who, ls, res);
+  }
+  /* After the usage record: what it holds is not charged twice. */
+  sbx_session_cpu_exec_done(core, ls, ls->tenant_id, res, ran);
 }
 
 void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t len)

@@ -236,7 +236,7 @@ static int parse_timeout(json_t *v, uint64_t max, const char *field, double *out
   return 0;
 }
 
-/* pty: {cols, rows} (issue 4); only for a background process, whose
+/* pty: {cols, rows}; only for a background process, whose
  * stdin can be fed after it started. */
 static int pty_dim(json_t *pty, const char *key, unsigned dflt, unsigned *out,
                    struct sbx_error *err)

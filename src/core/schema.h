@@ -24,7 +24,7 @@ struct sbx_exec_spec {
   size_t stdin_len;
   double timeout_s;     /* 0 → the profile's default */
   bool background;
-  bool pty;             /* issue 4: a terminal (background only) of pty_cols × pty_rows */
+  bool pty;             /* a terminal (background only) of pty_cols × pty_rows */
   unsigned pty_cols, pty_rows;
   char *code;           /* language+code: the code, when too long to inline */
   const char *code_ext; /* ".py", ".js", ".sh" */
@@ -43,7 +43,7 @@ int sbx_schema_only(json_t *body, const char *prefix, const char *const *allowed
 int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
                     struct sbx_exec_spec *out, struct sbx_error *err);
 /* The same; with allow_no_command, neither command nor language is fine
- * (out->argv stays NULL: an image's Entrypoint+Cmd fills it, issue 7). */
+ * (out->argv stays NULL: an image's Entrypoint+Cmd fills it). */
 int sbx_schema_exec_ex(json_t *body, uint64_t max_timeout_s, bool allow_background,
                        bool allow_no_command, struct sbx_exec_spec *out, struct sbx_error *err);
 /* limits: each given value must be ≤ the profile's ceiling; missing ones

@@ -39,13 +39,10 @@ static void live_unlink_locked(struct sbx_core *core, struct sbx_live_session *l
 
 static void live_free(struct sbx_live_session *ls)
 {
-  if (ls->net) /* unlink first: no packet of a dying sandbox is ever admitted */
-    sbx_net_detach(ls->net);
-  if (ls->sb)
-    ls->sb->driver->destroy(ls->sb);
-  if (ls->image) /* after the sandbox: its layers were mounted until now */
-    sbx_image_release(ls->image);
+  struct sbx_core_box box = {.image = ls->image, .sb = ls->sb, .net = ls->net};
+  sbx_core_sandbox_down(&box);
   sbx_net_policy_free(ls->policy);
+  free(ls->metadata_json);
   pthread_mutex_destroy(&ls->net_lock);
   pthread_mutex_destroy(&ls->cpu_lock);
   sbx_procs_free(ls->procs);
@@ -174,14 +171,17 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
 /* ---- create ---- */
 
 struct create_req {
-  const struct sbx_profile *profile;
-  struct sbx_limits limits;
-  struct sbx_net_policy *policy; /* owned */
-  json_t *metadata; /* borrowed */
-  char **env;       /* owned */
+  struct sbx_sandbox_req rq;
+  char **env; /* owned */
   int64_t ttl_s;
-  char image[SBX_IMAGE_REF_MAX]; /* canonical reference; "" for the host pack */
 };
+
+static void create_req_free(struct create_req *cr)
+{
+  sbx_core_sandbox_req_free(&cr->rq);
+  sbx_strv_free(cr->env);
+  cr->env = NULL;
+}
 
 static int parse_create(struct sbx_core *core, json_t *body, struct create_req *cr,
                         struct sbx_error *err)
@@ -189,32 +189,18 @@ static int parse_create(struct sbx_core *core, json_t *body, struct create_req *
   static const char *const allowed[] = {"profile", "image", "limits", "network", "env",
                                         "metadata", "ttl_s", NULL};
   memset(cr, 0, sizeof *cr);
-  if (sbx_schema_only(body, "", allowed, err) < 0)
+  if (sbx_schema_only(body, "", allowed, err) < 0 ||
+      sbx_core_sandbox_parse(core, body, &cr->rq, err) < 0)
     return -1;
-  json_t *v = json_object_get(body, "profile");
-  if (v && !json_is_null(v) && !json_is_string(v))
-    return sbx_err_field(err, "profile", "profile must be a string");
-  if (!(cr->profile = sbx_profile_find(&core->profiles, v ? json_string_value(v) : NULL, err)))
-    return -1;
-  if (sbx_core_image_check(cr->profile, json_object_get(body, "image"), cr->image, err) < 0)
-    return -1;
-  if (sbx_schema_limits(json_object_get(body, "limits"), cr->profile, &cr->limits, err) < 0)
-    return -1;
-  if (sbx_schema_network(json_object_get(body, "network"), "network", &cr->policy, err) < 0)
-    return -1;
-  cr->metadata = json_object_get(body, "metadata");
-  if (sbx_schema_metadata(cr->metadata, "metadata", err) < 0 ||
-      sbx_schema_env(json_object_get(body, "env"), "env", &cr->env, err) < 0)
-    goto fail;
+  json_t *v;
   cr->ttl_s = core->cfg.default_ttl_s;
-  if ((v = json_object_get(body, "ttl_s")) && !json_is_null(v) &&
-      sbx_schema_ttl(v, core->cfg.max_ttl_s, &cr->ttl_s, err) < 0)
-    goto fail;
+  if (sbx_schema_env(json_object_get(body, "env"), "env", &cr->env, err) < 0 ||
+      ((v = json_object_get(body, "ttl_s")) && !json_is_null(v) &&
+       sbx_schema_ttl(v, core->cfg.max_ttl_s, &cr->ttl_s, err) < 0)) {
+    create_req_free(cr);
+    return -1;
+  }
   return 0;
-fail:
-  sbx_net_policy_free(cr->policy);
-  sbx_strv_free(cr->env);
-  return -1;
 }
 
 static json_t *env_object(char *const *env)
@@ -234,102 +220,136 @@ static char *dump(json_t *j)
   return j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
 }
 
-int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
-                       json_t **out, struct sbx_error *err)
+static char *dump_new(json_t *j)
 {
-  struct create_req cr;
-  if (parse_create(core, body, &cr, err) < 0)
-    return -1;
-  int rc = -1, held = -1; /* held: a session-quota reservation (issue 8) */
-  struct sbx_live_session *ls = NULL;
-  struct sbx_session_row row = {0};
-  struct sbx_core_net_prep prep = {0};
-  uint64_t obs_t0 = sbx_now_ns(); /* issue 8: sandbox_session_create_seconds */
-  struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
-                                             cr.profile->name, cr.metadata, false);
-  if (sbx_core_profile_ready(core, cr.profile, err) < 0) /* waits while it is probing */
-    goto out;
-  if (sbx_core_net_check(cr.profile, cr.policy, err) < 0) /* fail closed, before any work */
-    goto out;
-  if ((held = sbx_quota_session_begin(core, who, err)) < 0)
-    goto out;
-  ls = calloc(1, sizeof *ls);
+  char *s = dump(j);
+  json_decref(j);
+  return s;
+}
+
+static struct sbx_live_session *live_new(const struct sbx_principal *who, struct create_req *cr,
+                                         struct sbx_error *err)
+{
+  struct sbx_live_session *ls = calloc(1, sizeof *ls);
   if (!ls) {
     sbx_err_sys(err, ENOMEM, "session");
-    goto out;
+    return NULL;
   }
   pthread_mutex_init(&ls->net_lock, NULL);
   pthread_mutex_init(&ls->cpu_lock, NULL);
   sbx_random_id("ses", ls->id, sizeof ls->id);
   ls->tenant_id = who->tenant_id;
-  ls->profile = cr.profile;
-  ls->limits = cr.limits;
-  ls->env = cr.env;
-  cr.env = NULL;
-  /* issue 7: the image first (a first use may pull it), held while the
-   * sandbox lives */
-  if (sbx_core_image_acquire(core, cr.image, &ls->image, err) < 0)
-    goto out;
-  struct sbx_sandbox_spec spec = {.id = ls->id, .profile = cr.profile->name,
-                                  .image = cr.profile->image, .limits = cr.limits};
-  if (sbx_core_image_spec(ls->image, &spec, err) < 0)
-    goto out;
-  /* gvisor: linked inside create(), before runsc starts (network.c) */
-  sbx_core_net_prepare(&prep, cr.profile, ls->id, who->tenant_id, cr.policy, &spec);
-  if (cr.profile->driver->create(&spec, &ls->sb, err) < 0) {
-    sbx_err_prefix(err, "creating the %s sandbox", cr.profile->driver_name);
-    goto out;
+  ls->profile = cr->rq.profile;
+  ls->limits = cr->rq.limits;
+  ls->env = cr->env;
+  cr->env = NULL;
+  return ls;
+}
+
+/* The sandbox, held by ls from here on (live_free takes it down). */
+static int live_up(struct sbx_core *core, struct sbx_live_session *ls, struct create_req *cr,
+                   struct sbx_error *err)
+{
+  struct sbx_box_want want = {.id = ls->id, .tenant_id = ls->tenant_id, .rq = &cr->rq};
+  struct sbx_core_box box;
+  enum sbx_box_stage failed;
+  if (sbx_core_sandbox_up(core, &want, &box, &failed, err) < 0) {
+    if (failed == SBX_BOX_CREATE)
+      sbx_err_prefix(err, "creating the %s sandbox", ls->profile->driver_name);
+    return -1;
   }
+  ls->image = box.image;
+  ls->sb = box.sb;
+  ls->net = box.net;
+  ls->policy = cr->rq.policy;
+  cr->rq.policy = NULL;
   sbx_session_cpu_start(ls);
-  ls->policy = cr.policy;
-  cr.policy = NULL;
-  if (sbx_core_net_attach(ls->id, who->tenant_id, ls->sb, ls->policy, &prep, &ls->net, err) < 0)
-    goto out; /* live_free below destroys the sandbox: never run it unlinked */
+  return 0;
+}
+
+static void row_fill(struct sbx_session_row *row, const struct sbx_live_session *ls,
+                     const struct create_req *cr, int64_t now)
+{
+  json_t *md = cr->rq.metadata;
+  snprintf(row->id, sizeof row->id, "%s", ls->id);
+  row->tenant_id = ls->tenant_id;
+  snprintf(row->status, sizeof row->status, "ready");
+  snprintf(row->profile, sizeof row->profile, "%s", ls->profile->name);
+  snprintf(row->runtime, sizeof row->runtime, "%s", ls->profile->driver_name);
+  snprintf(row->image, sizeof row->image, "%s", ls->image ? ls->image->ref : ls->profile->image);
+  row->limits_json = dump_new(sbx_limits_json(&ls->limits));
+  row->network_json = dump_new(sbx_net_policy_json(ls->policy));
+  row->metadata_json = dump(md && json_is_object(md) ? md : NULL);
+  row->env_json = dump_new(env_object(ls->env));
+  row->ttl_s = cr->ttl_s;
+  row->created_at = row->updated_at = row->last_used_at = now;
+  row->expires_at = now + cr->ttl_s;
+}
+
+/* Stored, then in the live table: a session is listed only once it is. */
+static int live_publish(struct sbx_core *core, struct sbx_live_session *ls,
+                        const struct create_req *cr, struct sbx_session_row *row,
+                        struct sbx_error *err)
+{
   int64_t now = sbx_wall_s();
-  snprintf(row.id, sizeof row.id, "%s", ls->id);
-  row.tenant_id = who->tenant_id;
-  snprintf(row.status, sizeof row.status, "ready");
-  snprintf(row.profile, sizeof row.profile, "%s", cr.profile->name);
-  snprintf(row.runtime, sizeof row.runtime, "%s", cr.profile->driver_name);
-  snprintf(row.image, sizeof row.image, "%s", ls->image ? ls->image->ref : cr.profile->image);
-  json_t *lim = sbx_limits_json(&cr.limits), *envo = env_object(ls->env);
-  row.limits_json = dump(lim);
-  json_t *netj = sbx_net_policy_json(ls->policy);
-  row.network_json = dump(netj);
-  json_decref(netj);
-  row.metadata_json = dump(cr.metadata && json_is_object(cr.metadata) ? cr.metadata : NULL);
-  row.env_json = dump(envo);
-  json_decref(lim);
-  json_decref(envo);
-  row.ttl_s = cr.ttl_s;
-  row.created_at = row.updated_at = row.last_used_at = now;
-  row.expires_at = now + cr.ttl_s;
-  ls->expires_at = row.expires_at;
+  row_fill(row, ls, cr, now);
+  ls->expires_at = row->expires_at;
   ls->last_used_at = now;
-  if (core->store.ops->session_insert(core->store.st, &row, err) < 0)
-    goto out;
+  if (!(ls->metadata_json = strdup(row->metadata_json)))
+    return sbx_err_sys(err, ENOMEM, "session");
+  if (core->store.ops->session_insert(core->store.st, row, err) < 0)
+    return -1;
   ls->refs = 1; /* the table's */
   pthread_mutex_lock(&core->sess_lock);
   ls->next = core->sessions;
   core->sessions = ls;
   core->nsessions++;
   pthread_mutex_unlock(&core->sess_lock);
-  sbx_info("session", "created %s tenant=%s profile=%s", ls->id, who->tenant, cr.profile->name);
-  *out = session_json(core, &row);
-  ls = NULL;
-  rc = 0;
-  sbx_metrics_session_create(cr.profile->name, (double)(sbx_now_ns() - obs_t0) / 1e9);
-out:
-  sbx_core_net_prep_drop(&prep); /* a link whose sandbox never came up */
-  if (ls)
+  return 0;
+}
+
+static int session_build(struct sbx_core *core, const struct sbx_principal *who,
+                         struct create_req *cr, struct sbx_session_row *row, json_t **out,
+                         struct sbx_error *err)
+{
+  struct sbx_live_session *ls = live_new(who, cr, err);
+  if (!ls)
+    return -1;
+  if (live_up(core, ls, cr, err) < 0 || live_publish(core, ls, cr, row, err) < 0) {
     live_free(ls); /* destroys a half-made sandbox: nothing is left behind */
-  if (held == 0)
+    return -1;
+  }
+  sbx_info("session", "created %s tenant=%s profile=%s", ls->id, who->tenant,
+           ls->profile->name);
+  *out = session_json(core, row);
+  return 0;
+}
+
+int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
+                       json_t **out, struct sbx_error *err)
+{
+  struct create_req cr;
+  if (parse_create(core, body, &cr, err) < 0)
+    return -1;
+  struct sbx_session_row row = {0};
+  uint64_t t0 = sbx_now_ns(); /* sandbox_session_create_seconds */
+  struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
+                                             cr.rq.profile->name, cr.rq.metadata, false);
+  int rc = -1;
+  /* Waits while the profile is probing; the network fails closed before
+   * any work; then a session-quota reservation. */
+  if (sbx_core_profile_ready(core, cr.rq.profile, err) == 0 &&
+      sbx_core_net_check(cr.rq.profile, cr.rq.policy, err) == 0 &&
+      sbx_quota_session_begin(core, who, err) == 0) {
+    rc = session_build(core, who, &cr, &row, out, err);
     sbx_quota_session_done(core, who->tenant_id);
+  }
+  if (rc == 0)
+    sbx_metrics_session_create(cr.rq.profile->name, (double)(sbx_now_ns() - t0) / 1e9);
   sbx_trace_op_end(span, "sandbox.session.id", row.id, rc == 0 ? "ready" : "error",
                    rc == 0 ? NULL : err->msg);
   sbx_session_row_free(&row);
-  sbx_net_policy_free(cr.policy);
-  sbx_strv_free(cr.env);
+  create_req_free(&cr);
   return rc;
 }
 
@@ -393,7 +413,7 @@ int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, con
   return 0;
 }
 
-/* "Install, then lock" (issue 5): the new policy holds for new connections
+/* "Install, then lock": the new policy holds for new connections
  * before the PATCH answers.  A session that was none gets its link now
  * (except where the link is only made at start: gvisor, 409); one going
  * back to none keeps its link but admits nothing.  Takes *policy. */
@@ -424,6 +444,14 @@ static int apply_policy(struct sbx_core *core, struct sbx_live_session *ls,
   }
   pthread_mutex_unlock(&ls->net_lock);
   return rc;
+}
+
+char *sbx_session_metadata(struct sbx_live_session *ls)
+{
+  pthread_mutex_lock(&ls->net_lock);
+  char *md = ls->metadata_json ? strdup(ls->metadata_json) : NULL;
+  pthread_mutex_unlock(&ls->net_lock);
+  return md;
 }
 
 char **sbx_session_run_env(struct sbx_live_session *ls, char *const *request_env)
@@ -472,8 +500,15 @@ int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, co
     ls->expires_at = expires;
     pthread_mutex_unlock(&core->sess_lock);
   }
+  /* Under net_lock: the cached metadata follows the store's order. */
+  pthread_mutex_lock(&ls->net_lock);
   int rc = core->store.ops->session_update(core->store.st, who->tenant_id, id, net_txt, md_txt,
                                            ttl, expires, err);
+  if (rc == 0 && md_txt) {
+    free(ls->metadata_json);
+    ls->metadata_json = steal_pointer(&md_txt);
+  }
+  pthread_mutex_unlock(&ls->net_lock);
   sbx_session_release(core, ls);
   return rc < 0 ? -1 : sbx_session_get(core, who, id, out, err);
 }
@@ -559,7 +594,7 @@ void sbx_sessions_shutdown(struct sbx_core *core)
     end_session(core, ls, "terminated", SBX_RS_DAEMON_SHUTDOWN);
   }
   sbx_procs_drain(); /* background processes end with their sessions */
-  sbx_contexts_drain(); /* so do contexts (issue 4, engineer C) */
+  sbx_contexts_drain(); /* so do contexts */
 }
 
 /* ---- exec ---- */
@@ -640,10 +675,8 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
                    &slot->cancel, &res, err) == 0) {
     *out = sbx_result_json(&res);
     rc = 0;
-    sbx_span_set_str(span, "sandbox.status", sbx_status_name(res.status));
-    sbx_obs_exec_done(core, who, ls, &res); /* issue 8: metrics + usage record */
   }
-  sbx_session_cpu_exec_done(core, ls, who->tenant_id, &res, rc == 0);
+  sbx_session_exec_done(core, ls, who, &res, rc == 0, span);
   sbx_exec_result_free(&res);
   slot_remove(core, ls, slot);
   sbx_session_touch(core, ls);

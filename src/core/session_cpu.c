@@ -22,7 +22,8 @@
 void sbx_session_cpu_start(struct sbx_live_session *ls)
 {
   struct sbx_usage u;
-  ls->cpu_metered = ls->sb && ls->sb->driver->usage && ls->sb->driver->usage(ls->sb, &u) == 0;
+  ls->cpu_metered =
+      ls->sb && sbx_driver_has(ls->sb->driver, usage) && ls->sb->driver->usage(ls->sb, &u) == 0;
   /* What the sandbox's own start-up cost is the daemon's, not the tenant's. */
   ls->cpu_seen = ls->cpu_metered ? u.cpu_seconds : 0;
   ls->cpu_recorded_at = sbx_wall_s();
@@ -30,16 +31,15 @@ void sbx_session_cpu_start(struct sbx_live_session *ls)
 
 static void record(struct sbx_core *core, struct sbx_live_session *ls, double cpu, bool final)
 {
-  struct sbx_session_row srow = {0};
+  char *md = sbx_session_metadata(ls);
   struct sbx_error err = {0};
-  core->store.ops->session_get(core->store.st, ls->tenant_id, ls->id, &srow, &err);
   struct sbx_usage_input in = {.tenant_id = ls->tenant_id, .kind = "session",
                                .source_id = ls->id, .profile = ls->profile->name,
                                .status = final ? "ended" : "running",
-                               .metadata_json = srow.metadata_json, .cpu_seconds = cpu};
+                               .metadata_json = md, .cpu_seconds = cpu};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the CPU of session %s: %s", ls->id, err.msg);
-  sbx_session_row_free(&srow);
+  free(md);
 }
 
 /* flush: write what is pending now (the usage report then matches what
@@ -90,7 +90,11 @@ void sbx_session_cpu_exec_done(struct sbx_core *core, struct sbx_live_session *l
     ls->cpu_unrecorded -= res->cpu_seconds;
     pthread_mutex_unlock(&ls->cpu_lock);
   }
-  sbx_session_cpu_charge(core, ls, false); /* the next request sees it at once */
+  /* Under a CPU limit the next request must see it at once; without one
+   * the reaper's tick charges it (a cgroup read per exec is most of what
+   * the daemon itself spends on an exec). */
+  if (sbx_quota_cpu_limited(core, tenant))
+    sbx_session_cpu_charge(core, ls, false);
 }
 
 static void stop_overdrawn(struct sbx_core *core, struct sbx_live_session *ls)

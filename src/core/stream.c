@@ -1,4 +1,4 @@
-/* stream.c — the streamed session exec (issue 4): the same exec as the
+/* stream.c — the streamed session exec: the same exec as the
  * buffered one (same timeout, limits and output caps: the result at the
  * end is identical), run on a thread of its own so the HTTP connection can
  * stream its output as it is read.
@@ -91,8 +91,7 @@ static void *stream_main(void *arg)
     snprintf(res.error, sizeof res.error, "%s", err.msg);
   reg_remove(job); /* before the slot goes: cancel reports find nothing */
   json_t *result = sbx_result_json(&res);
-  sbx_obs_exec_done(job->core, NULL, job->ls, &res); /* issue 8: metrics + usage record */
-  sbx_session_cpu_exec_done(job->core, job->ls, job->tenant, &res, true); /* after the record */
+  sbx_session_exec_done(job->core, job->ls, NULL, &res, true, NULL);
   sbx_exec_result_free(&res);
   sbx_session_slot_remove(job->core, job->ls, job->slot);
   sbx_res_fds_give(job->tenant, job->ls->id, SBX_RES_FDS_PROCESS);
@@ -149,7 +148,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
   job->tenant = who->tenant_id;
   job->sink = *sink;
   if (sbx_schema_exec(body, ls->profile->max.timeout_s, false, &job->spec, err) < 0 ||
-      sbx_core_image_exec(ls->image, &job->spec, false, err) < 0) /* issue 7: image config */
+      sbx_core_image_exec(ls->image, &job->spec, false, err) < 0) /* image config */
     goto fail;
   if (!(job->env = sbx_session_run_env(ls, job->spec.env)) ||
       !(job->slot = sbx_session_slot_add(core, ls))) {

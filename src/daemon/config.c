@@ -14,7 +14,7 @@
 #include "common/cleanup.h"
 #include "common/quantity.h"
 #include "common/util.h"
-#include "isolation/iso.h"
+#include "core/core.h" /* struct sbx_core_setting */
 
 void sbx_config_defaults(struct sbx_config *c)
 {
@@ -90,6 +90,71 @@ void sbx_config_release(struct sbx_config *c)
   for (size_t i = 0; i < c->nresolve; i++)
     free(c->resolve[i]);
   c->nresolve = 0;
+}
+
+/* The drivers' settings, by config key and environment variable; their
+ * values are checked here, the drivers read them (sbx_driver_setting). */
+static const struct {
+  const char *key, *env;
+  uint64_t max; /* a whole number up to max; 0: a word from `words` */
+  const char *words;
+} driver_keys[SBX_CONFIG_DRIVER_KEYS] = {
+    {"container_pool_size", "SANDBOXD_POOL_SIZE", 64, NULL},
+    {"gvisor_pool_size", "SANDBOXD_GVISOR_POOL_SIZE", 8, NULL},
+    {"gvisor_platform", "SANDBOXD_GVISOR_PLATFORM", 0, NULL}, /* runsc --platform */
+    {"cgroup_parent", "SANDBOXD_CGROUP_PARENT", 0, NULL},
+    {"uid_base", "SANDBOXD_UID_BASE", 4000000000u, NULL},
+    {"uid_slots", "SANDBOXD_UID_SLOTS", 4096, NULL},
+    {"overlay_layers", "SANDBOXD_OVERLAY_LAYERS", 0, " auto append string "},
+};
+
+/* A name (cgroup directory, runsc platform): no path, no option syntax. */
+static bool is_plain_name(const char *v)
+{
+  if (!*v || v[0] == '-' || v[0] == '.')
+    return false;
+  for (const char *p = v; *p; p++)
+    if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
+        !strchr("-_.", *p))
+      return false;
+  return true;
+}
+
+static bool driver_value_ok(size_t k, const char *v)
+{
+  uint64_t n;
+  char word[40];
+  if (driver_keys[k].max)
+    return parse_uint(v, driver_keys[k].max, &n) == 0;
+  if (!driver_keys[k].words)
+    return is_plain_name(v);
+  snprintf(word, sizeof word, " %.30s ", v);
+  return *v && !strchr(v, ' ') && strstr(driver_keys[k].words, word);
+}
+
+static int set_driver(struct sbx_config *c, const char *key, const char *v, struct sbx_error *err)
+{
+  for (size_t k = 0; k < SBX_CONFIG_DRIVER_KEYS; k++) {
+    if (strcmp(key, driver_keys[k].key) != 0)
+      continue;
+    if (strlen(v) >= sizeof c->driver_values[k] || !driver_value_ok(k, v))
+      return sbx_err_set(err, SBX_E_INVALID, 0, "[driver] %s: bad value '%.100s'", key, v);
+    snprintf(c->driver_values[k], sizeof c->driver_values[k], "%s", v);
+    return 0;
+  }
+  return sbx_err_set(err, SBX_E_INVALID, 0, "[driver]: unknown setting '%s'", key);
+}
+
+size_t sbx_config_driver_settings(const struct sbx_config *c, struct sbx_core_setting *out,
+                                  size_t max)
+{
+  size_t n = 0;
+  for (size_t k = 0; k < SBX_CONFIG_DRIVER_KEYS && n < max; k++)
+    if (c->driver_values[k][0])
+      out[n++] = (struct sbx_core_setting){driver_keys[k].key, c->driver_values[k]};
+  if (c->image_layer_idmap_off && n < max)
+    out[n++] = (struct sbx_core_setting){"image_layer_idmap", "off"};
+  return n;
 }
 
 /* One server setting by name; shared by file, env and flags. */
@@ -264,6 +329,8 @@ static int on_ini(void *user, const char *section, const char *key, const char *
   int rc;
   if (!strcmp(section, "server") || !section[0]) {
     rc = set_server(ctx->c, key, value, ctx->err);
+  } else if (!strcmp(section, "driver")) {
+    rc = set_driver(ctx->c, key, value, ctx->err);
   } else if (!strncmp(section, "profile.", 8) && section[8]) {
     struct sbx_profile *p = profile_slot(ctx->c, section + 8);
     rc = p ? set_profile(p, key, value, ctx->err)
@@ -327,6 +394,11 @@ int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
     const char *v = getenv(env_map[i].env);
     if (v && *v && set_server(c, env_map[i].key, v, err) < 0)
       return sbx_err_prefix(err, "%s", env_map[i].env);
+  }
+  for (size_t k = 0; k < SBX_CONFIG_DRIVER_KEYS; k++) {
+    const char *v = getenv(driver_keys[k].env);
+    if (v && *v && set_driver(c, driver_keys[k].key, v, err) < 0)
+      return sbx_err_prefix(err, "%s", driver_keys[k].env);
   }
   return 0;
 }
@@ -416,6 +488,5 @@ int sbx_config_finish(struct sbx_config *c, struct sbx_error *err)
   if (access(c->init_path, X_OK) < 0)
     return sbx_err_sys(err, errno, "sbx-init not found at %s (set SANDBOXD_INIT or --sbx-init)",
                        c->init_path);
-  sbx_overlay_set_layer_idmap(!c->image_layer_idmap_off);
   return 0;
 }

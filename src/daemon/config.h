@@ -13,6 +13,14 @@
 #include "core/profile.h"
 #include "core/quota.h"
 
+struct sbx_core_setting; /* core/core.h */
+
+/* Driver settings ([driver] in the config file, SANDBOXD_* in the
+ * environment), handed to the drivers in sbx_driver_env. */
+#define SBX_CONFIG_DRIVER_KEYS 7
+/* ... and image_layer_idmap, a [server] setting the container driver reads */
+#define SBX_CONFIG_DRIVER_SETTINGS (SBX_CONFIG_DRIVER_KEYS + 1)
+
 struct sbx_config {
   char listen[256];
   char state_dir[4096];   /* made absolute by sbx_config_finish */
@@ -57,9 +65,14 @@ struct sbx_config {
   bool gvisor_kvm_off;          /* gvisor_kvm = off: as if /dev/kvm were absent */
   bool image_layer_idmap_off;   /* image_layer_idmap = off: shifted layer copies (isolation/shift.c) */
   char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
+  char driver_values[SBX_CONFIG_DRIVER_KEYS][256]; /* "" = unset; see config.c driver_keys */
 };
 
 void sbx_config_defaults(struct sbx_config *c);
+/* The driver settings that are set, as the drivers get them (pointing
+ * into c): how many were written to out (at most max). */
+size_t sbx_config_driver_settings(const struct sbx_config *c, struct sbx_core_setting *out,
+                                  size_t max);
 /* Frees what the settings allocated (the resolve pins). */
 void sbx_config_release(struct sbx_config *c);
 /* Reads the file (if c->config_file is set). */

@@ -61,6 +61,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  struct sbx_core_setting dset[SBX_CONFIG_DRIVER_SETTINGS];
+  size_t ndset = sbx_config_driver_settings(cfg, dset, SBX_CONFIG_DRIVER_SETTINGS);
   struct sbx_core_config cc = {
       .state_dir = cfg->state_dir, .database_url = cfg->database_url,
       .init_path = cfg->init_path, .runsc_path = cfg->runsc_path,
@@ -77,6 +79,7 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .image_pull = cfg->image_pull,
       .probe_timeout_s = cfg->probe_timeout_s, .probe_wait_s = cfg->probe_wait_s,
       .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s, .gvisor_kvm_off = cfg->gvisor_kvm_off,
+      .driver_settings = dset, .ndriver_settings = ndset,
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {

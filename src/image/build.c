@@ -1,5 +1,5 @@
 /* build.c — `sandboxd image build`: a single-layer OCI image made from
- * Debian packages with mmdebstrap, for users without Docker (issue 7 item 6).
+ * Debian packages with mmdebstrap, for users without Docker.
  *
  * Steps (sbx_image_build): validate the request; find the apt sources
  * (the host's own entries for the suite, or --mirror); run mmdebstrap into

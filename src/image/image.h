@@ -1,4 +1,4 @@
-/* image.h — OCI images (issue 7): references, the registry client, the
+/* image.h — OCI images: references, the registry client, the
  * content-addressed layer store under <state_dir>/images, import, GC.
  *
  * The run-time contract (what drivers and the core use) is the part below

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -39,9 +40,14 @@ struct resp {
   long status;
   char www_auth[2048];
   char content_type[128];
-  /* body to memory (manifests, tokens, error bodies) */
-  char *buf;
-  size_t len, max;
+  /* body to memory (manifests, tokens, error bodies), bounded by max */
+  union {
+    struct sbx_buf body;
+    struct {
+      char *buf;
+      size_t len, cap, max;
+    };
+  };
   bool overflow;
   /* or, for a 200/206, to a file while hashing */
   int fd;
@@ -117,17 +123,10 @@ static size_t on_body(char *b, size_t sz, size_t n, void *ud)
     }
     return len;
   }
-  if (r->len + len > r->max) {
-    r->overflow = true;
+  if (sbx_buf_append(&r->body, b, len) < 0) {
+    r->overflow = errno == E2BIG;
     return 0;
   }
-  char *nb = realloc(r->buf, r->len + len + 1);
-  if (!nb)
-    return 0;
-  r->buf = nb;
-  memcpy(r->buf + r->len, b, len);
-  r->len += len;
-  r->buf[r->len] = '\0';
   return len;
 }
 
@@ -318,9 +317,7 @@ static int get(struct client *cl, const char *path, const char *accept, uint64_t
     if (authenticate(cl, r->www_auth, err) < 0)
       return -1;
     cl->authed = true;
-    free(r->buf);
-    r->buf = NULL;
-    r->len = 0;
+    sbx_buf_free(&r->body);
     r->status = 0;
   }
 }
@@ -422,9 +419,7 @@ static int fetch_blob(struct client *cl, const struct img_desc *d, sbx_image_pro
     if (rc == 0 && r.status == 200 && have) {
       /* the registry ignored the Range: start over */
       sbx_info(IMG_SUB, "registry ignored the range request for %.19s", d->digest);
-      free(r.buf);
-      r.buf = NULL;
-      r.len = 0;
+      sbx_buf_free(&r.body);
       if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
         return sbx_err_sys(err, errno, "truncate %s", part);
       img_hash_init(&h);

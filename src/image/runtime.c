@@ -112,15 +112,21 @@ fail:
   return sbx_err_prefix(err, "image %s", canonical);
 }
 
+/* text parsed into ref, with the GC lock held shared (a GC, exclusive,
+ * cannot run between finding the layers and taking their flocks): the
+ * lock's fd, or -1. */
+static int ref_locked(const char *text, struct sbx_image_ref *ref, struct sbx_error *err)
+{
+  if (img_store_ready(err) < 0 || sbx_image_ref_parse(text, "image", ref, err) < 0)
+    return -1;
+  return img_lock("gc.lock", LOCK_SH, err);
+}
+
 int sbx_image_get(const char *text, enum sbx_image_pull policy, struct sbx_image **out,
                   struct sbx_error *err)
 {
   struct sbx_image_ref ref;
-  if (img_store_ready(err) < 0 || sbx_image_ref_parse(text, "image", &ref, err) < 0)
-    return -1;
-  /* shared: a GC (exclusive) cannot run between finding the layers and
-   * taking their flocks */
-  _cleanup_close_ int lk = img_lock("gc.lock", LOCK_SH, err);
+  _cleanup_close_ int lk = ref_locked(text, &ref, err);
   if (lk < 0)
     return -1;
   json_t *refs = img_refs_load(err);
@@ -197,9 +203,7 @@ int sbx_image_pull(const char *text, sbx_image_progress_fn cb, void *ud, char *c
                    char *digest, struct sbx_error *err)
 {
   struct sbx_image_ref ref;
-  if (img_store_ready(err) < 0 || sbx_image_ref_parse(text, "image", &ref, err) < 0)
-    return -1;
-  _cleanup_close_ int lk = img_lock("gc.lock", LOCK_SH, err);
+  _cleanup_close_ int lk = ref_locked(text, &ref, err);
   if (lk < 0)
     return -1;
   char d[IMG_DIGEST_LEN];

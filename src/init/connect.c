@@ -1,4 +1,4 @@
-/* connect.c — CONNECT (issue 4, ports): a TCP socket made inside the
+/* connect.c — CONNECT (ports): a TCP socket made inside the
  * sandbox's network namespace (sbx-init lives in it), connecting to the
  * sandbox's own loopback.  The daemon speaks HTTP over it, so it reaches a
  * server inside the sandbox without the sandbox ever reaching out.
@@ -8,7 +8,7 @@
  * the socket goes back at once (a full listen backlog would otherwise stall
  * every other request for the SYN retry time); the daemon finishes it.
  *
- * fd-in (issue 6, gVisor: the socket cannot leave the sandbox): the daemon
+ * fd-in (gVisor: the socket cannot leave the sandbox): the daemon
  * sends a stream socket along; the TCP socket stays here and xfer.c
  * finishes the connect, reports it on the daemon's socket and relays. */
 #include <arpa/inet.h>
@@ -62,8 +62,8 @@ void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct s
   uint32_t port = sbx_rbuf_u32(r);
   uint32_t family = sbx_rbuf_u32(r);
   int sock = nfds ? sbxi_take_fd(fds, nfds, S_IFSOCK) : -1;
-  if (r->bad || r->off != r->len || port == 0 || port > 65535 ||
-      (family != 4 && family != 6) || (nfds && sock < 0)) {
+  if (r->bad || r->off != r->len || port == 0 || port > 65535 || (family != 4 && family != 6) ||
+      (nfds && sock < 0)) {
     if (sock >= 0)
       close(sock);
     sbxi_reply_err(in->chan, h->id, EINVAL);

@@ -123,7 +123,14 @@ static void start_shepherd(const struct sbxi *in, const char *payload, size_t le
       r.bad = true;
   }
   pty.relay = (flags & SBX_PROTO_EXEC_PTY_RELAY) != 0;
-  if ((flags & ~(SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY)) ||
+  struct sbxi_code code = {NULL, NULL};
+  if (flags & SBX_PROTO_EXEC_CODE) {
+    code.path = sbx_rbuf_str(&r, SBX_PROTO_MAX_PATH);
+    code.text = sbx_rbuf_str(&r, SBX_PROTO_MAX_PAYLOAD);
+    if (!code.path || !code.text || !sbx_proto_path_ok(code.path))
+      r.bad = true;
+  }
+  if ((flags & ~(SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY | SBX_PROTO_EXEC_CODE)) ||
       (pty.relay && !(flags & SBX_PROTO_EXEC_PTY)) || r.off != r.len)
     r.bad = true;
   if (!payload || r.bad || !cwd || !argv || !env || !argv[0] || !sbx_proto_path_ok(cwd)) {
@@ -132,7 +139,8 @@ static void start_shepherd(const struct sbxi *in, const char *payload, size_t le
   }
   pid_t pid = forked ? 0 : fork();
   if (pid == 0)
-    sbxi_shepherd(in, cwd, argv, env, fds, (flags & SBX_PROTO_EXEC_PTY) ? &pty : NULL);
+    sbxi_shepherd(in, cwd, argv, env, fds, (flags & SBX_PROTO_EXEC_PTY) ? &pty : NULL,
+                  code.path ? &code : NULL);
   if (pid < 0)
     report_err(fds[3], errno);
 out:

@@ -5,13 +5,15 @@
  *   exec.c      EXEC: parse, fork the per-exec shepherd
  *   shepherd.c  the shepherd: fork+exec the workload, report, kill its tree
  *   tree.c      listing, killing and reaping our descendants
- *   fileops.c   OPEN_READ / OPEN_WRITE / LIST / REMOVE
+ *   ops.c       the request table (by message type), parsing, replies
+ *   path.c      paths resolved in the sandbox root, the regular-file opens
+ *   files.c     a file's bytes: OPEN_READ / OPEN_WRITE / READ_TO / WRITE_FROM
+ *   dirs.c      the tree: LIST / REMOVE / STAT / READLINK / MKDIR / MOVE / SYMLINK
  *   glob.c      GLOB
- *   fsops.c     STAT / MKDIR / MOVE / READLINK / SYMLINK (issue 4)
- *   watch.c     WATCH: the inotify watcher child (issue 4)
+ *   watch.c     WATCH: the inotify watcher child
  *   pty.c       terminals (EXEC with SBX_PROTO_EXEC_PTY), the PTY_RELAY copy loop
  *   connect.c   CONNECT (ports)
- *   xfer.c      fd-in transfers: READ_TO, WRITE_FROM, the CONNECT relay (issue 6)
+ *   xfer.c      fd-in transfers: READ_TO, WRITE_FROM, the CONNECT relay
  *
  * sbx-init is single-threaded; everything here runs in its one thread (or in
  * a forked shepherd). */
@@ -26,10 +28,10 @@
 #include "init/proto.h"
 
 struct sbxi {
-  int chan;          /* daemon channel (fd 3) */
-  int rootfd;        /* the directory that is "/" for the daemon's paths */
-  const char *root;  /* its path as given (for HOME/TMPDIR rewriting) */
-  pid_t self;        /* our pid */
+  int chan;         /* daemon channel (fd 3) */
+  int rootfd;       /* the directory that is "/" for the daemon's paths */
+  const char *root; /* its path as given (for HOME/TMPDIR rewriting) */
+  pid_t self;       /* our pid */
   bool pid1;
 };
 
@@ -42,7 +44,7 @@ void sbxi_reply_ok(int chan, uint32_t id, uint64_t v, int fd);
 void sbxi_reply_ok2(int chan, uint32_t id, uint64_t v, uint64_t aux);
 void sbxi_reply_err(int chan, uint32_t id, int e);
 
-/* The one fd a request carries (issue 6, fd-in): exactly one, of file type
+/* The one fd a request carries (fd-in): exactly one, of file type
  * kind (S_IFREG, S_IFIFO, S_IFSOCK; 0: any), else -1.  Every fd in fds is
  * consumed either way (the one returned now belongs to the caller). */
 int sbxi_take_fd(int *fds, size_t nfds, unsigned kind);
@@ -50,22 +52,29 @@ void sbxi_close_fds(int *fds, size_t nfds);
 
 struct sbxi_pty;
 
+/* The file an EXEC with SBX_PROTO_EXEC_CODE runs (both in its payload). */
+struct sbxi_code {
+  const char *path;
+  const char *text;
+};
+
 /* EXEC: consumes fds (4 of them). */
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds);
 /* Never returns. */
 _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                             const int fds[4], struct sbxi_pty *pty /* NULL: pipes */);
+                             const int fds[4], struct sbxi_pty *pty /* NULL: pipes */,
+                             const struct sbxi_code *code /* NULL: none */);
 
 /* SIGKILLs every descendant of this process, reaping each, until none is
  * left.  If main > 0 and is reaped here its wait status goes to *main_status
  * and *main_reaped is set. */
 void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped);
 
-/* pty.c (issue 4): EXEC with SBX_PROTO_EXEC_PTY. */
+/* pty.c: EXEC with SBX_PROTO_EXEC_PTY. */
 struct sbxi_pty {
-  uint32_t cols, rows;  /* requested size */
-  int master, slave;    /* O_CLOEXEC; -1 when unused */
-  bool relay;           /* SBX_PROTO_EXEC_PTY_RELAY: the master stays here */
+  uint32_t cols, rows; /* requested size */
+  int master, slave;   /* O_CLOEXEC; -1 when unused */
+  bool relay;          /* SBX_PROTO_EXEC_PTY_RELAY: the master stays here */
 };
 /* Opens the sandbox's /dev/ptmx under rootfd, unlocks it, sets the size and
  * opens the slave through the master (TIOCGPTPEER); -1 with errno. */
@@ -86,29 +95,50 @@ void sbxi_relay_drain(struct sbxi_relay *r);
 /* RESIZE{u32 cols, u32 rows} on ctl. */
 void sbxi_relay_resize(struct sbxi_relay *r, uint32_t cols, uint32_t rows);
 
-/* fileops.c: OPEN_READ, OPEN_WRITE, LIST, REMOVE, GLOB, READ_TO, WRITE_FROM;
- * consumes fds. */
-void sbxi_fileop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
-                 int *fds, size_t nfds);
+/* ops.c: a request on the main channel other than EXEC, served through
+ * the table of message types; consumes fds. */
+void sbxi_dispatch(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
+                   int *fds, size_t nfds);
+/* A request as the table parsed it: its path (checked with
+ * sbx_proto_path_ok), MOVE's "to" or SYMLINK's target, the u32 fields in
+ * order (a, b), WRITE_FROM's u64 (c), and the fd it carries (the op owns
+ * it; -1 if the type carries none). */
+struct sbxi_req {
+  const char *path, *second;
+  uint32_t a, b;
+  uint64_t c;
+  int fd;
+};
+/* Serves one request and replies (OK/ERR) on the channel. */
+typedef void sbxi_op_fn(const struct sbxi *in, uint32_t id, const struct sbxi_req *q);
+/* files.c */
+sbxi_op_fn sbxi_op_open_read, sbxi_op_open_write, sbxi_op_read_to, sbxi_op_write_from;
+/* dirs.c */
+sbxi_op_fn sbxi_op_list, sbxi_op_glob, sbxi_op_remove, sbxi_op_stat, sbxi_op_readlink,
+    sbxi_op_mkdir, sbxi_op_move, sbxi_op_symlink;
+/* watch.c */
+sbxi_op_fn sbxi_op_watch;
+
 /* Writes GLOB records for pattern to memfd; at most max+1; -errno on error. */
 int sbxi_glob(int rootfd, const char *pattern, uint32_t max, int memfd, uint64_t *count);
 
-/* fsops.c (issue 4): STAT, MKDIR, MOVE, READLINK, SYMLINK, WATCH (types
- * 60–79).  Consumes fds (STAT/READLINK: the memfd, WATCH: the pipe). */
-void sbxi_fsop(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
-               int *fds, size_t nfds);
-/* Splits path into parent (into buf) and last component (-EINVAL for "/",
- * "." or ".." as the last component). */
+/* path.c: splits path into parent (into buf) and last component (-EINVAL
+ * for "/", "." or ".." as the last component). */
 int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
+/* The parent directory of path, resolved in the root (O_PATH), or -errno;
+ * *name points into buf. */
+int sbxi_open_parent(int rootfd, const char *path, char *buf, size_t len, const char **name);
+/* SBX_PROTO_DT_* of a file mode. */
+uint8_t sbxi_dtype(mode_t m);
 /* watch.c: WATCH of dir; dirfd (dir opened O_RDONLY|O_DIRECTORY in the
  * root) and out (the write end of the daemon's event pipe) are consumed.
  * 0 once the watcher runs (it alone holds out); -errno otherwise. */
 int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags, uint32_t max,
                int out);
 
-/* connect.c (issue 4, ports): CONNECT → a TCP socket to the sandbox's own
+/* connect.c (ports): CONNECT → a TCP socket to the sandbox's own
  * loopback (connected or connecting) back to the daemon; with a socket
- * from the daemon (issue 6) the connection is relayed to it instead. */
+ * from the daemon the connection is relayed to it instead. */
 void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct sbx_rbuf *r,
                   int *fds, size_t nfds);
 
@@ -117,7 +147,7 @@ void sbxi_connect(const struct sbxi *in, const struct sbx_proto_hdr *h, struct s
 int sbxi_open_read(int rootfd, const char *path, uint64_t *size, uint32_t *mode);
 int sbxi_open_write(int rootfd, const char *path, unsigned mode, uint32_t flags);
 
-/* xfer.c (issue 6): transfers serviced by the main loop.  Each consumes
+/* xfer.c: transfers serviced by the main loop.  Each consumes
  * its fds (also on failure); -errno (EBUSY: too many at once). */
 int sbxi_xfer_read_to(int file, uint64_t size, int pipe_w);
 int sbxi_xfer_write_from(int sock, int file, uint32_t flags, uint32_t mode, uint64_t mtime);

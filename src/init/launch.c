@@ -57,7 +57,7 @@ int sbx_init_handshake_ex(int chan_fd, uint64_t timeout_ms, uint32_t *flags,
     sbx_rbuf_init(&rb, buf + sizeof h, h.len);
     uint32_t version = sbx_rbuf_u32(&rb);
     uint32_t pid = sbx_rbuf_u32(&rb);
-    uint32_t fl = sbx_rbuf_u32(&rb); /* issue 6: READY flags */
+    uint32_t fl = sbx_rbuf_u32(&rb); /* READY flags */
     if (h.type != SBX_MSG_READY || rb.bad || rb.off != rb.len || version != SBX_PROTO_VERSION ||
         pid == 0 || pid > 0x7fffffff || (fl & ~SBX_PROTO_READY_FDIN))
       return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,

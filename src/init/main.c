@@ -211,20 +211,7 @@ static void serve_one(const struct sbxi *in)
   }
   struct sbx_rbuf r;
   sbx_rbuf_init(&r, payload, h.len);
-  if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20) { /* issue 4: 60–79 */
-    sbxi_fsop(in, &h, &r, fds, nfds);
-    return;
-  }
-  if (h.type == SBX_MSG_CONNECT) { /* issue 4, ports: connect.c */
-    sbxi_connect(in, &h, &r, fds, nfds);
-    return;
-  }
-  if (h.type == SBX_MSG_PING) {
-    sbxi_close_fds(fds, nfds);
-    sbx_proto_send(in->chan, SBX_MSG_PONG, h.id, 0, NULL, 0, NULL, 0);
-    return;
-  }
-  sbxi_fileop(in, &h, &r, fds, nfds);
+  sbxi_dispatch(in, &h, &r, fds, nfds);
 }
 
 /* The channel and every fd-in transfer in flight (xfer.c) in one poll:

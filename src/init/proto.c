@@ -10,39 +10,19 @@
 
 void sbx_wbuf_init(struct sbx_wbuf *w, size_t max)
 {
-  memset(w, 0, sizeof *w);
-  w->max = max;
+  *w = (struct sbx_wbuf){.b = SBX_BUF_INIT(max)};
 }
 
 void sbx_wbuf_free(struct sbx_wbuf *w)
 {
-  free(w->buf);
+  sbx_buf_free(&w->b);
   memset(w, 0, sizeof *w);
 }
 
 void sbx_wbuf_put(struct sbx_wbuf *w, const void *p, size_t n)
 {
-  if (w->bad)
-    return;
-  if (n > w->max - w->len) {
+  if (!w->bad && sbx_buf_append(&w->b, p, n) < 0)
     w->bad = true;
-    return;
-  }
-  if (w->len + n > w->cap) {
-    size_t ncap = w->cap ? w->cap * 2 : 256;
-    while (ncap < w->len + n)
-      ncap *= 2;
-    char *nb = realloc(w->buf, ncap);
-    if (!nb) {
-      w->bad = true;
-      return;
-    }
-    w->buf = nb;
-    w->cap = ncap;
-  }
-  if (n)
-    memcpy(w->buf + w->len, p, n);
-  w->len += n;
 }
 
 void sbx_wbuf_u8(struct sbx_wbuf *w, uint8_t v) { sbx_wbuf_put(w, &v, 1); }
@@ -147,8 +127,8 @@ char **sbx_rbuf_strv(struct sbx_rbuf *r, size_t maxcount)
   return v;
 }
 
-int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags,
-                   const void *payload, size_t len, const int *fds, size_t nfds)
+int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags, const void *payload,
+                   size_t len, const int *fds, size_t nfds)
 {
   struct sbx_proto_hdr h = {.type = type, .id = id, .flags = flags, .len = (uint32_t)len};
   size_t inline_len = (flags & SBX_PROTO_F_MEMFD) ? 0 : len;
@@ -215,7 +195,9 @@ ssize_t sbx_proto_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds)
     struct cmsghdr align;
   } u;
   struct iovec iov = {buf, cap};
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+  struct msghdr m = {.msg_iov = &iov,
+                     .msg_iovlen = 1,
+                     .msg_control = u.buf,
                      .msg_controllen = sizeof u.buf};
   ssize_t n;
   do

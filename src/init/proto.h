@@ -36,7 +36,7 @@
  * READY goes with a throw-away fd attached (a pipe end): if the kernel
  * refuses to pass it (gVisor's host socket: EINVAL) READY is sent again
  * without it and with flags SBX_PROTO_READY_FDIN, and the daemon must use
- * the fd-in forms below for this sandbox (issue 6).  The daemon reads the
+ * the fd-in forms below for this sandbox.  The daemon reads the
  * flags with sbx_init_handshake_ex() (init/launch.h).
  * EOF on fd 3 → SIGKILL everything it started (kill(-1) as PID 1, else a
  * subreaper walk), reap, exit 0.
@@ -50,7 +50,7 @@
  * hostile input (the sandbox may own sbx-init): bounded sizes, validated
  * types, unexpected fds closed.
  *
- * == fd-in (issue 6) ==
+ * == fd-in ==
  * gVisor cannot pass an fd from the sandbox out to the host, so no reply
  * carries an fd where the daemon can pass one in instead: the daemon makes
  * the object (memfd, pipe, socketpair), sends its sandbox end with the
@@ -85,7 +85,7 @@
  *   REMOVE str path                          → OK{0} | ERR
  *   GLOB  str pattern, u32 max + fd [memfd]  → OK{u64 count} | ERR
  *         memfd records: u16 len, absolute path bytes.  At most max+1.
- *   Issue 4 (files, archives, watch; paths never follow a final symlink):
+ *   Files, archives, watch (paths never follow a final symlink):
  *   STAT  str path + fd [memfd]              → OK{1}; the memfd gets u8
  *         type, u32 mode, u64 size, i64 mtime, u16 linklen, link target
  *         bytes (lstat semantics; linklen 0 unless a symlink)
@@ -102,7 +102,7 @@
  *         the daemon closes its read end the watcher exits.  Events it
  *         cannot write at once are buffered (64 KiB), then dropped and
  *         counted.
- *   Issue 6, fd-in forms (for FDIN sandboxes):
+ *   fd-in forms (for FDIN sandboxes):
  *   READ_TO str path + fd [pipe write end]   → OK{u64 size, u64 mode} | ERR;
  *         then exactly size bytes of the regular file go into the pipe
  *         and sbx-init closes it (fewer if the file shrank meanwhile).
@@ -123,11 +123,12 @@
  * Per-exec ctl socket (SOCK_SEQPACKET socketpair end given with EXEC):
  *   shepherd → daemon: STARTED{u32 pid} then EXITED{u32 wait status,
  *     u64 cpu_usec (ru_utime+ru_stime of RUSAGE_CHILDREN), u64 maxrss_kb};
- *     or EXEC_FAILED{i32 errno, u32 stage} (stage 0 exec, 1 cwd);
+ *     or EXEC_FAILED{i32 errno, u32 stage} (stage 0 exec, 1 cwd, 2 the
+ *     code file of SBX_PROTO_EXEC_CODE could not be written);
  *     or ERR{i32 errno} when sbx-init could not start the exec at all.
  *   daemon → shepherd: KILL.  KILL or EOF on ctl → the shepherd SIGKILLs
  *     the whole tree at once, then reports EXITED.
- *   Issue 4: SIGNAL{u32 signo} (1..64) → the shepherd sends signo to the
+ *   SIGNAL{u32 signo} (1..64) → the shepherd sends signo to the
  *     workload's process group (kill(-pid)) and keeps supervising; any
  *     other message still means KILL.  With EXEC flag SBX_PROTO_EXEC_PTY
  *     the shepherd opens /dev/ptmx in the sandbox, sets the window size,
@@ -135,7 +136,7 @@
  *     PTY{} + the master fd before STARTED (the daemon checks the fd is a
  *     pty master).  Resizing is ioctl(TIOCSWINSZ) on the master by the
  *     daemon: no message.
- *   Issue 6: with SBX_PROTO_EXEC_PTY_RELAY as well the master never
+ *   with SBX_PROTO_EXEC_PTY_RELAY as well the master never
  *     leaves the sandbox: the shepherd copies the exec's stdin pipe to the
  *     master and the master to its stdout pipe (no PTY message; stderr's
  *     pipe is closed at once), and the daemon resizes with RESIZE{u32 cols,
@@ -155,6 +156,8 @@
 #define SBX_INIT_PROTO_H
 
 #include <stdbool.h>
+
+#include "common/buf.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -163,7 +166,7 @@
 #define SBX_PROTO_CHAN_FD 3
 
 /* Limits shared by both ends. */
-#define SBX_PROTO_MAX_INLINE (60u * 1024)       /* one datagram */
+#define SBX_PROTO_MAX_INLINE (60u * 1024)        /* one datagram */
 #define SBX_PROTO_MAX_PAYLOAD (4u * 1024 * 1024) /* EXEC via memfd */
 #define SBX_PROTO_MAX_STRV 65536u
 #define SBX_PROTO_MAX_PATH 4096u
@@ -186,38 +189,43 @@ enum sbx_proto_type {
   SBX_MSG_EXEC_FAILED,
   SBX_MSG_EXITED,
   SBX_MSG_KILL,
-  /* ctl, issue 4 (streaming, processes, terminals): 40–59 */
-  SBX_MSG_PTY = 40,    /* shepherd → daemon: the pty master fd (EXEC with SBX_PROTO_EXEC_PTY) */
+  /* ctl (streaming, processes, terminals): 40–59 */
+  SBX_MSG_PTY = 40, /* shepherd → daemon: the pty master fd (EXEC with SBX_PROTO_EXEC_PTY) */
   SBX_MSG_SIGNAL = 41, /* daemon → shepherd: u32 signo for the workload's process group */
   SBX_MSG_RESIZE = 42, /* daemon → shepherd (PTY_RELAY): u32 cols, u32 rows */
-  /* main channel, issue 4 (files, archives, watch): 60–79 */
+  /* main channel (files, archives, watch): 60–79 */
   SBX_MSG_STAT = 60,     /* str path → OK{1} + memfd: STAT record */
   SBX_MSG_MKDIR = 61,    /* str path, u32 mode, u32 flags(SBX_PROTO_MK_*) → OK{0} */
   SBX_MSG_MOVE = 62,     /* str from, str to, u32 flags(SBX_PROTO_MV_*) → OK{0} */
   SBX_MSG_READLINK = 63, /* str path → OK{len} + memfd: target bytes */
   SBX_MSG_SYMLINK = 64,  /* str path, str target → OK{0} */
   SBX_MSG_WATCH = 65,    /* str dir, u32 flags, u32 max_watches → OK{0} + pipe read end */
-  /* main channel, issue 4 (ports, contexts): 80–99 */
-  SBX_MSG_CONNECT = 80,  /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
-  /* main channel, issue 6 (fd-in forms): 100–119 */
+  /* main channel (ports, contexts): 80–99 */
+  SBX_MSG_CONNECT = 80, /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
+  /* main channel (fd-in forms): 100–119 */
   SBX_MSG_READ_TO = 100,    /* str path + pipe → OK{size, mode}, then the bytes */
   SBX_MSG_WRITE_FROM = 101, /* str path, u32 mode, u32 flags, u64 mtime + socket → OK{0} */
 };
 
-/* READY flags (issue 6). */
+/* READY flags. */
 #define SBX_PROTO_READY_FDIN 1u /* no fd can leave this sandbox: use the fd-in forms */
 
-#define SBX_PROTO_F_MEMFD 1u  /* hdr.flags: payload is in the last fd */
-#define SBX_PROTO_W_MKDIR 1u  /* OPEN_WRITE/WRITE_FROM flags: create missing parents */
-#define SBX_PROTO_W_MODE 2u   /* WRITE_FROM: at the end, chmod to mode & 0777 exactly */
-#define SBX_PROTO_W_MTIME 4u  /* WRITE_FROM: at the end, set the mtime (seconds) */
-/* EXEC payload flags (issue 4).  PTY: u32 cols, u32 rows follow env; the
+#define SBX_PROTO_F_MEMFD 1u /* hdr.flags: payload is in the last fd */
+#define SBX_PROTO_W_MKDIR 1u /* OPEN_WRITE/WRITE_FROM flags: create missing parents */
+#define SBX_PROTO_W_MODE 2u  /* WRITE_FROM: at the end, chmod to mode & 0777 exactly */
+#define SBX_PROTO_W_MTIME 4u /* WRITE_FROM: at the end, set the mtime (seconds) */
+/* EXEC payload flags.  PTY: u32 cols, u32 rows follow env; the
  * workload's stdio is a pty from the sandbox's devpts (the pipes given with
  * EXEC are unused) and its master comes back on ctl as PTY before STARTED. */
 #define SBX_PROTO_EXEC_PTY 1u
 #define SBX_PROTO_EXEC_PTY_RELAY 2u /* with PTY: the shepherd relays, see above */
+/* CODE: str path, str text follow (after the PTY fields): the shepherd
+ * writes text to path (a new file, parents made) before the workload
+ * starts and removes it before EXITED, so `language`+`code` is one EXEC
+ * instead of a write, an exec and a remove. */
+#define SBX_PROTO_EXEC_CODE 4u
 #define SBX_PROTO_PTY_MAX 4096u /* cols/rows ceiling */
-/* Issue 4, files/archives/watch (60–79). */
+/* files/archives/watch (60–79). */
 #define SBX_PROTO_MK_PARENTS 1u   /* MKDIR: create missing parents (mkdir -p) */
 #define SBX_PROTO_MK_EXIST_OK 2u  /* MKDIR: an existing directory is success */
 #define SBX_PROTO_MK_MODE 4u      /* MKDIR: apply mode & 0777 exactly (no umask) */
@@ -231,13 +239,17 @@ enum sbx_proto_type {
  * the watched directory ("" is the directory itself), no NUL, no "..".
  * count is the number of dropped events for OVERFLOW, else 0. */
 enum {
-  SBX_PROTO_WEV_CREATE = 1, SBX_PROTO_WEV_MODIFY, SBX_PROTO_WEV_DELETE, SBX_PROTO_WEV_MOVE,
-  SBX_PROTO_WEV_OVERFLOW, SBX_PROTO_WEV_GONE,
+  SBX_PROTO_WEV_CREATE = 1,
+  SBX_PROTO_WEV_MODIFY,
+  SBX_PROTO_WEV_DELETE,
+  SBX_PROTO_WEV_MOVE,
+  SBX_PROTO_WEV_OVERFLOW,
+  SBX_PROTO_WEV_GONE,
   SBX_PROTO_WEV_READY, /* once, when the initial (recursive) watches are in place */
 };
 #define SBX_PROTO_WEV_HDR 10u
 
-/* Issue 4, ports (80–99).  CONNECT: sbx-init makes a TCP socket in the
+/* ports (80–99).  CONNECT: sbx-init makes a TCP socket in the
  * sandbox's network namespace, starts a non-blocking connect to the
  * loopback address of that family (never anything else) and hands the
  * socket back at once, connected or still connecting; sbx-init never waits
@@ -256,10 +268,17 @@ struct sbx_proto_hdr {
   uint32_t len; /* payload bytes */
 };
 
-/* Growable write buffer, bounded by max. */
+/* Growable write buffer, bounded by max: a common/buf.h buffer whose
+ * fields keep the names encoders use, and a sticky failure flag so an
+ * encoder checks once at the end. */
 struct sbx_wbuf {
-  char *buf;
-  size_t len, cap, max;
+  union {
+    struct sbx_buf b;
+    struct {
+      char *buf;
+      size_t len, cap, max;
+    };
+  };
   bool bad; /* ENOMEM or over max */
 };
 void sbx_wbuf_init(struct sbx_wbuf *w, size_t max);
@@ -288,8 +307,8 @@ char **sbx_rbuf_strv(struct sbx_rbuf *r, size_t maxcount);
 
 /* Sends one message with up to SBX_PROTO_MAX_FDS fds (MSG_NOSIGNAL).
  * Returns 0, or -1 with errno. */
-int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags,
-                   const void *payload, size_t len, const int *fds, size_t nfds);
+int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags, const void *payload,
+                   size_t len, const int *fds, size_t nfds);
 /* Receives one message into buf (cap bytes, header included).  Received fds
  * go to fds (at most *nfds, which is updated; extras are closed, always
  * MSG_CMSG_CLOEXEC).  Returns the datagram length, 0 on EOF, -1 with errno

@@ -1,8 +1,8 @@
-/* pty.c — terminals for EXEC with SBX_PROTO_EXEC_PTY (issue 4): a pty from
+/* pty.c — terminals for EXEC with SBX_PROTO_EXEC_PTY: a pty from
  * the sandbox's own devpts instance (its /dev/ptmx, resolved inside the
  * root), the slave made the workload's stdio and controlling tty, the
  * master handed to the daemon on ctl, which then owns reading, writing and
- * resizing it — or, with PTY_RELAY (issue 6, gVisor), kept here and
+ * resizing it — or, with PTY_RELAY (gVisor), kept here and
  * relayed by the shepherd through the exec's pipes. */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +65,7 @@ void sbxi_pty_attach(const struct sbxi_pty *p)
   tcsetpgrp(0, getpgrp());
 }
 
-/* ---- PTY_RELAY (issue 6): the master never leaves the sandbox ----
+/* ---- PTY_RELAY: the master never leaves the sandbox ----
  * The shepherd copies the exec's stdin pipe to the master and the master
  * to its stdout pipe, non-blocking through bounded buffers, in its
  * supervise loop (shepherd.c); the daemon resizes with RESIZE on ctl. */

@@ -42,7 +42,7 @@
 
 extern char **environ;
 
-/* PTY_RELAY (issue 6): this shepherd relays the terminal; NULL otherwise. */
+/* PTY_RELAY: this shepherd relays the terminal; NULL otherwise. */
 static struct sbxi_relay *relay;
 
 /* No close_range (gVisor's 2022 kernel): mark only the fds that are open,
@@ -153,6 +153,43 @@ static void send_exec_failed(int ctl, int e, uint32_t stage)
   sbx_wbuf_free(&w);
 }
 
+/* SBX_PROTO_EXEC_CODE: the directory and name of the code file while it
+ * exists, so that every way out removes it before the daemon hears of the
+ * end. */
+static int code_dir = -1;
+static char code_buf[SBX_PROTO_MAX_PATH + 3];
+static const char *code_name;
+
+static void code_remove(void)
+{
+  if (code_dir < 0)
+    return;
+  unlinkat(code_dir, code_name, 0);
+  close(code_dir);
+  code_dir = -1;
+}
+
+/* 0, or the errno of the failed write (the file is then gone). */
+static int code_write(int rootfd, const struct sbxi_code *c)
+{
+  int fd = sbxi_open_write(rootfd, c->path, 0644, SBX_PROTO_W_MKDIR);
+  if (fd < 0)
+    return -fd;
+  int r = sbxi_split_path(c->path, code_buf, sizeof code_buf, &code_name);
+  if (r == 0 && (code_dir = sbxi_open_in_root(rootfd, code_buf, O_RDONLY | O_DIRECTORY, 0)) < 0)
+    r = -errno;
+  for (size_t off = 0, n = strlen(c->text); r == 0 && off < n;) {
+    ssize_t w = write(fd, c->text + off, n - off);
+    if (w < 0 && errno != EINTR)
+      r = -errno;
+    off += w > 0 ? (size_t)w : 0;
+  }
+  close(fd);
+  if (r < 0)
+    code_remove();
+  return -r;
+}
+
 static void send_u32(int ctl, uint32_t type, uint32_t v)
 {
   sbx_proto_send(ctl, type, 0, 0, &v, sizeof v, NULL, 0);
@@ -175,6 +212,7 @@ static _Noreturn void finish(int ctl, pid_t main)
   }
   if (relay) /* the output before EXITED, and the pipe's EOF after it */
     sbxi_relay_drain(relay);
+  code_remove();
   struct rusage ru;
   getrusage(RUSAGE_CHILDREN, &ru);
   uint64_t cpu_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
@@ -205,7 +243,7 @@ static bool reap_orphans(pid_t main)
 
 /* SIGNAL{signo} from the daemon: for the workload's process group (its
  * session leader's, as it called setsid), else the main process alone.
- * RESIZE{cols, rows} (issue 6): the relayed terminal's size. */
+ * RESIZE{cols, rows}: the relayed terminal's size. */
 static bool on_signal_msg(const char *buf, ssize_t n, pid_t main)
 {
   struct sbx_proto_hdr h;
@@ -281,27 +319,54 @@ static int setup_self(const struct sbxi *in, int *sfd)
   return *sfd < 0 ? -1 : 0;
 }
 
-_Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                             const int fds[4], struct sbxi_pty *pty)
+/* After the workload was forked (pid < 0: it was not): what of its stdio
+ * the shepherd keeps — the terminal's master when it relays, nothing else,
+ * so the pipes reach EOF when the tree is gone. */
+static void keep_stdio(int ctl, const int fds[4], struct sbxi_pty *pty, pid_t pid)
 {
-  int ctl = fds[3], sfd;
+  if (pty) /* only the workload holds the slave: its exit hangs the master up */
+    close(pty->slave);
+  if (pty && pty->relay && pid > 0) {
+    /* The master stays: stdin pipe → master → stdout pipe, here. */
+    relay = sbxi_relay_new(pty->master, fds[0], fds[1]);
+    close(fds[2]);
+    return;
+  }
+  if (pty) {
+    if (pid > 0)
+      sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
+    close(pty->master);
+  }
+  for (int i = 0; i < 3; i++)
+    close(fds[i]);
+}
+
+_Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
+                             const int fds[4], struct sbxi_pty *pty,
+                             const struct sbxi_code *code)
+{
+  int ctl = fds[3], sfd, werr;
   if (setup_self(in, &sfd) < 0) {
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
     _exit(1);
   }
+  if (code && (werr = code_write(in->rootfd, code)) != 0) {
+    send_exec_failed(ctl, werr, 2);
+    _exit(0);
+  }
   int cwdfd = sbxi_open_in_root(in->rootfd, cwd, O_RDONLY | O_DIRECTORY, 0);
   if (cwdfd < 0) {
-    send_exec_failed(ctl, errno, 1);
+    werr = errno;
+    code_remove();
+    send_exec_failed(ctl, werr, 1);
     _exit(0);
   }
   char **const run_env = rewrite_env(in, env);
-  if (pty && sbxi_pty_open(in->rootfd, pty) < 0) {
-    send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
-    _exit(1);
-  }
   int ep[2];
-  if (pipe2(ep, O_CLOEXEC) < 0) {
-    send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
+  if ((pty && sbxi_pty_open(in->rootfd, pty) < 0) || pipe2(ep, O_CLOEXEC) < 0) {
+    werr = errno;
+    code_remove();
+    send_u32(ctl, SBX_MSG_ERR, (uint32_t)werr);
     _exit(1);
   }
   /* vfork: the workload only sets up its fds and credentials-free state
@@ -311,25 +376,12 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   if (pid == 0)
     workload(argv, run_env, fds, cwdfd, ep[1], pty);
   int e = errno;
-  if (pty) /* only the workload holds the slave: its exit hangs the master up */
-    close(pty->slave);
-  if (pty && pty->relay && pid > 0) {
-    /* The master stays: stdin pipe → master → stdout pipe, here. */
-    relay = sbxi_relay_new(pty->master, fds[0], fds[1]);
-    close(fds[2]);
-  } else {
-    if (pty) {
-      if (pid > 0)
-        sbx_proto_send(ctl, SBX_MSG_PTY, 0, 0, NULL, 0, &pty->master, 1);
-      close(pty->master);
-    }
-    for (int i = 0; i < 3; i++)
-      close(fds[i]); /* the pipes must reach EOF when the tree is gone */
-  }
+  keep_stdio(ctl, fds, pty, pid);
   close(ep[1]);
   close(cwdfd);
   close(in->rootfd);
   if (pid < 0) {
+    code_remove();
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)e);
     _exit(1);
   }
@@ -341,6 +393,7 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   close(ep[0]);
   if (n == sizeof child_err) {
     waitpid(pid, NULL, 0);
+    code_remove();
     send_exec_failed(ctl, child_err, 0);
     _exit(0);
   }

@@ -36,8 +36,8 @@
 #define OUT_MAX (64 * 1024)
 #define MAX_DEPTH 64
 #define MOVE_WAIT_MS 20 /* how long a MOVED_FROM waits for its MOVED_TO */
-#define MASK                                                                              \
-  (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |       \
+#define MASK                                                                                    \
+  (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |           \
    IN_MOVE_SELF | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
 struct wentry {
@@ -181,8 +181,8 @@ static void add_tree(struct watcher *w, const char *rel, int depth, bool report)
   if (depth > MAX_DEPTH || w->n >= w->max)
     return;
   struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                    RESOLVE_NO_MAGICLINKS};
+                         .resolve =
+                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
   /* No fd on the watched directory is kept: it would pin its dentry, and
    * its removal would then never show as IN_DELETE_SELF. */
   int base = sbxi_open_in_root(w->rootfd, w->dir, O_RDONLY | O_DIRECTORY, 0);
@@ -401,7 +401,7 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
       e = errno;
     close(cwd);
   }
-  /* The daemon's pipe (fd-in, issue 6): its read end lives in the daemon
+  /* The daemon's pipe (fd-in): its read end lives in the daemon
    * only, so closing it there reaches the watcher as POLLERR. */
   int fl = fcntl(out, F_GETFL);
   if (!e && (fl < 0 || fcntl(out, F_SETFL, fl | O_NONBLOCK) < 0))
@@ -409,8 +409,12 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
   pid_t pid = e ? -1 : fork();
   if (pid == 0) {
     close(dirfd);
-    w = (struct watcher){.ifd = ifd, .out = out, .rootfd = in->rootfd, .dir = dir,
-                         .max = max, .recursive = flags & SBX_PROTO_WATCH_RECURSIVE,
+    w = (struct watcher){.ifd = ifd,
+                         .out = out,
+                         .rootfd = in->rootfd,
+                         .dir = dir,
+                         .max = max,
+                         .recursive = flags & SBX_PROTO_WATCH_RECURSIVE,
                          .root_wd = wd};
     watcher_main(in, &w);
   }
@@ -421,4 +425,25 @@ int sbxi_watch(const struct sbxi *in, int dirfd, const char *dir, uint32_t flags
   close(dirfd);
   close(out);
   return e ? -e : 0;
+}
+
+/* WATCH: the watcher writes to the daemon's pipe (out, consumed). */
+void sbxi_op_watch(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
+{
+  const char *dir = q->path;
+  uint32_t flags = q->a, max = q->b;
+  int out = q->fd;
+  int r = 0;
+  int dfd = max == 0 || max > SBX_PROTO_WATCH_MAX
+                ? (errno = EINVAL, -1)
+                : sbxi_open_in_root(in->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+  if (dfd < 0) {
+    r = -errno;
+    close(out);
+  } else
+    r = sbxi_watch(in, dfd, dir, flags, max, out); /* consumes dfd and out */
+  if (r < 0)
+    sbxi_reply_err(in->chan, id, -r);
+  else
+    sbxi_reply_ok(in->chan, id, 0, -1);
 }

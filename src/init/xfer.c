@@ -1,4 +1,4 @@
-/* xfer.c — the fd-in transfers of sbx-init (issue 6): READ_TO (a file into
+/* xfer.c — the fd-in transfers of sbx-init: READ_TO (a file into
  * the daemon's pipe), WRITE_FROM (the daemon's socket into a file) and the
  * CONNECT relay (the daemon's socket <-> a loopback TCP connection).
  *
@@ -43,8 +43,8 @@ struct xfer {
   int sock;         /* the daemon's socket (WRITE_FROM, CONNECT) */
   int tcp;          /* CONNECT */
   bool connecting;
-  int ptcp;         /* poll index of the connecting socket */
-  int phup;         /* poll index of the daemon's socket, watched for hang-up */
+  int ptcp; /* poll index of the connecting socket */
+  int phup; /* poll index of the daemon's socket, watched for hang-up */
   uint32_t wflags, mode;
   uint64_t mtime;
 };
@@ -245,10 +245,7 @@ size_t sbxi_xfer_poll(struct pollfd *p, size_t cap)
   return n;
 }
 
-static bool hit(const struct pollfd *p, int idx)
-{
-  return idx >= 0 && p[idx].revents;
-}
+static bool hit(const struct pollfd *p, int idx) { return idx >= 0 && p[idx].revents; }
 
 /* One read into the flow's buffer. */
 static void flow_read(struct flow *f)

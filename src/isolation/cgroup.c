@@ -411,8 +411,7 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
   const char *selfcg = self_cgroup ? self_cgroup : own_self;
   const char *mi = mountinfo ? mountinfo : own_mi;
   if (!parent_name)
-    parent_name = getenv("SANDBOXD_CGROUP_PARENT") ? getenv("SANDBOXD_CGROUP_PARENT")
-                                                   : default_parent;
+    parent_name = default_parent;
   if (!selfcg)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "cgroup: cannot read /proc/self/cgroup");
   if (detect_v1(h, root, selfcg, mi, parent_name) == 0) {

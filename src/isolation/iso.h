@@ -66,13 +66,13 @@ void sbx_iso_set_resolv_conf(const char *text);
 
 /* ---- user namespace ids (userns.c) ----------------------------------- */
 
-/* Host uid base of slot n: SANDBOXD_UID_BASE (default 200000) + n·65536;
+/* Host uid base of slot n: base (default 200000) + n·65536;
  * the next free slot round-robin, or the lowest free one (lowest). */
 int sbx_userns_slot_alloc(uid_t *base_out, bool lowest, struct sbx_error *err);
 void sbx_userns_slot_free(uid_t base);
 /* Parent side: setgroups=deny, uid_map and gid_map "0 base 65536". */
 int sbx_userns_write_maps(pid_t pid, uid_t base, struct sbx_error *err);
-/* Configure the slot allocator (tests; env otherwise). */
+/* Configure the slot allocator (the uid_base/uid_slots settings, tests). */
 void sbx_userns_configure(uid_t base, unsigned slots);
 
 /* ---- cgroups (cgroup.c) ---------------------------------------------- */
@@ -106,9 +106,10 @@ struct sbx_cgroup {
 
 /* Detects the cgroup layout of this process.  root: "/sys/fs/cgroup" or a
  * fake tree for tests; self_cgroup: contents of /proc/self/cgroup (NULL to
- * read it); parent_name: "sandboxd" by default (SANDBOXD_CGROUP_PARENT). */
-/* Parent cgroup name when neither the caller nor SANDBOXD_CGROUP_PARENT
- * gives one ("sandboxd" until set).  Call before the first detect. */
+ * read it); parent_name: NULL for the default parent (below). */
+/* Parent cgroup name when the caller gives none ("sandboxd" until set;
+ * the container driver sets the cgroup_parent setting or its per-state-dir
+ * name).  Call before the first detect. */
 void sbx_cg_set_default_parent(const char *name);
 int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgroup,
                   const char *mountinfo, const char *parent_name, struct sbx_error *err);
@@ -284,6 +285,9 @@ int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err);
 /* How layers are passed to overlayfs: "lowerdir+", "lowerdir" (the list
  * form, for kernels before 6.7) or "auto" until the first mount learns it. */
 const char *sbx_overlay_layer_form(void);
+/* Forces the form: "append" (lowerdir+), "string" (one lowerdir= list);
+ * NULL or anything else: auto (the overlay_layers setting). */
+void sbx_overlay_set_form(const char *form);
 /* image_layer_idmap: on (auto: idmapped layers, and shifted copies where
  * the kernel or filesystem refuses them) or off (always shifted copies). */
 void sbx_overlay_set_layer_idmap(bool on);

@@ -132,7 +132,7 @@ static const char etc_group[] =
 static const char etc_hosts[] =
     "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 /* With egress none there is only lo and no resolver to point at.  The
- * network module (issue 5) sets the nameserver line its DNS responder is
+ * network module (net/) sets the nameserver line its DNS responder is
  * reached at, for every sandbox: a pooled sandbox learns its policy only
  * at hand-over, and a none sandbox simply has no route to it. */
 static char etc_resolv[256] = "# no network in this sandbox\n";

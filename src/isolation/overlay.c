@@ -176,21 +176,25 @@ out:
  * /proc/self/fd paths of the same detached idmapped clones, so both forms
  * mount exactly the same trees.  The string's limit (a page of mount data
  * on kernels before 6.5) fits SBX_ISO_MAX_LAYERS such paths.
- * SANDBOXD_OVERLAY_LAYERS=append|string forces one form (tests, hosts
- * where detection misleads); auto tries lowerdir+ and remembers which
- * form this kernel took. */
+ * The overlay_layers setting append|string forces one form (tests, hosts
+ * where detection misleads; sbx_overlay_set_form); auto tries lowerdir+
+ * and remembers which form this kernel took. */
 enum layer_form { FORM_AUTO, FORM_APPEND, FORM_STRING };
 
 static _Atomic int learned_form = FORM_AUTO;
+static _Atomic int forced_form = FORM_AUTO;
+
+void sbx_overlay_set_form(const char *form)
+{
+  forced_form = form && !strcmp(form, "append")   ? FORM_APPEND
+                : form && !strcmp(form, "string") ? FORM_STRING
+                                                  : FORM_AUTO;
+}
 
 static enum layer_form wanted_form(void)
 {
-  const char *v = getenv("SANDBOXD_OVERLAY_LAYERS");
-  if (v && !strcmp(v, "append"))
-    return FORM_APPEND;
-  if (v && !strcmp(v, "string"))
-    return FORM_STRING;
-  return (enum layer_form)learned_form;
+  int f = forced_form;
+  return f != FORM_AUTO ? (enum layer_form)f : (enum layer_form)learned_form;
 }
 
 const char *sbx_overlay_layer_form(void)
@@ -398,24 +402,17 @@ out:
 
 /* Whether the layers are idmapped into the sandbox (the default) or
  * replaced by shifted copies (shift.c): image_layer_idmap = off (the
- * setting, or SANDBOXD_IMAGE_LAYER_IDMAP=off for programs without the
- * daemon's config) forces the copies; auto tries idmapping and, where the
+ * daemon's setting, which the container driver passes to
+ * sbx_overlay_set_layer_idmap) forces the copies; auto tries idmapping and, where the
  * kernel or the layers' filesystem refuses it, learns to use the copies
  * from then on. */
 enum idmap_state { IDMAP_UNKNOWN, IDMAP_WORKS, IDMAP_REFUSED };
-static _Atomic int idmap_off = -1; /* -1: not set, look at the environment */
+static _Atomic int idmap_off; /* sbx_overlay_set_layer_idmap */
 static _Atomic int learned_idmap = IDMAP_UNKNOWN;
 
 void sbx_overlay_set_layer_idmap(bool on) { idmap_off = !on; }
 
-static bool forced_off(void)
-{
-  if (idmap_off < 0) {
-    const char *v = getenv("SANDBOXD_IMAGE_LAYER_IDMAP");
-    idmap_off = v && !strcmp(v, "off");
-  }
-  return idmap_off;
-}
+static bool forced_off(void) { return idmap_off; }
 
 bool sbx_overlay_shifts_layers(void) { return forced_off() || learned_idmap == IDMAP_REFUSED; }
 

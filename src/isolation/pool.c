@@ -29,7 +29,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static struct pool_key keys[MAX_KEYS];
 static int nkeys;
-static int size = -1;
+static int size = 2; /* sbx_container_pool_configure; guarded by lock */
 static bool running, stopping;
 static pthread_t thread;
 static sbx_pool_build_fn build_fn;
@@ -37,18 +37,7 @@ static unsigned long seq;
 static uint64_t last_take_ms;   /* guarded by lock */
 #define REFILL_SETTLE_MS 50
 
-static unsigned cur_size(void)
-{
-  if (size < 0) {
-    const char *e = getenv("SANDBOXD_POOL_SIZE");
-    size = e ? atoi(e) : 2;
-    if (size < 0)
-      size = 0;
-    if (size > MAX_SIZE)
-      size = MAX_SIZE;
-  }
-  return (unsigned)size;
-}
+static unsigned cur_size(void) { return (unsigned)size; }
 
 static void drain_excess_locked(struct sbx_iso_box **out, int *nout)
 {

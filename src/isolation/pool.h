@@ -1,4 +1,4 @@
-/* pool.h — the container driver's warm pool (issue 3 item 4).
+/* pool.h — the container driver's warm pool.
  *
  * Per (profile, disk size) key, up to `size` sandboxes are kept fully
  * built — namespaces, netns, cgroup, mounts, sbx-init waiting after its
@@ -9,8 +9,9 @@
  * fixed at mount time, hence disk is part of the key; memory, pids and cpu
  * are applied to the cgroup at hand-over.
  *
- * Size: sbx_container_pool_configure(), else env SANDBOXD_POOL_SIZE,
- * default 2; 0 disables pooling (and drops idle entries). */
+ * Size: sbx_container_pool_configure() (the container driver passes the
+ * container_pool_size setting), default 2; 0 disables pooling (and drops
+ * idle entries). */
 #ifndef SBX_ISOLATION_POOL_H
 #define SBX_ISOLATION_POOL_H
 

@@ -31,16 +31,14 @@ static unsigned slot_count = 0;
 static unsigned char slot_used[MAX_SLOTS];
 static unsigned slot_next;
 
-static void configure_from_env(void)
+/* The defaults unless sbx_userns_configure gave others (the container
+ * driver passes the uid_base and uid_slots settings). */
+static void configure_default(void)
 {
   if (slot_count)
     return;
-  const char *b = getenv("SANDBOXD_UID_BASE");
-  const char *n = getenv("SANDBOXD_UID_SLOTS");
-  slot_base = b ? (uid_t)strtoul(b, NULL, 10) : 200000;
-  slot_count = n ? (unsigned)strtoul(n, NULL, 10) : 1024;
-  if (slot_count == 0 || slot_count > MAX_SLOTS)
-    slot_count = 1024;
+  slot_base = 200000;
+  slot_count = 1024;
 }
 
 void sbx_userns_configure(uid_t base, unsigned slots)
@@ -77,7 +75,7 @@ static int claim_host_wide(unsigned s)
 int sbx_userns_slot_alloc(uid_t *base_out, bool lowest, struct sbx_error *err)
 {
   pthread_mutex_lock(&slot_lock);
-  configure_from_env();
+  configure_default();
   /* Round-robin rather than lowest-free, so a just-freed range (whose
    * last process may be a zombie for a moment more) is reused last.
    * lowest: an image sandbox on shifted layer copies (one per layer and

@@ -7,6 +7,7 @@
  * HOST_REFRESH_S seconds under a mutex: an address added to the host
  * (DHCP, a new bridge) is closed within that delay, and a flood of DNS
  * answers does not turn into a flood of netlink dumps. */
+#include "common/buf.h"
 #include "net/net.h"
 
 #include <arpa/inet.h>
@@ -187,14 +188,8 @@ static void host_refresh(void)
   for (struct ifaddrs *i = ifa; i && n < HOST_MAX; i = i->ifa_next) {
     if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
       continue;
-    if (n == A.host_cap) {
-      size_t cap = A.host_cap ? A.host_cap * 2 : 64;
-      struct host_addr *v = realloc(A.host, cap * sizeof *v);
-      if (!v)
-        break; /* keep what fits; the rest are refreshed next time */
-      A.host = v;
-      A.host_cap = cap;
-    }
+    if (sbx_array_grow(&A.host, &A.host_cap, n + 1, sizeof *A.host, HOST_MAX) < 0)
+      break; /* keep what fits; the rest are refreshed next time */
     struct host_addr *h = &A.host[n++];
     memset(h, 0, sizeof *h);
     h->family = i->ifa_addr->sa_family;

@@ -339,22 +339,11 @@ static void decide(const struct conn *c, const char *proto, const char *dest,
  * out or stopping, -1 error. */
 static int wait_fd(int fd, short ev, uint64_t deadline)
 {
-  for (;;) {
-    uint64_t now = sbx_now_ms();
-    if (now >= deadline)
-      return 0;
-    struct pollfd p[2] = {{fd, ev, 0}, {g.stop_fd, POLLIN, 0}};
-    uint64_t left = deadline - now;
-    int r = poll(p, 2, left > INT_MAX ? INT_MAX : (int)left);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return -1;
-    if (p[1].revents)
-      return 0;
-    if (p[0].revents)
-      return 1;
-  }
+  struct pollfd p[2] = {{fd, ev, 0}, {g.stop_fd, POLLIN, 0}};
+  int r = sbx_poll_until(p, 2, deadline);
+  if (r <= 0)
+    return r;
+  return p[1].revents ? 0 : 1;
 }
 
 static int send_all(int fd, const void *buf, size_t n, uint64_t deadline)

@@ -29,8 +29,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+
+/* Links with one prefix a dump collects: every sandbox's veth, and then some. */
+#define LINK_DUMP_MAX 65536
 
 /* These come from <net/if.h> too, which clashes with <linux/if.h>. */
 extern unsigned int if_nametoindex(const char *ifname);
@@ -344,14 +348,8 @@ static int dump_cb(const struct nlmsghdr *nlh, void *data)
   mnl_attr_parse(nlh, sizeof(struct ifinfomsg), dump_attr_cb, &name);
   if (!name || strncmp(name, ns->prefix, strlen(ns->prefix)) != 0)
     return MNL_CB_OK;
-  if (ns->n == ns->cap) {
-    size_t cap = ns->cap ? 2 * ns->cap : 16;
-    void *v = realloc(ns->v, cap * sizeof *ns->v);
-    if (!v)
-      return MNL_CB_ERROR;
-    ns->v = v;
-    ns->cap = cap;
-  }
+  if (sbx_array_grow(&ns->v, &ns->cap, ns->n + 1, sizeof *ns->v, LINK_DUMP_MAX) < 0)
+    return MNL_CB_ERROR;
   snprintf(ns->v[ns->n++], IFNAMSIZ, "%s", name);
   return MNL_CB_OK;
 }

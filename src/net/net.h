@@ -1,4 +1,4 @@
-/* net.h — the egress network policy of sandboxes (issue 5, DESIGN §5).
+/* net.h — the egress network policy of sandboxes (DESIGN §5).
  *
  * A sandbox with `{"egress":"none"}` (the default) keeps the netns its wall
  * gave it with only `lo`: this module is never called for it, so the none

@@ -74,7 +74,7 @@ int sbx_net_nft_learn(const struct sbx_net_peer *peer, int family, const void *a
 void sbx_net_decide(const struct sbx_net_decision *d);
 
 /* ---- netpol: helpers shared by policy.c, addr.c, resolve.c, dns.c ----
- * (added by the policy-services engineer; usable by nft.c/egress.c too) */
+ * (usable by nft.c/egress.c too) */
 
 #include <stddef.h>
 #include <sys/socket.h>

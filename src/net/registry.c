@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "net/net_int.h"
+
+/* Sandboxes with a network policy at once: far above what a host runs. */
+#define REGISTRY_MAX 65536
 
 struct entry {
   struct sbx_net_peer peer;
@@ -39,16 +43,10 @@ int sbx_net_registry_put(const struct sbx_net_peer *peer, const struct sbx_net_p
   pthread_mutex_lock(&R.mu);
   struct entry *e = by_id_locked(peer->sandbox_id);
   if (!e) {
-    if (R.n == R.cap) {
-      size_t cap = R.cap ? R.cap * 2 : 16;
-      struct entry *v = realloc(R.v, cap * sizeof *v);
-      if (!v) {
-        pthread_mutex_unlock(&R.mu);
-        sbx_net_policy_free(copy);
-        return -1;
-      }
-      R.v = v;
-      R.cap = cap;
+    if (sbx_array_grow(&R.v, &R.cap, R.n + 1, sizeof *R.v, REGISTRY_MAX) < 0) {
+      pthread_mutex_unlock(&R.mu);
+      sbx_net_policy_free(copy);
+      return -1;
     }
     e = &R.v[R.n++];
     e->policy = NULL;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/util.h"
 #include "net/net_int.h"
 
 #define TIMEOUT_MS 2000
@@ -233,29 +234,15 @@ static bool reply_matches(const uint8_t *q, size_t qlen, const uint8_t *r, size_
   return true;
 }
 
-static int ms_left(const struct timespec *deadline)
-{
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  long ms = (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-  return ms < 0 ? 0 : (int)ms;
-}
-
-static int wait_fd(int fd, short ev, const struct timespec *deadline)
+static int wait_fd(int fd, short ev, uint64_t deadline)
 {
   struct pollfd p = {.fd = fd, .events = ev};
-  for (;;) {
-    int rc = poll(&p, 1, ms_left(deadline));
-    if (rc > 0)
-      return 0;
-    if (rc == 0 || errno != EINTR)
-      return -1;
-  }
+  return sbx_poll_until(&p, 1, deadline) > 0 ? 0 : -1;
 }
 
 /* 0: a matching reply in r (*rlen); 1: it was truncated; -1: failure. */
 static int exchange_udp(const struct sockaddr_storage *up, const uint8_t *q, size_t qlen,
-                        uint8_t *r, size_t cap, size_t *rlen, const struct timespec *deadline)
+                        uint8_t *r, size_t cap, size_t *rlen, uint64_t deadline)
 {
   _cleanup_close_ int fd = socket(up->ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0 || connect(fd, (const struct sockaddr *)up, ss_len(up)) < 0 ||
@@ -275,7 +262,7 @@ static int exchange_udp(const struct sockaddr_storage *up, const uint8_t *q, siz
   return -1;
 }
 
-static int io_all(int fd, uint8_t *buf, size_t len, bool out, const struct timespec *deadline)
+static int io_all(int fd, uint8_t *buf, size_t len, bool out, uint64_t deadline)
 {
   size_t done = 0;
   while (done < len) {
@@ -293,7 +280,7 @@ static int io_all(int fd, uint8_t *buf, size_t len, bool out, const struct times
 }
 
 static int exchange_tcp(const struct sockaddr_storage *up, const uint8_t *q, size_t qlen,
-                        uint8_t *r, size_t cap, size_t *rlen, const struct timespec *deadline)
+                        uint8_t *r, size_t cap, size_t *rlen, uint64_t deadline)
 {
   _cleanup_close_ int fd = socket(up->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
@@ -426,16 +413,14 @@ static int query_upstream(const struct sockaddr_storage *up, const char *name, u
   if (getrandom(&id, sizeof id, 0) != sizeof id)
     id = (uint16_t)(now_s() ^ (uintptr_t)&id);
   size_t qlen = build_query(name, qtype, id, q);
-  struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += TIMEOUT_MS / 1000;
+  uint64_t deadline = sbx_now_ms() + TIMEOUT_MS;
   _cleanup_free_ uint8_t *r = malloc(65536);
   size_t rlen = 0;
   if (!r)
     return -1;
-  int rc = exchange_udp(up, q, qlen, r, 65536, &rlen, &deadline);
+  int rc = exchange_udp(up, q, qlen, r, 65536, &rlen, deadline);
   if (rc == 1)
-    rc = exchange_tcp(up, q, qlen, r, 65536, &rlen, &deadline);
+    rc = exchange_tcp(up, q, qlen, r, 65536, &rlen, deadline);
   if (rc < 0)
     return -1;
   return parse_reply(r, rlen, name, qtype, a);

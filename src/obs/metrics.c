@@ -7,6 +7,7 @@
  * counted in sandboxd_metrics_dropped_total).  One mutex guards the
  * series: an update is a short lookup and an add, far cheaper than the
  * request it describes. */
+#include "common/buf.h"
 #include "obs/metrics.h"
 #include "obs/trace.h"
 
@@ -108,16 +109,8 @@ static struct series *series_get(struct family *f, const char *a, const char *b)
         (f->nlabels < 2 || strcmp(s->l[1], v[1]) == 0))
       return s;
   }
-  if (f->n == MAX_SERIES)
+  if (sbx_array_grow(&f->s, &f->cap, f->n + 1, sizeof *f->s, MAX_SERIES) < 0)
     return NULL;
-  if (f->n == f->cap) {
-    size_t cap = f->cap ? f->cap * 2 : 8;
-    struct series *ns = realloc(f->s, cap * sizeof *ns);
-    if (!ns)
-      return NULL;
-    f->s = ns;
-    f->cap = cap;
-  }
   struct series *s = &f->s[f->n++];
   memset(s, 0, sizeof *s);
   for (int i = 0; i < f->nlabels; i++)

@@ -52,10 +52,10 @@ int sbx_chan_send(struct sbx_sandbox *sb, uint32_t type, uint32_t flags, const v
 {
   if (sbx_fdin_flush(sb, err) < 0)
     return -1;
-  pthread_mutex_lock(&sb->chan_lock);
+  pthread_mutex_lock(&sb->client->chan_lock);
   int r = sbx_proto_send(sb->init_fd, type, next_id(), flags, payload, len, fds, nfds);
   int e = errno;
-  pthread_mutex_unlock(&sb->chan_lock);
+  pthread_mutex_unlock(&sb->client->chan_lock);
   if (r < 0)
     return e == EMSGSIZE ? sbx_err_set(err, SBX_E_TOO_LARGE, e, "request too large")
                          : lost(err, e, "sbx-init is gone");
@@ -143,14 +143,14 @@ int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload
     return -1;
   uint32_t id = next_id();
   int remote_errno = 0;
-  pthread_mutex_lock(&sb->chan_lock);
+  pthread_mutex_lock(&sb->client->chan_lock);
   int r = sbx_proto_send(sb->init_fd, type, id, 0, payload, len, fds, nfds);
   if (r < 0)
     r = errno == EMSGSIZE ? sbx_err_set(err, SBX_E_TOO_LARGE, EMSGSIZE, "request too large")
                           : lost(err, errno, "sbx-init is gone");
   else
     r = wait_reply(sb, id, type, rep, &remote_errno, err);
-  pthread_mutex_unlock(&sb->chan_lock);
+  pthread_mutex_unlock(&sb->client->chan_lock);
   if (r > 0)
     return sbx_chan_errno(remote_errno, what, err);
   /* fd-in: nothing comes out, nor in reply to a request that carried fds. */

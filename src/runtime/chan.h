@@ -4,6 +4,8 @@
 #ifndef SBX_RUNTIME_CHAN_H
 #define SBX_RUNTIME_CHAN_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -12,9 +14,28 @@
 
 #define SBX_CHAN_REPLY_TIMEOUT_MS 30000
 
+/* What the sandbox client keeps about one sandbox (sb->client, allocated
+ * with it by sbx_sandbox_alloc): nothing a driver or the core touches. */
+struct sbx_sandbox_client {
+  pthread_mutex_t chan_lock; /* serialises request/response on init_fd */
+  /* fd-in: files opened for writing whose bytes are not in the sandbox
+   * yet (runtime/sandbox_fdin.c), under pending_lock. */
+  struct sbx_pending_write *pending;
+  pthread_mutex_t pending_lock;
+  /* 1 for the owner (sbx_sandbox_free drops it) + one per exec in flight:
+   * the memory outlives a destroy() that races an exec's thread, which
+   * then finds the channel closed instead of freed memory. */
+  atomic_uint users;
+};
+
+/* An exec holds the sandbox while it runs (runtime/sandbox.c); the last
+ * release frees it. */
+void sbx_sandbox_hold(struct sbx_sandbox *sb);
+void sbx_sandbox_release(struct sbx_sandbox *sb);
+
 struct sbx_chan_reply {
   uint64_t value; /* OK's value */
-  uint64_t aux;   /* OK's second value (issue 6: READ_TO's mode), else 0 */
+  uint64_t aux;   /* OK's second value (READ_TO's mode), else 0 */
   int fd;         /* OK's fd (owned by the caller) or -1 */
 };
 
@@ -26,7 +47,7 @@ struct sbx_chan_reply {
  * "sandbox lost". */
 int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
                   const char *what, struct sbx_chan_reply *rep, struct sbx_error *err);
-/* The same with fds passed in (issue 6, fd-in: the memfd, pipe or socket
+/* The same with fds passed in (fd-in: the memfd, pipe or socket
  * sbx-init fills or uses; the caller keeps its own copies).  Where the
  * sandbox is fd-in, a reply carrying an fd is refused (EPROTO). */
 int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
@@ -36,7 +57,7 @@ int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload
 /* An errno from sbx-init as an error, mapped as sbx_chan_call does. */
 int sbx_chan_errno(int e, const char *what, struct sbx_error *err);
 
-/* ---- fd-in (issue 6), runtime/sandbox_fdin.c ---- */
+/* ---- fd-in, runtime/sandbox_fdin.c ---- */
 /* Largest file READ_TO copies into the daemon (a memfd): 1 GiB. */
 #define SBX_FDIN_READ_MAX (1ull << 30)
 /* A memfd of cap bytes that cannot grow (a record sbx-init fills). */
@@ -55,7 +76,7 @@ int sbx_fdin_write_from(struct sbx_sandbox *sb, const char *path, unsigned mode,
 int sbx_fdin_open_write(struct sbx_sandbox *sb, const char *path, unsigned mode, int *fd_out,
                         struct sbx_error *err);
 
-/* fd-in (issue 6): files written through sbx_sandbox_file_open_write whose
+/* fd-in: files written through sbx_sandbox_file_open_write whose
  * caller is done go into the sandbox now (runtime/sandbox_files.c).  Every
  * request calls it first, so whatever the daemon does next sees them.
  * 0, or -1 with the first commit's error. */

@@ -13,7 +13,13 @@
  * Ownership: create() returns a sandbox the caller owns; destroy() consumes
  * it (kills every process in it, removes its cgroup, mounts, state dir and
  * frees it).  Drivers are stateless tables; their per-host state (pools,
- * cgroup parent) lives in their own module statics set up by probe(). */
+ * cgroup parent) lives in their own module statics set up by probe().
+ *
+ * Versioning (docs/architecture.md, "The driver seam"): a table carries the
+ * ABI it was built for; sbx_driver_register() refuses one outside
+ * [SBX_DRIVER_ABI_MIN, SBX_DRIVER_ABI] or with a MUST member NULL, and its
+ * profiles are unavailable with that reason.  A MAY member is read through
+ * sbx_driver_has(), which also checks that the table's ABI has it. */
 #ifndef SBX_RUNTIME_DRIVER_H
 #define SBX_RUNTIME_DRIVER_H
 
@@ -25,7 +31,29 @@
 
 #include "common/err.h"
 
-#define SBX_DRIVER_ABI 1
+/* ABI history (bump rule: docs/architecture.md):
+ *  1  name … prewarm; describe, note, oom_kills were appended later
+ *     without a bump, so an ABI 1 table may or may not have them.
+ *  2  describe, note, oom_kills, pool_idle are members; env carries the
+ *     daemon's driver settings (sbx_driver_setting); struct sbx_sandbox
+ *     no longer carries the sandbox client's state (its layout changed,
+ *     so ABI 1 tables are refused). */
+#define SBX_DRIVER_ABI 2
+/* Oldest table ABI this daemon still runs. */
+#define SBX_DRIVER_ABI_MIN 2
+
+/* The ABI each MAY member first appeared in, for sbx_driver_has(). */
+#define SBX_DRIVER_SINCE_usage 1
+#define SBX_DRIVER_SINCE_recover 1
+#define SBX_DRIVER_SINCE_shutdown 1
+#define SBX_DRIVER_SINCE_prewarm 1
+#define SBX_DRIVER_SINCE_describe 2
+#define SBX_DRIVER_SINCE_note 2
+#define SBX_DRIVER_SINCE_oom_kills 2
+#define SBX_DRIVER_SINCE_pool_idle 2
+/* Whether driver d provides MAY member m: its table is new enough to have
+ * the member (an older one ends before it) and sets it. */
+#define sbx_driver_has(d, m) ((d)->abi >= SBX_DRIVER_SINCE_##m && (d)->m != NULL)
 
 /* Capability mask bits (DESIGN §3 "capabilities" column). */
 enum {
@@ -36,12 +64,12 @@ enum {
   SBX_CAP_UPSTREAM = 1u << 4,
   SBX_CAP_ARCHIVE = 1u << 5,
   SBX_CAP_CONTEXTS = 1u << 6,
-  /* issue 5: its sandboxes have a network namespace of their own that the
+  /* Its sandboxes have a network namespace of their own that the
    * net module can link to the host under an egress allowlist (a process
    * inside it is sb->init_pid; with SBX_CAP_EGRESS_AT_START, the pid given
    * to spec.net_prepare instead). */
   SBX_CAP_EGRESS = 1u << 7,
-  /* issue 7: it mounts an OCI image's layers (spec.layers) as the root */
+  /* It mounts an OCI image's layers (spec.layers) as the root. */
   SBX_CAP_IMAGES = 1u << 8,
   /* Internal (not listed by the API): its sandboxes take their network
    * link when they start, never later (gvisor: runsc copies the netns's
@@ -79,7 +107,26 @@ struct sbx_driver_env {
    * behave as if /dev/kvm were absent (--gvisor-kvm=off). */
   unsigned kvm_probe_timeout_ms;
   bool kvm_off;
+  /* The daemon's driver settings (config file `[driver]`, SANDBOXD_*;
+   * docs/configuration.md), read with sbx_driver_setting(): a driver never
+   * reads the environment, so what the operator configured is what it
+   * sees, and a test or a second daemon in one process can differ. */
+  const struct sbx_driver_setting *settings;
+  size_t nsettings;
 };
+
+/* One driver setting: "gvisor_platform" = "ptrace". */
+struct sbx_driver_setting {
+  const char *key;
+  const char *value;
+};
+
+/* The value of setting key, or NULL when it is not set (or env is NULL). */
+const char *sbx_driver_setting(const struct sbx_driver_env *env, const char *key);
+/* Setting key as a whole number clamped to max; def when unset or not a
+ * number (logged). */
+unsigned sbx_driver_setting_uint(const struct sbx_driver_env *env, const char *key, unsigned def,
+                                 unsigned max);
 
 /* Request to build one sandbox. */
 struct sbx_sandbox_spec {
@@ -87,7 +134,7 @@ struct sbx_sandbox_spec {
   const char *profile;   /* profile name, for logs and pools */
   const char *image;     /* image reference; "host" for the host pack */
   struct sbx_limits limits;
-  /* issue 7: an OCI image's unpacked layers (absolute dirs, lowest first,
+  /* An OCI image's unpacked layers (absolute dirs, lowest first,
    * nlayers > 0) to mount read-only under a copy-on-write upper sized by
    * limits.disk; image_digest (its manifest digest) keys warm pools.  Both
    * NULL/0 for the host pack.  The core holds the image while the sandbox
@@ -95,7 +142,7 @@ struct sbx_sandbox_spec {
   const char *const *layers;
   size_t nlayers;
   const char *image_digest;
-  /* issue 7: the image's User, inside the sandbox's own id range (1 to
+  /* The image's User, inside the sandbox's own id range (1 to
    * 65535); 0: the sandbox user (1000).  Never root: an image asking for
    * root runs as the sandbox user (docs/images.md). */
   uint32_t run_uid, run_gid;
@@ -121,14 +168,16 @@ struct sbx_usage {
 };
 
 struct sbx_driver;
+struct sbx_sandbox_client;
 
-/* A live sandbox.  Common to every driver; driver data hangs off priv. */
+/* A live sandbox.  Common to every driver; driver data hangs off priv.
+ * What the sandbox client keeps about it (channel lock, pending fd-in
+ * writes) is behind `client`, opaque outside runtime/. */
 struct sbx_sandbox {
   const struct sbx_driver *driver;
   char id[96];
   int init_fd;            /* SOCK_SEQPACKET to sbx-init; owned */
   pid_t init_pid;         /* host pid of the sandbox's outermost process */
-  pthread_mutex_t chan_lock; /* serialises request/response on init_fd */
   struct sbx_limits limits;
   char root_desc[64];     /* for logs: "/" or the host dir that is its root */
   void *priv;             /* driver-owned */
@@ -136,23 +185,24 @@ struct sbx_sandbox {
    * root of its own); otherwise the host directory that file operations
    * call "/" while the workload sees host paths (the process driver). */
   char host_root[4096];
-  /* Issue 6.  No fd can leave this sandbox (its READY said FDIN: gVisor),
-   * so the sandbox client uses the fd-in forms of init/proto.h (files are
-   * copied through sbx-init, terminals and ports relayed by it).  Set by
-   * the driver from sbx_init_handshake_ex(); false: fds come out. */
+  /* No fd can leave this sandbox (its READY said FDIN: gVisor's host
+   * sockets refuse SCM_RIGHTS), so the sandbox client uses the fd-in forms
+   * of init/proto.h (files are copied through sbx-init, terminals and
+   * ports relayed by it).  Set by the driver from sbx_init_handshake_ex();
+   * false: fds come out. */
   bool fd_in;
   /* fd-in: where the client keeps a file opened for writing until its
    * caller is done with it (a directory on tmpfs or disk; NULL:
    * /dev/shm, else /tmp).  malloc'd; freed by sbx_sandbox_free. */
   char *spool_dir;
-  /* fd-in: those files (runtime/sandbox_files.c), under pending_lock. */
-  struct sbx_pending_write *pending;
-  pthread_mutex_t pending_lock;
+  struct sbx_sandbox_client *client; /* made by sbx_sandbox_alloc; runtime/chan.h */
 };
 
-/* A driver.  Every member is documented MUST (non-NULL) or MAY (NULL ok). */
+/* A driver.  Every member is documented MUST (non-NULL, checked by
+ * sbx_driver_register) or MAY (NULL ok; read through sbx_driver_has).
+ * New members go at the end only, with an ABI bump (driver.h's history). */
 struct sbx_driver {
-  unsigned abi;       /* MUST be SBX_DRIVER_ABI */
+  unsigned abi;       /* MUST be SBX_DRIVER_ABI (what the table was built for) */
   const char *name;   /* MUST: "process", "container", "gvisor", … */
   const char *klass;  /* MUST: "none", "shared-kernel", "user-space-kernel", … */
   uint32_t caps;      /* MUST: SBX_CAP_* this driver provides */
@@ -189,24 +239,29 @@ struct sbx_driver {
    * first create is a hand-over. */
   void (*prewarm)(const char *profile, const struct sbx_limits *limits);
 
-  /* MAY (added by issue 6, at the end so older tables stay valid).  A
-   * short note on how this host runs the driver (gvisor: its platform,
+  /* MAY (ABI 2).  A short note on how this host runs the driver (gvisor: its platform,
    * "ptrace"/"systrap"/"kvm"), shown as "platform" by GET
    * /v1/sandbox/profiles; NULL or "" when there is nothing to say. */
   const char *(*describe)(void);
 
-  /* MAY (added at the end, like describe).  Why the driver runs as
+  /* MAY (ABI 2).  Why the driver runs as
    * describe() says when that is not its first choice (gvisor: "kvm probe
    * timed out after 2 s"), shown as "platform_note"; NULL or "" when
    * there is nothing to say.  Read only after probe() returned. */
   const char *(*note)(void);
 
-  /* MAY (at the end so older tables stay valid).  The sandbox cgroup's
+  /* MAY (ABI 2).  The sandbox cgroup's
    * OOM-kill counter alone, in one small read: the exec path reads it
    * before and after every exec to decide oom_killed whatever the process
    * tree did (runtime/sandbox.c).  NULL: usage() is read instead, or
    * nothing without it. */
   int (*oom_kills)(struct sbx_sandbox *sb, uint64_t *out);
+
+  /* MAY (ABI 2).  Warm sandboxes ready to hand over for this profile, as
+   * prewarm(profile, limits) asked for (the `sandbox_pool_idle` gauge;
+   * called at scrape time from any thread, so cheap and locked).  NULL:
+   * the driver keeps no pool (the gauge is not reported for it). */
+  unsigned (*pool_idle)(const char *profile, const struct sbx_limits *limits);
 };
 
 /* The built-in drivers (runtime/drivers/). */
@@ -214,8 +269,20 @@ extern const struct sbx_driver sbx_drv_process;
 extern const struct sbx_driver sbx_drv_container;
 extern const struct sbx_driver sbx_drv_gvisor;
 
-/* Registry: all built-in drivers, NULL-terminated. */
+/* Registry: the built-in drivers are registered on first use; another
+ * (microvm, wasm, a test's) is added with sbx_driver_register before the
+ * core starts.  A table is refused when its abi is not one this daemon
+ * runs or a MUST member is NULL: -1, the reason in err (naming the driver
+ * and the member) and in the log, and sbx_driver_refusal(name) keeps it
+ * so that the driver's profiles are unavailable with it.  A second table
+ * of a registered name is refused too.  Not thread-safe against lookups:
+ * register at start. */
+int sbx_driver_register(const struct sbx_driver *drv, struct sbx_error *err);
+/* Why the driver called name was refused, or NULL. */
+const char *sbx_driver_refusal(const char *name);
+/* Every registered driver, NULL-terminated. */
 const struct sbx_driver *const *sbx_drivers_all(void);
+/* A registered driver by name, or NULL (unknown or refused). */
 const struct sbx_driver *sbx_driver_find(const char *name);
 /* Names of capability bits, for JSON ("exec", "files", …). */
 const char *sbx_cap_name(uint32_t bit);
@@ -226,10 +293,12 @@ const char *sbx_cap_name(uint32_t bit);
 void sbx_drivers_set_resolv_conf(const char *text);
 
 /* Helpers for drivers. */
-/* Allocates a zeroed sandbox with init_fd = -1 and the mutex initialised. */
+/* Allocates a zeroed sandbox with init_fd = -1 and its client state. */
 struct sbx_sandbox *sbx_sandbox_alloc(const struct sbx_driver *drv,
                                       const struct sbx_sandbox_spec *spec);
-/* Frees what sbx_sandbox_alloc made and closes init_fd (not priv). */
+/* Closes init_fd and frees what sbx_sandbox_alloc made (spool_dir, the
+ * client state; not priv) — the memory once no exec running on another
+ * thread still holds it (that exec then ends finding the channel gone). */
 void sbx_sandbox_free(struct sbx_sandbox *sb);
 
 #endif

@@ -7,7 +7,7 @@
  * so a chatty child never blocks on a full pipe and memory stays ~2×cap.
  * Everything from ctl is validated: the sandbox may own sbx-init.
  *
- * Terminals where no fd can leave the sandbox (sb->fd_in, issue 6): the
+ * Terminals where no fd can leave the sandbox (sb->fd_in, gVisor): the
  * exec asks for PTY_RELAY, the shepherd keeps the master and relays it
  * through the exec's stdin/stdout pipes; the caller's "pty fd" is then the
  * write end of the stdin pipe, and sbx_exec_resize() finds the exec's ctl
@@ -40,7 +40,7 @@
 #define DRAIN_MS 2000       /* after EXITED: time for pipe EOF */
 #define DEFAULT_CAP (1024 * 1024)
 
-/* P_PTY: a terminal's master (issue 4), read as stdout. */
+/* P_PTY: a terminal's master, read as stdout. */
 enum { P_OUT, P_ERR, P_IN, P_CTL, P_CANCEL, P_PTY, P_N };
 
 struct run {
@@ -210,14 +210,21 @@ static int build_payload(const struct sbx_exec_request *req, bool relay, struct 
               req->live->rows < 1 || req->live->rows > SBX_PROTO_PTY_MAX))
     return sbx_err_field(err, "pty", "pty cols and rows must be 1..%u", SBX_PROTO_PTY_MAX);
   sbx_wbuf_init(w, SBX_PROTO_MAX_PAYLOAD);
-  sbx_wbuf_u32(w, !pty ? 0 : relay ? SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY
-                                    : SBX_PROTO_EXEC_PTY);
+  if (req->code && (!req->code_path || strlen(req->code) > SBX_EXEC_CODE_MAX))
+    return sbx_err_set(err, SBX_E_TOO_LARGE, E2BIG, "code too large for one exec");
+  uint32_t flags = !pty ? 0 : relay ? SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY
+                                    : SBX_PROTO_EXEC_PTY;
+  sbx_wbuf_u32(w, flags | (req->code ? SBX_PROTO_EXEC_CODE : 0));
   sbx_wbuf_str(w, cwd);
   sbx_wbuf_strv(w, req->argv);
   sbx_wbuf_strv(w, req->env ? req->env : no_env);
   if (pty) {
     sbx_wbuf_u32(w, req->live->cols);
     sbx_wbuf_u32(w, req->live->rows);
+  }
+  if (req->code) {
+    sbx_wbuf_str(w, req->code_path);
+    sbx_wbuf_str(w, req->code);
   }
   if (w->bad) {
     sbx_wbuf_free(w);
@@ -648,12 +655,31 @@ static void apply_oom(struct sbx_sandbox *sb, const struct run *run, struct sbx_
            (unsigned long long)res->oom_kills, res->oom_kills == 1 ? "" : "es");
 }
 
+/* The code file of a language+code exec could not be written: the command
+ * never started. */
+static int code_err_result(const struct run *run, struct sbx_exec_result *res,
+                           struct sbx_error *err)
+{
+  int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : EIO;
+  bool full = e == ENOSPC || e == EDQUOT;
+  res->status = SBX_ST_ERROR;
+  res->reason = full ? SBX_RS_DISK : SBX_RS_NONE;
+  res->exit_code = -1;
+  sbx_err_set(err, full || e == EFBIG ? SBX_E_TOO_LARGE : SBX_E_INTERNAL, e,
+              "writing the code into the sandbox: write %s: %s", run->req->code_path,
+              strerror(e));
+  set_error(res, err ? err->msg : "writing the code into the sandbox failed");
+  return -1;
+}
+
 static int fill_result(struct sbx_sandbox *sb, struct run *run, struct sbx_exec_result *res,
                        uint64_t t0, struct sbx_error *err)
 {
   int r = 0;
   if (run->init_err)
     r = init_err_result(run, res, err);
+  else if (run->exec_failed && run->stage == 2 && run->req->code)
+    r = code_err_result(run, res, err);
   else if (run->lost && !run->killed)
     lost_result(sb, res);
   else if (!run->exited && !run->exec_failed && !run->killed) {
@@ -700,8 +726,8 @@ static int run_init(struct run *run, const struct sbx_exec_request *req, struct 
   return 0;
 }
 
-int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
-                     struct sbx_exec_result *res, struct sbx_error *err)
+static int exec_run(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                    struct sbx_exec_result *res, struct sbx_error *err)
 {
   memset(res, 0, sizeof *res);
   res->status = SBX_ST_ERROR;
@@ -738,6 +764,15 @@ int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
   run.fd[P_CANCEL] = -1;
   int r = fill_result(sb, &run, res, t0, err);
   run_free(&run);
+  return r;
+}
+
+int sbx_sandbox_exec(struct sbx_sandbox *sb, const struct sbx_exec_request *req,
+                     struct sbx_exec_result *res, struct sbx_error *err)
+{
+  sbx_sandbox_hold(sb);
+  int r = exec_run(sb, req, res, err);
+  sbx_sandbox_release(sb);
   return r;
 }
 

@@ -15,7 +15,7 @@
  * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS from sbx-init), never on the host,
  * whatever symlinks the sandbox made; sbx-init hands back an fd and the
  * daemon moves the bytes.  Where no fd can leave the sandbox (sb->fd_in:
- * gVisor, issue 6) sbx-init moves them instead through an fd the daemon
+ * gVisor) sbx-init moves them instead through an fd the daemon
  * passes in (runtime/sandbox_fdin.c); the functions below keep their
  * contracts either way.
  *
@@ -73,15 +73,22 @@ struct sbx_exec_request {
   uint64_t timeout_ms;        /* 0 → no timeout */
   uint64_t output_cap;        /* per stream; 0 → 1 MiB */
   struct sbx_cancel *cancel;  /* may be NULL */
-  /* Optional live sink (streaming, issue 4): called from the exec thread for
+  /* Optional live sink (streaming): called from the exec thread for
    * each chunk read, before it goes into the capture.  stream 1 = stdout,
    * 2 = stderr.  offset = byte offset of this chunk in its stream. */
   void (*on_output)(void *ctx, int stream, const char *data, size_t len, uint64_t offset);
   void *on_output_ctx;
-  /* Optional (issue 4): background processes and terminals, see the
+  /* Optional: background processes and terminals, see the
    * sbx_exec_live block at the end of this file.  NULL: a plain exec. */
   const struct sbx_exec_live *live;
+  /* Optional: a file the exec runs (`language`+`code`), written inside the
+   * sandbox before the command starts and removed once it ended, in the
+   * same EXEC.  A failed write fails the exec (err, status error, reason
+   * disk when the sandbox is full).  code at most SBX_EXEC_CODE_MAX. */
+  const char *code_path;
+  const char *code;
 };
+#define SBX_EXEC_CODE_MAX (1u << 20)
 
 struct sbx_exec_result {
   enum sbx_status status;
@@ -163,8 +170,7 @@ int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out,
 /* True while sbx-init answers (socket open, process alive). */
 bool sbx_sandbox_alive(struct sbx_sandbox *sb);
 
-/* ---- Issue 4, engineer A: long-lived execs (background processes,
- * terminals).  sbx_sandbox_exec() still runs the exec to its end on the
+/* ---- Long-lived execs (background processes, terminals).  sbx_sandbox_exec() still runs the exec to its end on the
  * calling thread (a background process is an exec on a thread of its
  * own); `live` lets the caller feed stdin later, get a terminal, and
  * signal or resize the workload while it runs. ---- */
@@ -194,7 +200,7 @@ int sbx_exec_signal(int ctl_fd, int signo, struct sbx_error *err);
  * the terminal's input pipe and the size goes to its shepherd (RESIZE). */
 int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *err);
 
-/* ---- Issue 4, engineer C: ports (Upstream). ---- */
+/* ---- Ports (Upstream). ---- */
 /* A TCP connection to port (1..65535) on the sandbox's own loopback
  * (127.0.0.1, then ::1 if v4 is refused), made by sbx-init inside the
  * sandbox's network namespace and finished here within timeout_ms.  Only
@@ -207,8 +213,8 @@ int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *
 int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms,
                         int *fd_out, struct sbx_error *err);
 
-/* ---- Issue 4, engineer B: stat, mkdir, move, symlinks, recursive
- * listing, watch (runtime/sandbox_fs.c).  Same path rules as the file
+/* ---- stat, mkdir, move, symlinks (runtime/sandbox_files.c), recursive
+ * listing (sandbox_list.c), watch (sandbox_watch.c).  Same path rules as the file
  * operations above; a final symlink is never followed.  Errors: as above,
  * plus SBX_E_CONFLICT when the target already exists. ---- */
 struct sbx_stat {

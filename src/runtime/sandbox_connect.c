@@ -1,11 +1,11 @@
 /* sandbox_connect.c — sbx_sandbox_connect: a TCP connection into the
- * sandbox's network namespace (issue 4, ports).  sbx-init makes the socket
+ * sandbox's network namespace (the ports proxy).  sbx-init makes the socket
  * and starts the connect (init/connect.c); the daemon finishes it here and
  * checks what it got, since sbx-init may be hostile: the fd must be a TCP
  * socket of the family asked for whose peer is that family's loopback
  * address and the requested port.
  *
- * fd-in sandboxes (issue 6, gVisor: the TCP socket cannot leave it): the
+ * fd-in sandboxes (gVisor: the TCP socket cannot leave it): the
  * daemon passes in one end of a stream socketpair; sbx-init connects,
  * writes the connect's u32 errno on it and then relays both ways.  The
  * caller gets the other end: bytes and half-closes behave as on the TCP

@@ -1,4 +1,4 @@
-/* sandbox_fdin.c — the daemon's half of the fd-in forms (issue 6,
+/* sandbox_fdin.c — the daemon's half of the fd-in forms (see
  * init/proto.h "fd-in"): for sandboxes no fd can leave (sb->fd_in, gVisor)
  * the daemon makes the object, passes its sandbox end in, and moves the
  * bytes through it.
@@ -281,10 +281,10 @@ int sbx_fdin_open_write(struct sbx_sandbox *sb, const char *path, unsigned mode,
     return sbx_err_sys(err, e, "spool file for %s", path);
   }
   snprintf(pw->path, sizeof pw->path, "%s", path);
-  pthread_mutex_lock(&sb->pending_lock);
-  pw->next = sb->pending;
-  sb->pending = pw;
-  pthread_mutex_unlock(&sb->pending_lock);
+  pthread_mutex_lock(&sb->client->pending_lock);
+  pw->next = sb->client->pending;
+  sb->client->pending = pw;
+  pthread_mutex_unlock(&sb->client->pending_lock);
   *fd_out = steal_fd(&fd);
   return 0;
 }
@@ -304,14 +304,14 @@ int sbx_fdin_flush(struct sbx_sandbox *sb, struct sbx_error *err)
 {
   if (!sb->fd_in || in_flush)
     return 0;
-  pthread_mutex_lock(&sb->pending_lock);
-  if (!sb->pending) {
-    pthread_mutex_unlock(&sb->pending_lock);
+  pthread_mutex_lock(&sb->client->pending_lock);
+  if (!sb->client->pending) {
+    pthread_mutex_unlock(&sb->client->pending_lock);
     return 0;
   }
   in_flush = true;
   int r = 0;
-  for (struct sbx_pending_write **pp = &sb->pending; *pp;) {
+  for (struct sbx_pending_write **pp = &sb->client->pending; *pp;) {
     struct sbx_pending_write *pw = *pp;
     char ev[sizeof(struct inotify_event) + 256];
     if (read(pw->ifd, ev, sizeof ev) <= 0) { /* its caller still writes */
@@ -330,14 +330,14 @@ int sbx_fdin_flush(struct sbx_sandbox *sb, struct sbx_error *err)
     pending_free(pw);
   }
   in_flush = false;
-  pthread_mutex_unlock(&sb->pending_lock);
+  pthread_mutex_unlock(&sb->client->pending_lock);
   return r;
 }
 
 void sbx_fdin_discard(struct sbx_sandbox *sb)
 {
-  struct sbx_pending_write *pw = sb->pending;
-  sb->pending = NULL;
+  struct sbx_pending_write *pw = sb->client->pending;
+  sb->client->pending = NULL;
   while (pw) {
     struct sbx_pending_write *next = pw->next;
     pending_free(pw);

@@ -1,12 +1,13 @@
-/* sandbox_files.c — file operations and liveness on a live sandbox
- * (runtime/sandbox.h).  sbx-init resolves the path inside the sandbox and
- * hands back an fd; the daemon checks what it got (a hostile init could send
+/* sandbox_files.c — operations on one path in a live sandbox
+ * (runtime/sandbox.h): reading and writing a file, stat, mkdir, move,
+ * remove, symlinks.  sbx-init resolves the path inside the sandbox; for
+ * content it hands back an fd the daemon checks (a hostile init could send
  * a pipe or a socket instead of a file) and moves the bytes itself.  Where
- * no fd can leave the sandbox (sb->fd_in, issue 6) the bytes go through
- * sbx-init instead (runtime/sandbox_fdin.c); listings always come in a
- * memfd the daemon passes in. */
+ * no fd can leave the sandbox (sb->fd_in) the bytes go through sbx-init
+ * instead (runtime/sandbox_fdin.c).  Records (stat, readlink) come in a
+ * sealed memfd the daemon passes in and are validated here like everything
+ * else sbx-init sends. */
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,44 +20,7 @@
 #include "init/proto.h"
 #include "runtime/chan.h"
 #include "runtime/sandbox.h"
-
-/* Absolute path inside the sandbox; relative paths are under /work. */
-static int norm_path(const char *path, char *out, size_t len, struct sbx_error *err)
-{
-  if (!path || !*path)
-    return sbx_err_field(err, "path", "empty path");
-  int n = path[0] == '/' ? snprintf(out, len, "%s", path) : snprintf(out, len, "/work/%s", path);
-  if (n < 0 || (size_t)n >= len || !sbx_proto_path_ok(out))
-    return sbx_err_field(err, "path", "invalid path (too long or contains '..')");
-  return 0;
-}
-
-/* The path request: str path [, u32 a [, u32 b]] [+ fd]. */
-static int path_call_fd(struct sbx_sandbox *sb, uint32_t type, const char *path, int nargs,
-                        uint32_t a, uint32_t b, int fd, struct sbx_chan_reply *rep,
-                        struct sbx_error *err)
-{
-  char p[SBX_PROTO_MAX_PATH];
-  if (norm_path(path, p, sizeof p, err) < 0)
-    return -1;
-  struct sbx_wbuf w;
-  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
-  sbx_wbuf_str(&w, p);
-  if (nargs > 0)
-    sbx_wbuf_u32(&w, a);
-  if (nargs > 1)
-    sbx_wbuf_u32(&w, b);
-  int r = w.bad ? sbx_err_field(err, "path", "path too long")
-                : sbx_chan_call_fds(sb, type, w.buf, w.len, &fd, fd >= 0, p, rep, err);
-  sbx_wbuf_free(&w);
-  return r;
-}
-
-static int path_call(struct sbx_sandbox *sb, uint32_t type, const char *path, int nargs,
-                     uint32_t a, uint32_t b, struct sbx_chan_reply *rep, struct sbx_error *err)
-{
-  return path_call_fd(sb, type, path, nargs, a, b, -1, rep, err);
-}
+#include "runtime/sandbox_req.h"
 
 /* The fd must be a regular file opened with the access we asked for. */
 static int check_file_fd(int fd, int acc, uint64_t *size, const char *path,
@@ -77,11 +41,11 @@ int sbx_sandbox_file_open_read(struct sbx_sandbox *sb, const char *path, int *fd
 {
   if (sb->fd_in) {
     char p[SBX_PROTO_MAX_PATH];
-    return norm_path(path, p, sizeof p, err) < 0 ? -1
+    return sbx_req_norm(path, "path", p, sizeof p, err) < 0 ? -1
                                                  : sbx_fdin_read_to(sb, p, fd_out, size_out, err);
   }
   struct sbx_chan_reply rep;
-  if (path_call(sb, SBX_MSG_OPEN_READ, path, 0, 0, 0, &rep, err) < 0)
+  if (sbx_req_path(sb, SBX_MSG_OPEN_READ, path, 0, 0, 0, -1, &rep, err) < 0)
     return -1;
   _cleanup_close_ int fd = rep.fd;
   uint64_t size = 0;
@@ -98,13 +62,13 @@ int sbx_sandbox_file_open_write(struct sbx_sandbox *sb, const char *path, unsign
 {
   if (sb->fd_in) {
     char p[SBX_PROTO_MAX_PATH];
-    return norm_path(path, p, sizeof p, err) < 0
+    return sbx_req_norm(path, "path", p, sizeof p, err) < 0
                ? -1
                : sbx_fdin_open_write(sb, p, mode ? mode : 0644, fd_out, err);
   }
   struct sbx_chan_reply rep;
-  if (path_call(sb, SBX_MSG_OPEN_WRITE, path, 2, mode ? mode : 0644, SBX_PROTO_W_MKDIR, &rep,
-                err) < 0)
+  if (sbx_req_path(sb, SBX_MSG_OPEN_WRITE, path, 2, mode ? mode : 0644, SBX_PROTO_W_MKDIR, -1,
+                   &rep, err) < 0)
     return -1;
   _cleanup_close_ int fd = rep.fd;
   if (check_file_fd(fd, O_WRONLY, NULL, path, err) < 0)
@@ -123,7 +87,7 @@ int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void 
 {
   if (sb->fd_in) { /* one WRITE_FROM: the errno at the end is the write's */
     char p[SBX_PROTO_MAX_PATH];
-    return norm_path(path, p, sizeof p, err) < 0
+    return sbx_req_norm(path, "path", p, sizeof p, err) < 0
                ? -1
                : sbx_fdin_write_from(sb, p, 0644, SBX_PROTO_W_MKDIR, 0, data ? data : "", len,
                                      -1, err);
@@ -143,161 +107,132 @@ int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void 
 int sbx_sandbox_remove(struct sbx_sandbox *sb, const char *path, struct sbx_error *err)
 {
   struct sbx_chan_reply rep;
-  if (path_call(sb, SBX_MSG_REMOVE, path, 0, 0, 0, &rep, err) < 0)
+  if (sbx_req_path(sb, SBX_MSG_REMOVE, path, 0, 0, 0, -1, &rep, err) < 0)
     return -1;
   if (rep.fd >= 0)
     close(rep.fd);
   return 0;
 }
 
-/* Reads exactly n bytes from f; false on a short read. */
-static bool take(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
-
-static const char *type_name(uint8_t t)
+static int parse_stat(const char *buf, size_t n, struct sbx_stat *out)
 {
-  switch (t) {
-  case SBX_PROTO_DT_FILE: return "file";
-  case SBX_PROTO_DT_DIR: return "dir";
-  case SBX_PROTO_DT_LINK: return "symlink";
-  default: return "other";
-  }
-}
-
-static int read_dirent(FILE *f, const char *dir, struct sbx_dirent *d)
-{
-  uint8_t t;
+  if (n < SBX_PROTO_STAT_REC)
+    return -1;
+  uint16_t rl;
+  memcpy(&rl, buf + 21, 2);
+  if ((size_t)SBX_PROTO_STAT_REC + rl <= n)
+    n = SBX_PROTO_STAT_REC + rl; /* the rest of the memfd is zeros */
+  uint8_t t = (uint8_t)buf[0];
   uint32_t mode;
   uint64_t size, mtime;
-  uint16_t nl;
-  if (!take(f, &t, 1) || !take(f, &mode, 4) || !take(f, &size, 8) || !take(f, &mtime, 8) ||
-      !take(f, &nl, 2) || nl == 0 || nl >= sizeof d->name || !take(f, d->name, nl))
+  uint16_t ll;
+  memcpy(&mode, buf + 1, 4);
+  memcpy(&size, buf + 5, 8);
+  memcpy(&mtime, buf + 13, 8);
+  memcpy(&ll, buf + 21, 2);
+  if (n != SBX_PROTO_STAT_REC + ll || ll >= sizeof out->link_target ||
+      (ll && t != SBX_PROTO_DT_LINK) || memchr(buf + SBX_PROTO_STAT_REC, '\0', ll))
     return -1;
-  d->name[nl] = '\0';
-  if (memchr(d->name, '/', nl) || strlen(d->name) != nl)
+  snprintf(out->type, sizeof out->type, "%s", sbx_req_type_name(t));
+  out->mode = mode & 07777;
+  out->size = size;
+  out->mtime = (int64_t)mtime;
+  memcpy(out->link_target, buf + SBX_PROTO_STAT_REC, ll);
+  out->link_target[ll] = '\0';
+  return 0;
+}
+
+int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *out,
+                     struct sbx_error *err)
+{
+  char p[SBX_PROTO_MAX_PATH];
+  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
     return -1;
-  snprintf(d->type, sizeof d->type, "%s", type_name(t));
-  d->size = size;
-  d->mode = mode & 07777;
-  d->mtime = (int64_t)mtime;
-  int n = snprintf(d->path, sizeof d->path, "%s%s%s", dir,
-                   dir[strlen(dir) - 1] == '/' ? "" : "/", d->name);
-  return n < 0 || (size_t)n >= sizeof d->path ? -1 : 0;
-}
-
-static int cmp_dirent(const void *a, const void *b)
-{
-  return strcmp(((const struct sbx_dirent *)a)->name, ((const struct sbx_dirent *)b)->name);
-}
-
-/* The memfd LIST/GLOB records go into: bounded by what max entries take. */
-static size_t records_cap(size_t max, size_t per)
-{
-  size_t cap = 1u << 28; /* 256 MiB */
-  return max + 1 < cap / per ? (max + 1) * per : cap;
-}
-
-/* Opens the memfd of a LIST/GLOB reply for reading from its start. */
-static FILE *open_records(int *fd, struct sbx_error *err)
-{
-  struct stat st;
-  if (*fd < 0 || fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || lseek(*fd, 0, SEEK_SET) < 0) {
-    sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "sbx-init sent a bad listing");
-    return NULL;
-  }
-  FILE *f = fdopen(*fd, "r");
-  if (!f)
-    sbx_err_sys(err, errno, "fdopen");
-  else
-    *fd = -1;
-  return f;
-}
-
-int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent **out,
-                     size_t *count, size_t max, struct sbx_error *err)
-{
-  char d[SBX_PROTO_MAX_PATH];
   struct sbx_chan_reply rep;
-  if (max > UINT32_MAX - 1)
-    max = UINT32_MAX - 1;
-  if (norm_path(dir, d, sizeof d, err) < 0)
+  char buf[SBX_PROTO_STAT_REC + SBX_PROTO_MAX_PATH];
+  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof buf, err);
+  if (fd < 0 || sbx_req_record(sb, SBX_MSG_STAT, p, fd, &rep, err) < 0)
     return -1;
-  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, SBX_PROTO_LIST_REC + 256), err);
-  if (fd < 0 || path_call_fd(sb, SBX_MSG_LIST, d, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
-    return -1;
-  if (rep.value > max)
-    return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s has more than %zu entries", d, max);
-  _cleanup_fclose_ FILE *f = open_records(&fd, err);
-  if (!f)
-    return -1;
-  _cleanup_free_ struct sbx_dirent *v = calloc(rep.value ? rep.value : 1, sizeof *v);
-  if (!v)
-    return sbx_err_sys(err, ENOMEM, "list");
-  for (size_t i = 0; i < rep.value; i++)
-    if (read_dirent(f, d, &v[i]) < 0)
-      return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad listing", d);
-  qsort(v, rep.value, sizeof *v, cmp_dirent);
-  *count = rep.value;
-  *out = steal_pointer(&v);
+  ssize_t n = sbx_req_read_memfd(fd, buf, sizeof buf);
+  memset(out, 0, sizeof *out);
+  if (n < 0 || parse_stat(buf, (size_t)n, out) < 0)
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad stat", p);
   return 0;
 }
 
-static void free_strv(char **v, size_t n)
+int sbx_sandbox_mkdir(struct sbx_sandbox *sb, const char *path, unsigned mode, unsigned flags,
+                      struct sbx_error *err)
 {
-  for (size_t i = 0; v && i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
-static int read_paths(FILE *f, char **v, size_t n)
-{
-  for (size_t i = 0; i < n; i++) {
-    uint16_t l;
-    if (!take(f, &l, 2) || l == 0 || l >= SBX_PROTO_MAX_PATH || !(v[i] = malloc(l + 1u)) ||
-        !take(f, v[i], l))
-      return -1;
-    v[i][l] = '\0';
-    if (strlen(v[i]) != l || !sbx_proto_path_ok(v[i]) || v[i][0] != '/')
-      return -1;
-  }
-  return 0;
-}
-
-int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out, size_t *count,
-                     size_t max, struct sbx_error *err)
-{
+  char p[SBX_PROTO_MAX_PATH];
+  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
+    return -1;
+  uint32_t f = 0;
+  if (flags & SBX_MKDIR_PARENTS)
+    f |= SBX_PROTO_MK_PARENTS | SBX_PROTO_MK_EXIST_OK;
+  if (flags & SBX_MKDIR_MODE)
+    f |= SBX_PROTO_MK_MODE;
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
+  sbx_wbuf_str(&w, p);
+  sbx_wbuf_u32(&w, mode & 0777);
+  sbx_wbuf_u32(&w, f);
   struct sbx_chan_reply rep;
-  if (max > UINT32_MAX - 1)
-    max = UINT32_MAX - 1;
-  _cleanup_close_ int fd = sbx_fdin_memfd(records_cap(max, 2 + SBX_PROTO_MAX_PATH), err);
-  if (fd < 0 || path_call_fd(sb, SBX_MSG_GLOB, pattern, 1, (uint32_t)max, 0, fd, &rep, err) < 0)
+  return sbx_req_call(sb, SBX_MSG_MKDIR, &w, -1, p, &rep, err);
+}
+
+int sbx_sandbox_move(struct sbx_sandbox *sb, const char *from, const char *to, bool overwrite,
+                     struct sbx_error *err)
+{
+  char a[SBX_PROTO_MAX_PATH], b[SBX_PROTO_MAX_PATH];
+  if (sbx_req_norm_dir(from, "from", a, sizeof a, err) < 0 ||
+      sbx_req_norm_dir(to, "to", b, sizeof b, err) < 0)
     return -1;
-  if (rep.value > max)
-    return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s matches more than %zu files", pattern, max);
-  _cleanup_fclose_ FILE *f = open_records(&fd, err);
-  if (!f)
+  if (!strcmp(a, "/") || !strcmp(b, "/"))
+    return sbx_err_field(err, !strcmp(a, "/") ? "from" : "to", "the root cannot be moved");
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
+  sbx_wbuf_str(&w, a);
+  sbx_wbuf_str(&w, b);
+  sbx_wbuf_u32(&w, overwrite ? SBX_PROTO_MV_OVERWRITE : 0);
+  char what[128];
+  snprintf(what, sizeof what, "move %.50s → %.50s", a, b);
+  struct sbx_chan_reply rep;
+  return sbx_req_call(sb, SBX_MSG_MOVE, &w, -1, what, &rep, err);
+}
+
+int sbx_sandbox_readlink(struct sbx_sandbox *sb, const char *path, char *buf, size_t len,
+                         struct sbx_error *err)
+{
+  char p[SBX_PROTO_MAX_PATH];
+  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
     return -1;
-  char **v = calloc(rep.value + 1, sizeof *v);
-  if (!v)
-    return sbx_err_sys(err, ENOMEM, "glob");
-  if (read_paths(f, v, rep.value) < 0) {
-    free_strv(v, rep.value);
-    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "sbx-init sent a bad glob result");
-  }
-  *out = v;
-  *count = rep.value;
+  struct sbx_chan_reply rep;
+  char t[SBX_PROTO_MAX_PATH];
+  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof t - 1, err);
+  if (fd < 0 || sbx_req_record(sb, SBX_MSG_READLINK, p, fd, &rep, err) < 0)
+    return -1;
+  ssize_t n = sbx_req_read_memfd(fd, t, sizeof t - 1);
+  if (n > 0 && rep.value < (uint64_t)n)
+    n = (ssize_t)rep.value;
+  if (n <= 0 || memchr(t, '\0', (size_t)n) || (size_t)n >= len)
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad link", p);
+  memcpy(buf, t, (size_t)n);
+  buf[n] = '\0';
   return 0;
 }
 
-bool sbx_sandbox_alive(struct sbx_sandbox *sb)
+int sbx_sandbox_symlink(struct sbx_sandbox *sb, const char *path, const char *target,
+                        struct sbx_error *err)
 {
-  if (!sb || sb->init_fd < 0)
-    return false;
-  /* No round trip: the reaper asks this of every session every second,
-   * and a PING would queue behind a slow file operation.  Only sbx-init
-   * holds the other end (its shepherds and spares drop it), so the
-   * channel hangs up exactly when sbx-init is gone. */
-  struct pollfd p = {.fd = sb->init_fd, .events = 0};
-  if (poll(&p, 1, 0) < 0)
-    return true; /* cannot tell: assume alive; a real call will find out */
-  return !(p.revents & (POLLHUP | POLLERR | POLLNVAL));
+  char p[SBX_PROTO_MAX_PATH];
+  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
+    return -1;
+  if (!target || !*target || strlen(target) >= SBX_PROTO_MAX_PATH)
+    return sbx_err_field(err, "target", "a symlink target is 1 to 4095 bytes");
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, SBX_PROTO_MAX_INLINE);
+  sbx_wbuf_str(&w, p);
+  sbx_wbuf_str(&w, target);
+  struct sbx_chan_reply rep;
+  return sbx_req_call(sb, SBX_MSG_SYMLINK, &w, -1, p, &rep, err);
 }

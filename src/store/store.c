@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "store/store.h"
+#include "store/backend.h"
 
 static int has_prefix(const char *s, const char *prefix)
 {
@@ -21,8 +21,8 @@ static int open_postgres(const char *url, struct sbx_store_handle *out, struct s
   return 0;
 }
 
-int sbx_store_open(const char *database_url, const char *state_dir,
-                   struct sbx_store_handle *out, struct sbx_error *err)
+int sbx_store_open(const char *database_url, const char *state_dir, struct sbx_store_handle *out,
+                   struct sbx_error *err)
 {
   const char *dir = state_dir;
   out->ops = NULL;
@@ -32,13 +32,15 @@ int sbx_store_open(const char *database_url, const char *state_dir,
     if (has_prefix(database_url, "postgres://") || has_prefix(database_url, "postgresql://"))
       return open_postgres(database_url, out, err);
     if (!has_prefix(database_url, "sqlite://"))
-      return sbx_err_set(err, SBX_E_INVALID, 0,
-                         "store: unsupported database URL (expected postgres://… or sqlite://DIR)");
+      return sbx_err_set(
+          err, SBX_E_INVALID, 0,
+          "store: unsupported database URL (expected postgres://… or sqlite://DIR)");
     if (database_url[strlen("sqlite://")])
       dir = database_url + strlen("sqlite://");
   }
   if (!dir || !*dir)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "store: no state directory for the SQLite database");
+    return sbx_err_set(err, SBX_E_INVALID, 0,
+                       "store: no state directory for the SQLite database");
   struct sbx_store *st = NULL;
   if (sbx_store_sqlite.open(dir, &st, err) < 0)
     return -1;
@@ -83,4 +85,38 @@ void sbx_execution_row_free(struct sbx_execution_row *r)
   r->stdout_len = r->stderr_len = 0;
   r->files = NULL;
   r->nfiles = 0;
+}
+
+const char *sbx_store_table_name(enum sbx_store_table t)
+{
+  return t == SBX_STORE_SESSIONS ? "sessions" : "executions";
+}
+
+size_t sbx_store_row_size(enum sbx_store_table t)
+{
+  return t == SBX_STORE_SESSIONS ? sizeof(struct sbx_session_row)
+                                 : sizeof(struct sbx_execution_row);
+}
+
+int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx, const void *row)
+{
+  return t == SBX_STORE_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
+}
+
+void sbx_store_row_free(enum sbx_store_table t, void *row)
+{
+  if (t == SBX_STORE_SESSIONS)
+    sbx_session_row_free(row);
+  else
+    sbx_execution_row_free(row);
+}
+
+int sbx_store_explain_no_change(int found, const char *status, const char *wanted,
+                                struct sbx_error *err)
+{
+  if (found < 0)
+    return -1;
+  if (!found)
+    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
+  return sbx_err_set(err, SBX_E_CONFLICT, 0, "execution is %s, not %s", status, wanted);
 }

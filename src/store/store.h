@@ -28,7 +28,7 @@ struct sbx_tenant_row {
 };
 
 struct sbx_key_row {
-  char key_id[40];        /* public part of the key, "k" + 16 hex */
+  char key_id[40]; /* public part of the key, "k" + 16 hex */
   int64_t tenant_id;
   char tenant_name[128];
   unsigned char hash[32]; /* SHA-256 of the secret part */
@@ -39,20 +39,20 @@ struct sbx_key_row {
 struct sbx_session_row {
   char id[64];
   int64_t tenant_id;
-  char status[16];        /* ready | terminated | expired | failed | lost */
-  char reason[32];        /* why it left ready ("" while ready) */
+  char status[16]; /* ready | terminated | expired | failed | lost */
+  char reason[32]; /* why it left ready ("" while ready) */
   char profile[64];
-  char runtime[32];       /* driver name */
+  char runtime[32]; /* driver name */
   char image[256];
-  char *limits_json;      /* malloc'd JSON object */
-  char *network_json;     /* malloc'd JSON object */
-  char *metadata_json;    /* malloc'd JSON object */
-  char *env_json;         /* malloc'd JSON object: session default env */
+  char *limits_json;   /* malloc'd JSON object */
+  char *network_json;  /* malloc'd JSON object */
+  char *metadata_json; /* malloc'd JSON object */
+  char *env_json;      /* malloc'd JSON object: session default env */
   int64_t ttl_s;
   int64_t created_at;
   int64_t updated_at;
-  int64_t expires_at;     /* created/last-patched + ttl */
-  int64_t last_used_at;   /* for idle expiry */
+  int64_t expires_at;   /* created/last-patched + ttl */
+  int64_t last_used_at; /* for idle expiry */
 };
 
 struct sbx_exec_file_row {
@@ -64,14 +64,14 @@ struct sbx_exec_file_row {
 struct sbx_execution_row {
   char id[64];
   int64_t tenant_id;
-  char status[16];        /* queued | running | succeeded | failed | timeout | … */
+  char status[16]; /* queued | running | succeeded | failed | timeout | … */
   char reason[32];
   char profile[64];
-  char *request_json;     /* malloc'd: the validated request, as accepted */
-  char *metadata_json;    /* malloc'd */
-  int exit_code;          /* -1 when none */
+  char *request_json;  /* malloc'd: the validated request, as accepted */
+  char *metadata_json; /* malloc'd */
+  int exit_code;       /* -1 when none */
   int signal;
-  char *stdout_buf;       /* malloc'd, stdout_len bytes (+NUL) */
+  char *stdout_buf; /* malloc'd, stdout_len bytes (+NUL) */
   size_t stdout_len;
   bool stdout_truncated;
   uint64_t stdout_dropped;
@@ -83,12 +83,12 @@ struct sbx_execution_row {
   double memory_mb_seconds;
   double duration_seconds;
   uint64_t memory_peak_bytes;
-  char *error_json;       /* malloc'd JSON object or NULL */
+  char *error_json;                /* malloc'd JSON object or NULL */
   struct sbx_exec_file_row *files; /* malloc'd array (get only) */
   size_t nfiles;
   int64_t created_at;
-  int64_t started_at;     /* 0 until running */
-  int64_t finished_at;    /* 0 until final */
+  int64_t started_at;  /* 0 until running */
+  int64_t finished_at; /* 0 until final */
   int64_t updated_at;
 };
 
@@ -110,7 +110,7 @@ struct sbx_exec_file_blob {
 typedef int (*sbx_session_cb)(void *ctx, const struct sbx_session_row *row);
 typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);
 
-/* ---- Issue 8 (engineer O): audit events and usage records. ---- */
+/* ---- audit events and usage records. ---- */
 
 /* prev_hash of the first event: 64 '0' characters. */
 #define SBX_AUDIT_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
@@ -118,14 +118,14 @@ typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);
 /* One audit event.  Hashes are 64 lowercase hex characters (SHA-256; the
  * canonical encoding is in obs/audit.c and docs/audit.md). */
 struct sbx_audit_row {
-  int64_t seq;            /* 1, 2, 3… without gaps */
-  int64_t time_ms;        /* milliseconds since the epoch */
-  int64_t tenant_id;      /* 0: no tenant (auth failure, system) */
-  char actor[64];         /* key id, "cli", "system", "anonymous" */
-  char action[64];        /* "sandbox.session.create", "auth.denied", … */
-  char target[256];       /* the object acted on ("" if none) */
-  char outcome[32];       /* "ok" or an error code ("forbidden", …) */
-  char *details_json;     /* a JSON object; malloc'd in rows handed to
+  int64_t seq;        /* 1, 2, 3… without gaps */
+  int64_t time_ms;    /* milliseconds since the epoch */
+  int64_t tenant_id;  /* 0: no tenant (auth failure, system) */
+  char actor[64];     /* key id, "cli", "system", "anonymous" */
+  char action[64];    /* "sandbox.session.create", "auth.denied", … */
+  char target[256];   /* the object acted on ("" if none) */
+  char outcome[32];   /* "ok" or an error code ("forbidden", …) */
+  char *details_json; /* a JSON object; malloc'd in rows handed to
                            * callbacks (borrowed there), caller's on append */
   char prev_hash[65];
   char hash[65];
@@ -135,22 +135,22 @@ typedef int (*sbx_audit_cb)(void *ctx, const struct sbx_audit_row *row);
 
 /* One usage record (one per exec or execution) = one outbox entry. */
 struct sbx_usage_row {
-  char id[64];            /* "use_…": also the FinOps Idempotency-Key */
+  char id[64]; /* "use_…": also the FinOps Idempotency-Key */
   int64_t tenant_id;
-  char tenant[128];       /* name, for the FinOps payload */
-  char kind[16];          /* "exec" | "execution" */
-  char source_id[64];     /* session id (exec) or execution id */
+  char tenant[128];   /* name, for the FinOps payload */
+  char kind[16];      /* "exec" | "execution" */
+  char source_id[64]; /* session id (exec) or execution id */
   char profile[64];
-  char status[16];        /* the run's final status */
-  char project[128];      /* metadata keys ("" if absent) */
+  char status[16];   /* the run's final status */
+  char project[128]; /* metadata keys ("" if absent) */
   char agent[128];
   char run[128];
   double cpu_seconds;
   double memory_mb_seconds;
   double duration_seconds;
-  int64_t created_at;     /* seconds */
+  int64_t created_at; /* seconds */
   /* Outbox state. */
-  char delivery[12];      /* "none" | "pending" | "delivered" */
+  char delivery[12]; /* "none" | "pending" | "delivered" */
   int attempts;
   int64_t next_attempt_at;
   int64_t delivered_at;
@@ -238,8 +238,7 @@ struct sbx_store_ops {
                           struct sbx_error *err);
   /* Content of one collected file; *data malloc'd. */
   int (*execution_file_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
-                            const char *path, void **data, size_t *size,
-                            struct sbx_error *err);
+                            const char *path, void **data, size_t *size, struct sbx_error *err);
   /* All tenants, rows in status (recovery: "running" and "queued"). */
   int (*execution_list_status)(struct sbx_store *st, const char *status, sbx_execution_cb cb,
                                void *ctx, struct sbx_error *err);
@@ -252,7 +251,7 @@ struct sbx_store_ops {
   int (*execution_count)(struct sbx_store *st, int64_t tenant_id, const char *status,
                          int64_t *count, struct sbx_error *err);
 
-  /* ---- Issue 8 (engineer O): audit chain, usage records, FinOps outbox.
+  /* ---- audit chain, usage records, FinOps outbox.
    * Tables audit_events and usage_records (migration 0002_audit_usage.sql).
    * Every row has tenant_id; events with no tenant (an auth failure, a
    * system action) use tenant 0, which is never a real tenant (ids start
@@ -287,9 +286,8 @@ struct sbx_store_ops {
    * no upper bound), summed per group_by value ("profile", "project",
    * "agent"; a record without that metadata key groups under ""), groups
    * in ascending key order. */
-  int (*usage_query)(struct sbx_store *st, int64_t tenant_id, const char *group_by,
-                     int64_t from, int64_t to, sbx_usage_group_cb cb, void *ctx,
-                     struct sbx_error *err);
+  int (*usage_query)(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
+                     int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
   /* Outbox: records with delivery "pending" and next_attempt_at <= now,
    * oldest first, at most limit. */
   int (*outbox_due)(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
@@ -321,8 +319,8 @@ struct sbx_store_handle {
  * SBX_E_INVALID.  A database migrated by a newer sandboxd is refused
  * (SBX_E_INTERNAL, message says so).  Messages never quote the URL (it may
  * carry a password). */
-int sbx_store_open(const char *database_url, const char *state_dir,
-                   struct sbx_store_handle *out, struct sbx_error *err);
+int sbx_store_open(const char *database_url, const char *state_dir, struct sbx_store_handle *out,
+                   struct sbx_error *err);
 void sbx_store_close(struct sbx_store_handle *h);
 
 void sbx_session_row_free(struct sbx_session_row *r);

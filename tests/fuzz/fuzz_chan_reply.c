@@ -1,8 +1,8 @@
 /* fuzz_chan_reply.c — the daemon's reader of what sbx-init answers.  A
  * compromised sandbox owns sbx-init, so every reply is hostile: here a
  * fake sbx-init thread answers each request of the real sandbox client
- * (runtime/chan.c: ids, types, sizes, fds; runtime/sandbox_fs.c and
- * sandbox_files.c: the STAT, READLINK, LIST, GLOB records it writes into
+ * (runtime/chan.c: ids, types, sizes, fds; runtime/sandbox_files.c and
+ * sandbox_list.c: the STAT, READLINK, LIST, GLOB records it writes into
  * the client's memfd, the fd it hands back) with bytes from the input,
  * and the tail of the input is parsed as a watch event stream
  * (sbx_watch_reader).  Two execs follow the file operations: the fake

@@ -2,7 +2,7 @@
  * anything holding the channel could send): one datagram on the
  * SOCK_SEQPACKET channel, received by sbx_proto_recv (size, header and
  * fd checks; init/proto.c) and dispatched as sbx-init's serve_one() does
- * to the real operations (init/fileops.c, fsops.c, connect.c, exec.c,
+ * to the real operations (init/ops.c and its table: files.c, dirs.c, connect.c, exec.c,
  * xfer.c), which decode the payload (sbx_rbuf_*, sbx_proto_path_ok) and
  * act inside a scratch root, through openat2(RESOLVE_IN_ROOT) as in a
  * sandbox.  The harness runs in a network namespace of its own (as root),
@@ -136,16 +136,10 @@ static void serve_one(void)
   }
   struct sbx_rbuf r;
   sbx_rbuf_init(&r, payload, h.len);
-  if (h.type >= SBX_MSG_STAT && h.type < SBX_MSG_STAT + 20)
-    sbxi_fsop(&in, &h, &r, fds, nfds);
-  else if (h.type == SBX_MSG_CONNECT && own_netns)
-    sbxi_connect(&in, &h, &r, fds, nfds);
-  else if (h.type == SBX_MSG_CONNECT)
-    sbxi_close_fds(fds, nfds);
-  else if (h.type == SBX_MSG_PING)
+  if (h.type == SBX_MSG_CONNECT && !own_netns) /* no loopback of our own to dial */
     sbxi_close_fds(fds, nfds);
   else
-    sbxi_fileop(&in, &h, &r, fds, nfds);
+    sbxi_dispatch(&in, &h, &r, fds, nfds);
 }
 
 /* The daemon reads every reply (closing the fds they carry), and the

@@ -1,4 +1,4 @@
-"""networld.py — the test "internet" of the network-policy tests (issue 5).
+"""networld.py — the test "internet" of the network-policy tests.
 
 A network namespace joined to the host by one veth pair, holding addresses
 ONLY from the documentation ranges (198.51.100.0/24, 203.0.113.0/24,

@@ -1,5 +1,5 @@
 """sbxsse.py — a minimal Server-Sent Events reader for the streaming,
-process and terminal tests (issue 4): yields (event, data) with data parsed
+process and terminal tests: yields (event, data) with data parsed
 as JSON, from a `requests` response opened with stream=True."""
 import base64
 import json

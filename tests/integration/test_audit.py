@@ -1,4 +1,4 @@
-"""The hash-chained audit log (issue 8): every mutation and refusal appends an
+"""The hash-chained audit log: every mutation and refusal appends an
 event; appends from many parallel requests form one unforked chain; an edit,
 a deletion or an insertion made directly in the database is named by its
 sequence number by both `sandboxd audit verify` and GET /v1/audit/verify;

@@ -1,4 +1,4 @@
-"""`sbx image pull|ls|rm|gc` and the streamed pull route (issue 7):
+"""`sbx image pull|ls|rm|gc` and the streamed pull route:
 POST /v1/sandbox/images/pull with `Accept: text/event-stream` streams
 `progress` events then `done` (or `error`); without it the route stays a
 JSON answer.  A real daemon and Debian's docker-registry on loopback; the

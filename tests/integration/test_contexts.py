@@ -1,4 +1,4 @@
-"""Contexts (issue 4): stateful Python and Node interpreters in a session
+"""Contexts: stateful Python and Node interpreters in a session
 of every wanted profile with the contexts capability (container, gvisor) —
 state kept across runs, the notebook-style result, matplotlib figures as
 PNG, exceptions that leave the context alive, a run killed at its timeout

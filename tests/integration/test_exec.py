@@ -325,3 +325,37 @@ def test_memory_limit_execution(alice, profile, profile_table):
     f = alice.wait_execution(e["id"], timeout=60)
     assert f["stdout"] == "start\n"
     assert_memory_enforced(f, profile_table, profile)
+
+
+def test_code_file_is_there_while_it_runs_and_gone_after(alice, session):
+    """A code too long for argv runs from a file that the exec itself writes
+    before the interpreter starts and removes before it reports the end: one
+    message to sbx-init, not a write, an exec and a remove."""
+    code = "#" * 200000 + "\nimport os\nprint(__file__)\nprint(os.path.exists(__file__))\n"
+    r = alice.exec(session["id"], language="python", code=code)
+    assert r["status"] == "succeeded", (r["stdout"], r["stderr"])
+    path, there = r["stdout"].split()
+    assert "/tmp/.sbx-code" in path and path.endswith(".py") and there == "True", r
+    r = alice.exec(session["id"], language="python",
+                   code=f"import os\nprint(os.path.exists({path!r}))\n")
+    assert r["status"] == "succeeded" and r["stdout"] == "False\n", r
+
+
+def test_code_into_a_full_sandbox_is_disk(alice, profile, profile_table):
+    """A code file that does not fit in the sandbox's disk fails the exec as
+    the sandbox's disk, the command never started; the session lives on."""
+    if profile_table[profile]["class"] == "none":
+        pytest.skip(f"profile {profile} enforces no disk limit")
+    s = alice.new_session(profile, limits={"disk": "4Mi"})
+    try:
+        r = alice.exec(s["id"], command=["sh", "-c",
+                                         "dd if=/dev/zero of=/tmp/fill bs=64k 2>/dev/null; "
+                                         "dd if=/dev/zero of=/work/fill bs=64k 2>/dev/null; true"])
+        assert r["status"] == "succeeded", r
+        r = alice.post(f"/v1/sandbox/sessions/{s['id']}/exec",
+                       json={"language": "python", "code": "print('ran')\n" * 40000})
+        assert r.status_code >= 400 and "writing the code into the sandbox" in r.text, r.text
+        r = alice.exec(s["id"], command=["echo", "alive"])
+        assert r["status"] == "succeeded" and r["stdout"] == "alive\n", r
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")

@@ -1,4 +1,4 @@
-"""Issue 4 files and archives: stat, mkdir, move, recursive listing;
+"""Files and archives: stat, mkdir, move, recursive listing;
 GET|PUT …/archive as tar with a round trip of a tree with symlinks and
 modes; hostile tars refused (absolute names, "..", a symlink out and a file
 written through it, device nodes, entry counts, hard links out of the

@@ -1,4 +1,4 @@
-"""The gvisor driver (issue 6): sandboxes inside gVisor's runsc.
+"""The gvisor driver: sandboxes inside gVisor's runsc.
 
 Own daemons (module scope) with the real runsc, whatever the rest of the
 run uses (conftest.py hides runsc from the suite's daemons unless
@@ -7,7 +7,7 @@ the code sees; exec, timeouts and limits hold; usage comes from the
 cgroup; a broken runsc fails closed (503 runtime_unavailable, a marker the
 code would write never appears); a deleted session leaves no runsc
 process, cgroup or bundle dir; files, archives, terminals and executions
-with files move their bytes through sbx-init (the fd-in forms, issue 6)."""
+with files move their bytes through sbx-init (the fd-in forms)."""
 import glob
 import hashlib
 import os
@@ -90,7 +90,7 @@ def test_profile_lists_platform_and_capabilities(gv):
         assert p["class"] == "user-space-kernel"
         assert p["platform"] in ("ptrace", "systrap", "kvm"), p
         # gVisor cannot pass fds out to the host; the fd-in forms of the
-        # protocol (issue 6) give every capability; egress allowlists are
+        # protocol give every capability; egress allowlists are
         # linked at create (test_gvisor_network.py)
         assert set(p["capabilities"]) == {"exec", "files", "terminal", "watch", "upstream",
                                           "archive", "contexts", "images",

@@ -1,4 +1,4 @@
-"""OCI images under the gvisor driver (issue 7 item 4): the image's layers
+"""OCI images under the gvisor driver: the image's layers
 as read-only lowers of an overlayfs the daemon mounts at the bundle's
 rootfs, the upper on a tmpfs of `disk` bytes, served to gVisor by runsc's
 gofer (docs/gvisor.md "Images").

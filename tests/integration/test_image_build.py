@@ -1,4 +1,4 @@
-"""test_image_build.py — issue 7 item 6: `sandboxd image build` (the
+"""test_image_build.py — `sandboxd image build` (the
 sbx-image build of it) makes a Debian language image with mmdebstrap from
 the host's apt sources, stores it like an import, and the image runs.
 
@@ -210,7 +210,7 @@ def test_python_runs_on_the_layer(built, tmp_path):
 
 
 def test_session_runs_python_on_the_image(built, daemon, alice, profile_table):
-    """Through the API, when the daemon runs images (issue 7 wiring)."""
+    """Through the API, when the daemon runs images."""
     usable = [n for n, p in profile_table.items()
               if "images" in p.get("capabilities", []) and p.get("available", True)]
     if not usable:

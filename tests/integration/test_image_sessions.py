@@ -1,4 +1,4 @@
-"""Sessions and executions on OCI images (issue 7), through the daemon's
+"""Sessions and executions on OCI images, through the daemon's
 API: pulled on first use from a real docker-registry on loopback (or
 refused with `pull: never`), mounted copy-on-write (writes private to a
 sandbox, bounded by `disk`, gone with it, layers shared and untouched), the

@@ -1,4 +1,4 @@
-"""test_images.py — issue 7, images: `sandboxd image` (the sbx-image build
+"""test_images.py — images: `sandboxd image` (the sbx-image build
 of it) against a real docker-registry on loopback, with images built by the
 tests from busybox-static rootfs trees and pushed with skopeo.
 

@@ -1,4 +1,4 @@
-"""GET /metrics (issue 8, DESIGN §7): after a mixed workload — sessions,
+"""GET /metrics (DESIGN §7): after a mixed workload — sessions,
 execs that succeed, fail and time out, executions, errors — the exposition
 passes `promtool check metrics` and its counters equal exactly what was run.
 With metrics_auth on, only admin keys may scrape.

@@ -1,4 +1,4 @@
-"""Egress network policy (issue 5, DESIGN §5), end to end against a real
+"""Egress network policy (DESIGN §5), end to end against a real
 "internet" (networld.py: namespaces on the documentation ranges serving
 HTTP, HTTPS, TCP/UDP echo and DNS).  Every probe runs inside a real
 container sandbox; every refusal is checked to be *fast* (refused, never

@@ -1,4 +1,4 @@
-"""Ports (issue 4, Upstream): HTTP proxied to a server listening inside a
+"""Ports (Upstream): HTTP proxied to a server listening inside a
 session's own network (container: its netns; gvisor: gVisor's netstack) —
 files, bodies, headers, streamed responses — while the sandbox still cannot
 connect out, the API key never reaches it, and the route cannot be bent to

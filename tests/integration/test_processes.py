@@ -1,4 +1,4 @@
-"""Background processes (issue 4 item 2): background:true → 202 {pid};
+"""Background processes: background:true → 202 {pid};
 list/get; output replay from byte offsets (JSON and SSE follow, re-attachable);
 stdin with a way to close it; signals by name; bounded per-process buffers
 that never block the process; killed with their session."""

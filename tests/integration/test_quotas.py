@@ -1,4 +1,4 @@
-"""Tenant quotas and rate limits (issue 8): live sessions, queued + running
+"""Tenant quotas and rate limits: live sessions, queued + running
 executions, CPU-seconds per UTC day and requests per second, configured in
 [server] and overridden per [tenant.NAME]; each trips with 429, the right
 code, details {limit, value}, English and French, and frees up again."""

@@ -125,7 +125,7 @@ def test_patch(alice, session):
     assert abs(ts(s["expires_at"]) - (time.time() + 120)) < 30
     r = alice.patch(f"/v1/sandbox/sessions/{sid}", json={"network": {"egress": "none"}})
     assert r.status_code == 200 and r.json()["network"] == {"egress": "none"}
-    # a bad entry is named and changes nothing (issue 5: docs/network.md)
+    # a bad entry is named and changes nothing (docs/network.md)
     assert_error(alice.patch(f"/v1/sandbox/sessions/{sid}",
                              json={"network": {"egress": "allowlist", "allow": ["x..org"]}}),
                  400, "invalid_request", field="network.allow[0]")

@@ -1,4 +1,4 @@
-"""Streaming exec (issue 4 item 1): POST …/exec with Accept:
+"""Streaming exec: POST …/exec with Accept:
 text/event-stream streams stdout/stderr events with byte offsets in the
 order read, then `exit` with the same result object as the buffered exec.
 Timeouts and output caps hold on this path; a client that disconnects

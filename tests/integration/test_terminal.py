@@ -1,4 +1,4 @@
-"""Terminals (issue 4 item 3): a background process with `pty` gets a
+"""Terminals: a background process with `pty` gets a
 pseudo-terminal from the sandbox's own devpts, as its controlling tty;
 resize sends SIGWINCH; `bash -i` and the python3 REPL are driven like a
 person would; `sbx exec -it` gives a real interactive terminal."""

@@ -1,4 +1,4 @@
-"""Traces (issue 8): W3C traceparent in, spans out over OTLP/HTTP JSON to a
+"""Traces: W3C traceparent in, spans out over OTLP/HTTP JSON to a
 real local receiver (python http.server on 127.0.0.1), TRACEPARENT inside
 the sandbox, and an exporter that never slows requests when the collector
 is down or hangs (spans are dropped, and counted, only when its queue is

@@ -1,4 +1,4 @@
-"""Usage records (issue 8, DESIGN §7): one per session exec and execution,
+"""Usage records (DESIGN §7): one per session exec and execution,
 summed by GET /v1/sandbox/usage per profile, project or agent (metadata),
 in a time range, for the caller's tenant only; and the FinOps outbox: with
 SANDBOXD_FINOPS_URL set, records reach a local receiver that answers 503 for

@@ -1,4 +1,4 @@
-"""Issue 4 watch: GET …/watch?path=D[&recursive=true] streams SSE events
+"""Watch: GET …/watch?path=D[&recursive=true] streams SSE events
 from an inotify watcher inside the sandbox — create, modify, delete, move
 (one event with from/to), new subdirectories followed when recursive;
 escapes (`..`, a symlink to /) refused or contained; the stream ends when

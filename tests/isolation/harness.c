@@ -48,9 +48,14 @@ int h_setup(void)
   }
   /* this run's own cgroup parent: never touch a real daemon's sandboxes */
   snprintf(h_parent, sizeof h_parent, "sandboxd-test-%d", (int)getpid());
-  setenv("SANDBOXD_CGROUP_PARENT", h_parent, 1);
   sbx_container_pool_configure(0);
-  static struct sbx_driver_env env = {.state_dir = "/tmp"};
+  /* the daemon's driver settings, as config.c would give them; the
+   * overlay form and layer idmapping from meson (isolation-overlay-*) */
+  static struct sbx_driver_setting set[3];
+  set[0] = (struct sbx_driver_setting){"cgroup_parent", h_parent};
+  set[1] = (struct sbx_driver_setting){"overlay_layers", getenv("SANDBOXD_OVERLAY_LAYERS")};
+  set[2] = (struct sbx_driver_setting){"image_layer_idmap", getenv("SANDBOXD_IMAGE_LAYER_IDMAP")};
+  static struct sbx_driver_env env = {.state_dir = "/tmp", .settings = set, .nsettings = 3};
   env.init_path = init;
   char why[256];
   if (h_drv->probe(&env, why, sizeof why) < 0) {

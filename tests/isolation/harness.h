@@ -21,7 +21,7 @@
 
 extern const struct sbx_driver *h_drv;
 
-/* Loads the probe, sets SANDBOXD_CGROUP_PARENT=sandboxd-test-<pid>, probes
+/* Loads the probe, gives the driver cgroup_parent=sandboxd-test-<pid>, probes
  * the driver with the pool off.  Returns 0, 77 (skip: not root or no
  * paths) or 1 (broken).  h_finish() shuts the driver down, removes the
  * parent dirs and returns check_finish(name). */

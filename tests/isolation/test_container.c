@@ -441,9 +441,10 @@ int main(void)
   /* this run's own cgroup parent: never touch a real daemon's sandboxes */
   char parent[64];
   snprintf(parent, sizeof parent, "sandboxd-test-%d", (int)getpid());
-  setenv("SANDBOXD_CGROUP_PARENT", parent, 1);
   sbx_container_pool_configure(0);
-  struct sbx_driver_env env = {.state_dir = "/tmp", .init_path = init};
+  struct sbx_driver_setting set[] = {{"cgroup_parent", parent}};
+  struct sbx_driver_env env = {.state_dir = "/tmp", .init_path = init, .settings = set,
+                               .nsettings = 1};
   char why[256];
   if (drv->probe(&env, why, sizeof why) < 0) {
     fprintf(stderr, "probe: %s\n", why);

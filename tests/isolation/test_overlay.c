@@ -1,5 +1,5 @@
-/* test_overlay.c — copy-on-write image roots (issue 7 item 4,
- * docs/isolation.md §7) on real container sandboxes.
+/* test_overlay.c — copy-on-write image roots (docs/isolation.md §7) on
+ * real container sandboxes.
  *
  * The test builds a two-layer image by hand, in the form the image store
  * leaves it (plain dirs owned by the image's ids, whiteouts as 0:0 char

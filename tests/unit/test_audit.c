@@ -1,4 +1,4 @@
-/* test_audit.c — unit tests of the audit chain (issue 8): the canonical
+/* test_audit.c — unit tests of the audit chain: the canonical
  * encoding and hash against vectors computed independently (Python's json +
  * hashlib, docs/audit.md), details normalisation, the chain on a real SQLite
  * store appended from many threads at once, verify naming the first broken

@@ -1,4 +1,4 @@
-/* test_image.c — the image module (issue 7) without a registry: reference
+/* test_image.c — the image module without a registry: reference
  * normalisation, digests and a corrupted stored blob, hostile layer tars
  * (built here with libarchive) refused or neutralised with nothing written
  * outside the layer, whiteouts and opaque directories in overlayfs form,

@@ -411,7 +411,7 @@ static void test_hostile_paths(struct sbx_sandbox *sb)
 }
 
 
-/* ---- fd-in (issue 6): the forms a gVisor sandbox needs, forced on a
+/* ---- fd-in: the forms a gVisor sandbox needs, forced on a
  * process sandbox (sb->fd_in), so each is tested without gVisor. ---- */
 
 /* sbx-init's READY says FDIN with --fd-in, and not without (fds can leave
@@ -799,7 +799,7 @@ static void test_registry(void)
     struct sbx_sandbox *sb = NULL;
     struct sbx_error err = {0};
     struct sbx_sandbox_spec spec = {.id = "g"};
-    /* issue 6: a missing runsc fails closed (the real runsc is exercised by
+    /* a missing runsc fails closed (the real runsc is exercised by
      * tests/integration/test_gvisor.py) */
     struct sbx_driver_env broken = env;
     broken.runsc_path = "/nonexistent/runsc";
@@ -851,7 +851,7 @@ int main(void)
   }
   sbx_drv_process.destroy(sb);
 
-  /* fd-in (issue 6): the same client over the forms gVisor needs. */
+  /* fd-in: the same client over the forms gVisor needs. */
   test_fdin_ready();
   sb = make_sandbox("t_fdin");
   sb->fd_in = true;

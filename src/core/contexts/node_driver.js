@@ -1,4 +1,4 @@
-// node_driver.js — the interpreter side of a Node context (issue 4).
+// node_driver.js — the interpreter side of a Node context.
 // Embedded into sandboxd at build time (gen_drivers.py) and started inside
 // the sandbox as `node -e <this file>`.  Node's standard modules only.
 //

@@ -1,4 +1,4 @@
-# python_driver.py — the interpreter side of a Python context (issue 4).
+# python_driver.py — the interpreter side of a Python context.
 # Embedded into sandboxd at build time (gen_drivers.py) and started inside
 # the sandbox as `python3 -u -c <this file>`.  Standard library only.
 #

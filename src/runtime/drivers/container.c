@@ -1,4 +1,4 @@
-/* container.c — the `container` driver: shared-kernel isolation (issue 3).
+/* container.c — the `container` driver: shared-kernel isolation.
  *
  * A sandbox is an sbx-init (PID 1 of its own user, mount, pid, net, ipc,
  * uts and cgroup namespaces) behind the wall built by src/isolation/ —
@@ -84,22 +84,38 @@ static int build_pooled(const char *leaf, uint64_t disk, struct sbx_iso_box **ou
   return build_box(leaf, &lim, NULL, out, err);
 }
 
-static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
+/* The isolation primitives' host settings, from the daemon's driver
+ * settings (docs/configuration.md); unset ones keep their defaults. */
+static void configure(const struct sbx_driver_env *env)
 {
-  struct sbx_error err = {0};
-  if (!env || !env->init_path) {
-    snprintf(why, whylen, "no sbx-init path");
-    return -1;
-  }
   /* One cgroup parent per daemon instance (per state dir), so that one
    * daemon's recovery never removes another daemon's sandboxes. */
+  const char *parent = sbx_driver_setting(env, "cgroup_parent");
   unsigned char h[8];
   char name[40], hex[17];
   crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir,
                      strlen(env->state_dir), NULL, 0);
   sbx_hex(h, sizeof h, hex);
   snprintf(name, sizeof name, "sandboxd-%s", hex);
-  sbx_cg_set_default_parent(name);
+  sbx_cg_set_default_parent(parent && *parent ? parent : name);
+  if (sbx_driver_setting(env, "uid_base") || sbx_driver_setting(env, "uid_slots"))
+    sbx_userns_configure((uid_t)sbx_driver_setting_uint(env, "uid_base", 200000, UINT32_MAX - 1),
+                         sbx_driver_setting_uint(env, "uid_slots", 1024, 4096));
+  if (sbx_driver_setting(env, "container_pool_size"))
+    sbx_container_pool_configure(sbx_driver_setting_uint(env, "container_pool_size", 2, 64));
+  sbx_overlay_set_form(sbx_driver_setting(env, "overlay_layers"));
+  const char *idmap = sbx_driver_setting(env, "image_layer_idmap");
+  sbx_overlay_set_layer_idmap(!idmap || strcmp(idmap, "off") != 0);
+}
+
+static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
+{
+  struct sbx_error err = {0};
+  if (!env || !env->init_path || !env->state_dir) {
+    snprintf(why, whylen, "no sbx-init path or state dir");
+    return -1;
+  }
+  configure(env);
   if (sbx_iso_init(&err) < 0) {
     snprintf(why, whylen, "%s", err.msg);
     return -1;
@@ -118,6 +134,11 @@ static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
 static void ctr_prewarm(const char *profile, const struct sbx_limits *limits)
 {
   sbx_pool_want(profile, limits->disk_bytes ? limits->disk_bytes : SBX_ISO_DEFAULT_DISK);
+}
+
+static unsigned ctr_pool_idle(const char *profile, const struct sbx_limits *limits)
+{
+  return sbx_pool_idle(profile, limits->disk_bytes ? limits->disk_bytes : SBX_ISO_DEFAULT_DISK);
 }
 
 static bool is_host_image(const char *image)
@@ -268,10 +289,11 @@ const struct sbx_driver sbx_drv_container = {
             SBX_CAP_WATCH |
             /* its own network namespace: the ports proxy reaches only the sandbox */
             SBX_CAP_UPSTREAM | SBX_CAP_EGRESS |
-            /* issue 7: spec.layers become a copy-on-write root (isolation/overlay.c) */
+            /* spec.layers become a copy-on-write root (isolation/overlay.c) */
             SBX_CAP_IMAGES,
     .probe = ctr_probe,
     .prewarm = ctr_prewarm,
+    .pool_idle = ctr_pool_idle,
     .create = ctr_create,
     .destroy = ctr_destroy,
     .usage = ctr_usage,

@@ -1,4 +1,4 @@
-/* gvisor.c — the `gvisor` driver: user-space-kernel isolation (issue 6).
+/* gvisor.c — the `gvisor` driver: user-space-kernel isolation.
  *
  * A sandbox is one gVisor container started with `runsc run` on an OCI
  * bundle (gvisor_bundle.c) whose process is our sbx-init, connected to the
@@ -22,14 +22,14 @@
  * (its host-socket endpoint rejects SCM_RIGHTS with EINVAL).  sbx-init
  * finds that out when it says READY (init/proto.h) and the sandbox is
  * marked fd_in: the sandbox client then passes every fd *in* and sbx-init
- * moves the bytes (files, archives, terminals, ports, watch; issue 6).
+ * moves the bytes (files, archives, terminals, ports, watch).
  *
  * Images (issue 7): the bundle's rootfs is then an overlayfs of the
  * image's layers that the daemon mounts on the host (gvisor_bundle.c);
  * teardown and recovery unmount it before anything is removed.  Image
  * sandboxes always start cold: the pool holds host-pack sandboxes only.
  *
- * Egress allowlists (issue 5): runsc --network=sandbox hands the
+ * Egress allowlists: runsc --network=sandbox hands the
  * interfaces of the netns the bundle names to gVisor's netstack, copying
  * addresses and routes once, at start.  So an allowlisted sandbox gets a
  * netns first (a holder process, gvisor_proc.c), the core links it
@@ -280,10 +280,10 @@ static int choose_platform(const struct sbx_driver_env *env, char *why, size_t w
   unsigned kvm_ms = env->kvm_probe_timeout_ms ? env->kvm_probe_timeout_ms : KVM_PROBE_MS;
   gv.note[0] = '\0';
   sweep_probe_tmp();
-  const char *forced = getenv("SANDBOXD_GVISOR_PLATFORM");
+  const char *forced = sbx_driver_setting(env, "gvisor_platform");
   if (forced && *forced) {
     snprintf(gv.platform, sizeof gv.platform, "%s", forced);
-    snprintf(gv.note, sizeof gv.note, "set by SANDBOXD_GVISOR_PLATFORM");
+    snprintf(gv.note, sizeof gv.note, "set by gvisor_platform (SANDBOXD_GVISOR_PLATFORM)");
     return start_probe(gv.platform, probe_ms, env, why, whylen) == PROBE_OK ? 0 : -1;
   }
   char kvm_why[256] = "";
@@ -313,18 +313,19 @@ static int choose_platform(const struct sbx_driver_env *env, char *why, size_t w
 
 /* Same naming as the container driver (one parent per state dir) plus
  * "-gvisor", so neither driver's recovery touches the other's cgroups. */
-static int setup_cgroups(const char *state_dir, struct sbx_error *err)
+static int setup_cgroups(const struct sbx_driver_env *env, struct sbx_error *err)
 {
+  const char *state_dir = env->state_dir;
   unsigned char h[8];
   char name[48], hex[17];
   crypto_generichash(h, sizeof h, (const unsigned char *)state_dir, strlen(state_dir), NULL, 0);
   sbx_hex(h, sizeof h, hex);
   snprintf(name, sizeof name, "sandboxd-%s-gvisor", hex);
-  const char *env = getenv("SANDBOXD_CGROUP_PARENT");
-  char envname[96];
-  if (env && *env) {
-    snprintf(envname, sizeof envname, "%s-gvisor", env);
-    return sbx_cg_detect(&gv.cg, NULL, NULL, NULL, envname, err);
+  const char *parent = sbx_driver_setting(env, "cgroup_parent");
+  char given[96];
+  if (parent && *parent) {
+    snprintf(given, sizeof given, "%s-gvisor", parent);
+    return sbx_cg_detect(&gv.cg, NULL, NULL, NULL, given, err);
   }
   return sbx_cg_detect(&gv.cg, NULL, NULL, NULL, name, err);
 }
@@ -353,14 +354,16 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
     snprintf(why, whylen, "mkdir %s: %s", gv.dir, strerror(errno));
     return -1;
   }
-  if (setup_cgroups(env->state_dir, &err) < 0) {
+  if (setup_cgroups(env, &err) < 0) {
     snprintf(why, whylen, "%s", err.msg);
     return -1;
   }
   if (choose_platform(env, why, whylen) < 0)
     return -1;
   snprintf(gv.describe, sizeof gv.describe, "%s", gv.platform);
-  sbx_gv_pool_start(build_pooled, drop);
+  sbx_overlay_set_form(sbx_driver_setting(env, "overlay_layers"));
+  sbx_gv_pool_start(build_pooled, drop,
+                    sbx_driver_setting_uint(env, "gvisor_pool_size", 1, SBX_GV_POOL_MAX));
   gv.ready = true;
   sbx_info("gvisor", "runsc %s, platform %s", gv.runsc, gv.platform);
   return 0;
@@ -639,6 +642,12 @@ static void gvisor_prewarm(const char *profile, const struct sbx_limits *limits)
                      limits->pids);
 }
 
+static unsigned gvisor_pool_idle(const char *profile, const struct sbx_limits *limits)
+{
+  (void)limits; /* a profile's keys differ only by what prewarm gave */
+  return gv.ready ? sbx_gv_pool_idle(profile) : 0;
+}
+
 static void gvisor_destroy(struct sbx_sandbox *sb)
 {
   if (!sb)
@@ -731,6 +740,7 @@ const struct sbx_driver sbx_drv_gvisor = {
     .usage = gvisor_usage,
     .recover = gvisor_recover,
     .prewarm = gvisor_prewarm,
+    .pool_idle = gvisor_pool_idle,
     .shutdown = gvisor_shutdown,
     .describe = gvisor_describe,
     .note = gvisor_note,

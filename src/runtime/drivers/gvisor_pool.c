@@ -1,7 +1,7 @@
-/* gvisor_pool.c — warm pool of pre-started gvisor sandboxes (issue 6).
+/* gvisor_pool.c — warm pool of pre-started gvisor sandboxes.
  *
  * Per (profile, disk, pids) key — the tmpfs sizes and RLIMIT_NPROC are
- * fixed when runsc starts — up to SANDBOXD_GVISOR_POOL_SIZE (default 1)
+ * fixed when runsc starts — up to the gvisor_pool_size setting (default 1)
  * sandboxes are kept fully started: cgroup, bundle, runsc, sbx-init past
  * its READY.  A pooled sandbox is handed out once and never comes back:
  * destroy tears it down like any other.  Nothing but sbx-init runs in an
@@ -24,7 +24,7 @@
 #include "common/util.h"
 
 #define MAX_KEYS 16
-#define MAX_IDLE 8
+#define MAX_IDLE SBX_GV_POOL_MAX
 
 struct entry {
   struct sbx_gv_priv *pv;
@@ -46,13 +46,9 @@ static bool running, stopping;
 static pthread_t thread;
 static sbx_gv_build_fn build_fn;
 static sbx_gv_drop_fn drop_fn;
+static unsigned want_idle = 1; /* per key; guarded by lock */
 
-static unsigned pool_size(void)
-{
-  const char *s = getenv("SANDBOXD_GVISOR_POOL_SIZE");
-  long n = s && *s ? strtol(s, NULL, 10) : 1;
-  return n < 0 ? 0 : n > MAX_IDLE ? MAX_IDLE : (unsigned)n;
-}
+static unsigned pool_size(void) { return want_idle; }
 
 static struct key *find(const char *profile, uint64_t disk, uint64_t pids, bool add)
 {
@@ -121,11 +117,12 @@ static void *refill_main(void *arg)
   return NULL;
 }
 
-void sbx_gv_pool_start(sbx_gv_build_fn build, sbx_gv_drop_fn drop)
+void sbx_gv_pool_start(sbx_gv_build_fn build, sbx_gv_drop_fn drop, unsigned n)
 {
   pthread_mutex_lock(&lock);
   build_fn = build;
   drop_fn = drop;
+  want_idle = n > MAX_IDLE ? MAX_IDLE : n;
   pthread_mutex_unlock(&lock);
 }
 
@@ -166,6 +163,17 @@ bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids,
   pthread_cond_signal(&wake);
   pthread_mutex_unlock(&lock);
   return got;
+}
+
+unsigned sbx_gv_pool_idle(const char *profile)
+{
+  unsigned n = 0;
+  pthread_mutex_lock(&lock);
+  for (unsigned i = 0; i < nkeys; i++)
+    if (!strcmp(keys[i].profile, profile))
+      n += keys[i].n;
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 void sbx_gv_pool_stop(void)

@@ -1,5 +1,5 @@
--- 0002_audit_usage.sql — the audit chain and usage records (issue 8,
--- DESIGN §5–7).  Same portable subset as 0001 (TEXT, BIGINT, INTEGER,
+-- 0002_audit_usage.sql — the audit chain and usage records (DESIGN §5–7).
+-- Same portable subset as 0001 (TEXT, BIGINT, INTEGER,
 -- DOUBLE PRECISION, plain keys and indexes).
 --
 -- tenant_id is on every row so PostgreSQL's row-level security can filter

@@ -18,8 +18,6 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define AUD_COLS "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, " \
-                 "prev_hash, hash"
 #define AUD_SCAN_PAGE 512
 
 static int64_t wall_ms(void)
@@ -139,11 +137,8 @@ static PGresult *audit_all(struct sbx_store *st, int64_t after_seq, const char *
     pp_text(&p, NULL);
   PGresult *r = pg_q(&tx, PGQ_AUD_ALL, "SELECT " AUD_COLS " FROM sbx_audit_all($1, $2, $3)", &p,
                      false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(&tx, r, err)))
     return NULL;
-  }
   return r;
 }
 
@@ -169,11 +164,8 @@ int pg_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, i
              "SELECT " AUD_COLS " FROM audit_events WHERE seq > $1 AND tenant_id = $2"
              " AND ($3::text IS NULL OR action = $3) ORDER BY seq LIMIT $4",
              &p, false, err);
-    if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-      if (r)
-        PQclear(r);
+    if (!(r = pg_end_keep(&tx, r, err)))
       return -1;
-    }
   }
   if (!r)
     return -1;
@@ -199,11 +191,6 @@ int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void
 }
 
 /* ---- usage records and the outbox ---- */
-
-#define USE_COLS                                                                         \
-  "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"  \
-  " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"  \
-  " next_attempt_at, delivered_at, last_error"
 
 int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err)
 {
@@ -243,9 +230,9 @@ int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struc
 static int usage_slot(const char *group_by, enum pg_slot *slot, const char **sql,
                       struct sbx_error *err)
 {
-#define GROUP_SQL(col)                                                                      \
-  "SELECT " col ", COUNT(*), SUM(cpu_seconds), SUM(memory_mb_seconds),"                   \
-  " SUM(duration_seconds) FROM usage_records WHERE tenant_id = $1 AND created_at >= $2"    \
+#define GROUP_SQL(col)                                                                          \
+  "SELECT " col ", COUNT(*), SUM(cpu_seconds), SUM(memory_mb_seconds),"                         \
+  " SUM(duration_seconds) FROM usage_records WHERE tenant_id = $1 AND created_at >= $2"         \
   " AND ($3::bigint <= 0 OR created_at < $3) GROUP BY " col " ORDER BY " col " COLLATE \"C\""
   if (!strcmp(group_by, "profile")) {
     *slot = PGQ_USE_BY_PROFILE;
@@ -278,11 +265,8 @@ int pg_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by
   pp_i64(&p, from);
   pp_i64(&p, to);
   PGresult *r = pg_q(&tx, slot, sql, &p, false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(&tx, r, err)))
     return -1;
-  }
   int rc = 0;
   for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
     struct sbx_usage_group g;
@@ -336,11 +320,8 @@ int pg_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb,
     pp_text(&p, NULL);
   PGresult *r =
       pg_q(&tx, PGQ_OUT_DUE, "SELECT " USE_COLS " FROM sbx_outbox_due($1, $2)", &p, false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
+  if (!(r = pg_end_keep(&tx, r, err)))
     return -1;
-  }
   int rc = 0;
   for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
     struct sbx_usage_row u;
@@ -381,9 +362,9 @@ int pg_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t
   pp_i64(&p, sbx_wall_s());
   pp_i64(&p, next_attempt_at);
   pp_text(&p, msg);
-  _cleanup_pg_res_ PGresult *r = pg_q1(&tx, PGQ_OUT_MARK,
-                                       "SELECT sbx_outbox_mark($1, $2, $3, $4, $5)", &p,
-                                       "no result", err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_q1(&tx, PGQ_OUT_MARK, "SELECT sbx_outbox_mark($1, $2, $3, $4, $5)", &p, "no result",
+            err);
   int ret = r ? 0 : -1;
   if (r && pr_i64(r, 0, 0) == 0)
     ret = sbx_err_set(err, SBX_E_NOT_FOUND, 0, "usage record %s not found", id);

@@ -13,20 +13,9 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define EXE_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"  \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
-  " error_json, created_at, started_at, finished_at, updated_at"
-#define EXE_SUMMARY_COLS                                                                \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"      \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
-  " error_json, created_at, started_at, finished_at, updated_at"
-
-static int exec_from_row(const PGresult *r, int i, struct sbx_execution_row *out,
-                         struct sbx_error *err)
+static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
 {
+  struct sbx_execution_row *out = row;
   memset(out, 0, sizeof *out);
   pr_copy(r, i, 0, out->id, sizeof out->id);
   out->tenant_id = pr_i64(r, i, 1);
@@ -58,36 +47,27 @@ static int exec_from_row(const PGresult *r, int i, struct sbx_execution_row *out
   return 0;
 }
 
-static int deliver(PGresult *r, sbx_execution_cb cb, void *ctx, struct sbx_error *err)
-{
-  int ret = 0;
-  for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
-    struct sbx_execution_row row;
-    if (exec_from_row(r, i, &row, err) < 0) {
-      ret = -1;
-      break;
-    }
-    int c = cb(ctx, &row);
-    sbx_execution_row_free(&row);
-    if (c < 0)
-      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: execution listing stopped by caller");
-    else if (c > 0)
-      break;
-  }
-  PQclear(r);
-  return ret;
-}
+/* Listings carry summary rows (no output). */
+static const struct pg_kind executions =
+    SBX_STORE_KIND(PG, EXECUTIONS, exec_from_row, PGQ_EXE, EXE_SUMMARY_COLS, "executions");
 
-/* Ends tx with r's outcome, then hands r's rows to cb. */
-static int end_and_deliver(struct pg_tx *tx, PGresult *r, sbx_execution_cb cb, void *ctx,
-                           struct sbx_error *err)
+/* The 13 outcome columns, in table order from exit_code to error_json
+ * (insert and finish write the same set). */
+static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
 {
-  if (pg_end(tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
-    return -1;
-  }
-  return deliver(r, cb, ctx, err);
+  pp_i64(p, row->exit_code);
+  pp_i64(p, row->signal);
+  pp_bytes(p, row->stdout_buf, row->stdout_len);
+  pp_i64(p, row->stdout_truncated);
+  pp_i64(p, (int64_t)row->stdout_dropped);
+  pp_bytes(p, row->stderr_buf, row->stderr_len);
+  pp_i64(p, row->stderr_truncated);
+  pp_i64(p, (int64_t)row->stderr_dropped);
+  pp_f64(p, row->cpu_seconds);
+  pp_f64(p, row->memory_mb_seconds);
+  pp_f64(p, row->duration_seconds);
+  pp_i64(p, (int64_t)row->memory_peak_bytes);
+  pp_text(p, row->error_json);
 }
 
 int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
@@ -98,26 +78,10 @@ int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
-  pp_text(&p, row->id);
-  pp_i64(&p, row->tenant_id);
-  pp_text(&p, row->status);
-  pp_text(&p, row->reason);
-  pp_text(&p, row->profile);
+  pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
   pp_text(&p, row->request_json);
   pp_text(&p, row->metadata_json);
-  pp_i64(&p, row->exit_code);
-  pp_i64(&p, row->signal);
-  pp_bytes(&p, row->stdout_buf, row->stdout_len);
-  pp_i64(&p, row->stdout_truncated);
-  pp_i64(&p, (int64_t)row->stdout_dropped);
-  pp_bytes(&p, row->stderr_buf, row->stderr_len);
-  pp_i64(&p, row->stderr_truncated);
-  pp_i64(&p, (int64_t)row->stderr_dropped);
-  pp_f64(&p, row->cpu_seconds);
-  pp_f64(&p, row->memory_mb_seconds);
-  pp_f64(&p, row->duration_seconds);
-  pp_i64(&p, (int64_t)row->memory_peak_bytes);
-  pp_text(&p, row->error_json);
+  pp_outcome(&p, row); /* $8 … $20 */
   pp_i64(&p, created);
   pp_i64(&p, row->started_at);
   pp_i64(&p, row->finished_at);
@@ -152,13 +116,9 @@ static int exec_status(struct pg_tx *tx, int64_t tenant_id, const char *id, char
 static int explain_no_change(struct pg_tx *tx, int64_t tenant_id, const char *id,
                              const char *wanted, struct sbx_error *err)
 {
-  char status[16];
+  char status[16] = "";
   int found = exec_status(tx, tenant_id, id, status, sizeof status, err);
-  if (found < 0)
-    return -1;
-  if (!found)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
-  return sbx_err_set(err, SBX_E_CONFLICT, 0, "execution is %s, not %s", status, wanted);
+  return sbx_store_explain_no_change(found, status, wanted, err);
 }
 
 static int load_files(struct pg_tx *tx, struct sbx_execution_row *out, struct sbx_error *err)
@@ -195,12 +155,10 @@ int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   struct pg_tx tx;
   if (pg_begin(st, &tx, tenant_id, err) < 0)
     return -1;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, id);
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_EXE_GET, "SELECT " EXE_COLS " FROM executions WHERE tenant_id = $1 AND id = $2",
-            &p, "execution not found", err);
+      pg_get_one(&tx, PGQ_EXE_GET,
+                 "SELECT " EXE_COLS " FROM executions WHERE tenant_id = $1 AND id = $2",
+                 tenant_id, id, "execution not found", err);
   int ret = r ? exec_from_row(r, 0, out, err) : -1;
   if (ret == 0 && load_files(&tx, out, err) < 0) {
     sbx_execution_row_free(out);
@@ -212,43 +170,12 @@ int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return ret;
 }
 
-static PGresult *list_query(struct pg_tx *tx, int64_t tenant_id, const char *status,
-                            const char *after, int limit, struct sbx_error *err)
-{
-  const char *cursor = after && *after ? after : NULL;
-  int64_t after_t = 0;
-  if (cursor &&
-      pg_cursor_time(tx, PGQ_EXE_CURSOR,
-                     "SELECT created_at FROM executions WHERE tenant_id = $1 AND id = $2",
-                     tenant_id, cursor, &after_t, err) < 0)
-    return NULL;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, status);
-  pp_text(&p, cursor);
-  pp_i64(&p, after_t);
-  if (limit > 0)
-    pp_i64(&p, limit);
-  else
-    pp_text(&p, NULL);
-  return pg_q(tx, PGQ_EXE_LIST,
-              "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE tenant_id = $1"
-              " AND ($2::text IS NULL OR status = $2)"
-              " AND ($3::text IS NULL OR created_at < $4"
-              "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"
-              " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5",
-              &p, false, err);
-}
-
 int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, tenant_id, err) < 0)
-    return -1;
-  PGresult *r = list_query(&tx, tenant_id, status, after, limit, err);
-  return end_and_deliver(&tx, r, cb, ctx, err);
+  return pg_list_page(st, &executions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
@@ -259,10 +186,11 @@ int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
     return -1;
   struct pg_params p = {0};
   pp_text(&p, status);
-  PGresult *r = pg_q(&tx, PGQ_EXE_LIST_STATUS,
-                     "SELECT " EXE_SUMMARY_COLS " FROM sbx_executions_in_status($1)", &p, false,
-                     err);
-  return end_and_deliver(&tx, r, cb, ctx, err);
+  PGresult *r =
+      pg_q(&tx, PGQ_EXE_LIST_STATUS,
+           "SELECT " EXE_SUMMARY_COLS " FROM sbx_executions_in_status($1)", &p, false, err);
+  return pg_end_and_deliver(&executions, &tx, r, (union sbx_store_cb){.execution = cb}, ctx,
+                            err);
 }
 
 int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
@@ -294,19 +222,7 @@ static int finish_row(struct pg_tx *tx, const struct sbx_execution_row *row,
   struct pg_params p = {0};
   pp_text(&p, row->status);
   pp_text(&p, row->reason);
-  pp_i64(&p, row->exit_code);
-  pp_i64(&p, row->signal);
-  pp_bytes(&p, row->stdout_buf, row->stdout_len);
-  pp_i64(&p, row->stdout_truncated);
-  pp_i64(&p, (int64_t)row->stdout_dropped);
-  pp_bytes(&p, row->stderr_buf, row->stderr_len);
-  pp_i64(&p, row->stderr_truncated);
-  pp_i64(&p, (int64_t)row->stderr_dropped);
-  pp_f64(&p, row->cpu_seconds);
-  pp_f64(&p, row->memory_mb_seconds);
-  pp_f64(&p, row->duration_seconds);
-  pp_i64(&p, (int64_t)row->memory_peak_bytes);
-  pp_text(&p, row->error_json);
+  pp_outcome(&p, row); /* $3 … $15 */
   pp_i64(&p, row->started_at);
   pp_i64(&p, row->finished_at ? row->finished_at : now);
   pp_i64(&p, now);
@@ -413,17 +329,5 @@ int pg_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *i
 int pg_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
                        int64_t *count, struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, tenant_id, err) < 0)
-    return -1;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, status);
-  _cleanup_pg_res_ PGresult *r = pg_q1(
-      &tx, PGQ_EXE_COUNT,
-      "SELECT COUNT(*) FROM executions WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)",
-      &p, "no count", err);
-  if (r)
-    *count = pr_i64(r, 0, 0);
-  return pg_end(&tx, r ? 0 : -1, err);
+  return pg_count(st, PGQ_EXE_COUNT, PG_COUNT_SQL("executions"), tenant_id, status, count, err);
 }

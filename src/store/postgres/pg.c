@@ -56,35 +56,14 @@ static int pg_ping(struct sbx_store *st, struct sbx_error *err)
   return pg_end(&tx, ret, err);
 }
 
+/* clang-format off */
 const struct sbx_store_ops sbx_store_postgres = {
   .name = "postgres",
   .open = pg_open,
   .close = pg_close,
   .ping = pg_ping,
-  .tenant_ensure = pg_tenant_ensure,
-  .key_insert = pg_key_insert,
-  .key_get = pg_key_get,
-  .session_insert = pg_session_insert,
-  .session_get = pg_session_get,
-  .session_list = pg_session_list,
-  .session_list_ready = pg_session_list_ready,
-  .session_set_status = pg_session_set_status,
-  .session_update = pg_session_update,
-  .session_touch = pg_session_touch,
-  .execution_insert = pg_execution_insert,
-  .execution_get = pg_execution_get,
-  .execution_list = pg_execution_list,
-  .execution_start = pg_execution_start,
-  .execution_finish = pg_execution_finish,
-  .execution_file_get = pg_execution_file_get,
-  .execution_list_status = pg_execution_list_status,
-  .session_count = pg_session_count,
-  .execution_count = pg_execution_count,
-  .audit_append = pg_audit_append,
-  .audit_list = pg_audit_list,
-  .audit_scan = pg_audit_scan,
-  .usage_insert = pg_usage_insert,
-  .usage_query = pg_usage_query,
-  .outbox_due = pg_outbox_due,
-  .outbox_mark = pg_outbox_mark,
+#define PG_OP(op) .op = pg_##op,
+  SBX_STORE_TABLE_OPS(PG_OP)
+#undef PG_OP
 };
+/* clang-format on */

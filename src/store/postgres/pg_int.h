@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "store/store.h"
+#include "store/backend.h"
 
 #define PG_POOL_MAX 4
 #define PG_NO_TENANT (-1)
@@ -37,15 +37,41 @@
  * first use. */
 enum pg_slot {
   PGQ_PING,
-  PGQ_TENANT_ENSURE, PGQ_KEY_INSERT, PGQ_KEY_GET,
-  PGQ_SES_INSERT, PGQ_SES_GET, PGQ_SES_CURSOR, PGQ_SES_LIST, PGQ_SES_LIST_READY,
-  PGQ_SES_SET_STATUS, PGQ_SES_UPDATE, PGQ_SES_TOUCH, PGQ_SES_COUNT,
-  PGQ_EXE_INSERT, PGQ_EXE_GET, PGQ_EXE_FILES, PGQ_EXE_CURSOR, PGQ_EXE_LIST,
-  PGQ_EXE_LIST_STATUS, PGQ_EXE_START, PGQ_EXE_FINISH, PGQ_EXE_STATUS,
-  PGQ_EXE_FILE_INSERT, PGQ_EXE_FILE_GET, PGQ_EXE_COUNT,
-  PGQ_AUD_LOCK, PGQ_AUD_HEAD, PGQ_AUD_INSERT, PGQ_AUD_LIST, PGQ_AUD_ALL,
-  PGQ_USE_INSERT, PGQ_USE_BY_PROFILE, PGQ_USE_BY_PROJECT, PGQ_USE_BY_AGENT,
-  PGQ_OUT_DUE, PGQ_OUT_MARK,
+  PGQ_TENANT_ENSURE,
+  PGQ_KEY_INSERT,
+  PGQ_KEY_GET,
+  PGQ_SES_INSERT,
+  PGQ_SES_GET,
+  PGQ_SES_CURSOR,
+  PGQ_SES_LIST,
+  PGQ_SES_LIST_READY,
+  PGQ_SES_SET_STATUS,
+  PGQ_SES_UPDATE,
+  PGQ_SES_TOUCH,
+  PGQ_SES_COUNT,
+  PGQ_EXE_INSERT,
+  PGQ_EXE_GET,
+  PGQ_EXE_FILES,
+  PGQ_EXE_CURSOR,
+  PGQ_EXE_LIST,
+  PGQ_EXE_LIST_STATUS,
+  PGQ_EXE_START,
+  PGQ_EXE_FINISH,
+  PGQ_EXE_STATUS,
+  PGQ_EXE_FILE_INSERT,
+  PGQ_EXE_FILE_GET,
+  PGQ_EXE_COUNT,
+  PGQ_AUD_LOCK,
+  PGQ_AUD_HEAD,
+  PGQ_AUD_INSERT,
+  PGQ_AUD_LIST,
+  PGQ_AUD_ALL,
+  PGQ_USE_INSERT,
+  PGQ_USE_BY_PROFILE,
+  PGQ_USE_BY_PROJECT,
+  PGQ_USE_BY_AGENT,
+  PGQ_OUT_DUE,
+  PGQ_OUT_MARK,
   PGQ_NSLOTS
 };
 
@@ -77,6 +103,10 @@ struct pg_params {
   char num[PG_MAXP][32];
 };
 void pp_text(struct pg_params *p, const char *s); /* NULL → SQL NULL */
+/* The first five columns sessions and executions share: id, tenant_id,
+ * status, reason, profile. */
+void pp_head(struct pg_params *p, const char *id, int64_t tenant_id, const char *status,
+             const char *reason, const char *profile);
 void pp_i64(struct pg_params *p, int64_t v);
 void pp_f64(struct pg_params *p, double v);
 void pp_bool(struct pg_params *p, bool v);
@@ -102,6 +132,9 @@ PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const stru
 /* Ends the transaction (COMMIT when ret == 0, else ROLLBACK) and returns
  * the connection to the pool; returns ret, or -1 if the commit failed. */
 int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err);
+/* pg_end with r's outcome (r NULL: failed), keeping r for the caller:
+ * r, or NULL (r cleared) when it failed or the commit did. */
+PGresult *pg_end_keep(struct pg_tx *tx, PGresult *r, struct sbx_error *err);
 /* Rows changed by an UPDATE/INSERT result. */
 long pg_changes(PGresult *r);
 
@@ -128,6 +161,42 @@ int pr_strdup(const PGresult *r, int row, int col, char **out, struct sbx_error 
 int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len,
              struct sbx_error *err);
 
+/* A table the list ops page through (list.c): how its rows decode, which
+ * callback and row type it has, and its two paging statements. */
+struct pg_kind {
+  enum sbx_store_table table;
+  int (*from_row)(const PGresult *r, int i, void *out, struct sbx_error *err);
+  enum pg_slot cursor_slot, page_slot;
+  const char *cursor_sql, *page_sql;
+};
+/* The paging statements of a table: newest first; (created_at, id) is a
+ * total order, so a page boundary inside one second neither repeats nor
+ * skips a row.  $1 tenant, $2 status or NULL, $3 after or NULL, $4 the
+ * cursor's created_at, $5 limit (NULL: none). */
+#define PG_CURSOR_SQL(table) "SELECT created_at FROM " table " WHERE tenant_id = $1 AND id = $2"
+#define PG_PAGE_SQL(cols, table)                                                                \
+  "SELECT " cols " FROM " table " WHERE tenant_id = $1"                                         \
+  " AND ($2::text IS NULL OR status = $2)"                                                      \
+  " AND ($3::text IS NULL OR created_at < $4"                                                   \
+  "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"                                       \
+  " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5"
+#define PG_COUNT_SQL(table)                                                                     \
+  "SELECT COUNT(*) FROM " table " WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)"
+
+/* The contract of session_list/execution_list in store/store.h, for k. */
+int pg_list_page(struct sbx_store *st, const struct pg_kind *k, int64_t tenant_id,
+                 const char *status, const char *after, int limit, union sbx_store_cb cb,
+                 void *ctx, struct sbx_error *err);
+/* The tenant's row id by sql ($1 tenant, $2 id): pg_q1 with not_found. */
+PGresult *pg_get_one(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t tenant_id,
+                     const char *id, const char *not_found, struct sbx_error *err);
+/* Ends tx with r's outcome, then hands r's rows to the callback. */
+int pg_end_and_deliver(const struct pg_kind *k, struct pg_tx *tx, PGresult *r,
+                       union sbx_store_cb cb, void *ctx, struct sbx_error *err);
+/* The tenant's rows in status (NULL: any) by a PG_COUNT_SQL statement. */
+int pg_count(struct sbx_store *st, enum pg_slot slot, const char *sql, int64_t tenant_id,
+             const char *status, int64_t *count, struct sbx_error *err);
+
 /* Migrations (migrate.c), on a connection of the schema owner. */
 int pg_migrate(PGconn *c, struct sbx_error *err);
 /* The app role's checks at open: schema version, not a superuser / owner,
@@ -135,63 +204,10 @@ int pg_migrate(PGconn *c, struct sbx_error *err);
 int pg_check_schema(PGconn *c, struct sbx_error *err);
 int pg_check_role(PGconn *c, struct sbx_error *err);
 
-/* The ops, one file per table family; contracts in store/store.h. */
-int pg_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
-                     struct sbx_error *err);
-int pg_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
-int pg_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
-               struct sbx_error *err);
-
-int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
-                      struct sbx_error *err);
-int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                   struct sbx_session_row *out, struct sbx_error *err);
-int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                    const char *after, int limit, sbx_session_cb cb, void *ctx,
-                    struct sbx_error *err);
-int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
-                          struct sbx_error *err);
-int pg_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *status, const char *reason, struct sbx_error *err);
-int pg_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
-                      const char *network_json, const char *metadata_json, int64_t ttl_s,
-                      int64_t expires_at, struct sbx_error *err);
-int pg_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
-                     struct sbx_error *err);
-int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err);
-
-int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
-                        struct sbx_error *err);
-int pg_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                     struct sbx_execution_row *out, struct sbx_error *err);
-int pg_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                      const char *after, int limit, sbx_execution_cb cb, void *ctx,
-                      struct sbx_error *err);
-int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
-                       int64_t started_at, struct sbx_error *err);
-int pg_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
-                        const struct sbx_exec_file_blob *files, size_t nfiles,
-                        struct sbx_error *err);
-int pg_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *path, void **data, size_t *size, struct sbx_error *err);
-int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
-                             void *ctx, struct sbx_error *err);
-int pg_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       int64_t *count, struct sbx_error *err);
-
-int pg_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
-                    void *ctx, struct sbx_error *err);
-int pg_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, int64_t after_seq,
-                  int limit, sbx_audit_cb cb, void *ctx, struct sbx_error *err);
-int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
-                  struct sbx_error *err);
-int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err);
-int pg_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
-                   int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
-int pg_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
-                  struct sbx_error *err);
-int pg_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t next_attempt_at,
-                   const char *error, struct sbx_error *err);
+/* The ops, one file per table family; contracts in store/store.h.
+ * pg_tenant_ensure, pg_session_list, … with the seam's types. */
+#define PG_DECLARE_OP(op) SBX_STORE_OP_TYPE(op) pg_##op;
+SBX_STORE_TABLE_OPS(PG_DECLARE_OP)
+#undef PG_DECLARE_OP
 
 #endif

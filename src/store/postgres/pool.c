@@ -13,15 +13,14 @@
 
 /* Server notices ("relation … already exists, skipping") are not errors
  * and must not land on the daemon's stderr, which is its log. */
-static void ignore_notice(void *arg, const char *message)
-{
-}
+static void ignore_notice(void *arg, const char *message) {}
 
 PGconn *pg_connect(const char *url, struct sbx_error *err)
 {
   /* Defaults first, the URL last: later keywords win, so the URL's own
    * connect_timeout (etc.) overrides ours. */
-  const char *keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname", NULL};
+  const char *keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname",
+                        NULL};
   const char *vals[] = {"5", "sandboxd", "UTF8", url, NULL};
   PGconn *c = PQconnectdbParams(keys, vals, 1);
   if (!c) {
@@ -121,6 +120,16 @@ int pg_begin(struct sbx_store *st, struct pg_tx *tx, int64_t tenant_id, struct s
   return -1;
 }
 
+PGresult *pg_end_keep(struct pg_tx *tx, PGresult *r, struct sbx_error *err)
+{
+  if (pg_end(tx, r ? 0 : -1, err) < 0) {
+    if (r)
+      PQclear(r);
+    return NULL;
+  }
+  return r;
+}
+
 int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err)
 {
   if (!tx->pc)
@@ -182,10 +191,7 @@ PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const stru
   return r;
 }
 
-long pg_changes(PGresult *r)
-{
-  return strtol(PQcmdTuples(r), NULL, 10);
-}
+long pg_changes(PGresult *r) { return strtol(PQcmdTuples(r), NULL, 10); }
 
 /* ---- errors ---- */
 
@@ -234,6 +240,16 @@ static int slot_of(struct pg_params *p)
   return p->n++;
 }
 
+void pp_head(struct pg_params *p, const char *id, int64_t tenant_id, const char *status,
+             const char *reason, const char *profile)
+{
+  pp_text(p, id);
+  pp_i64(p, tenant_id);
+  pp_text(p, status);
+  pp_text(p, reason);
+  pp_text(p, profile);
+}
+
 void pp_text(struct pg_params *p, const char *s)
 {
   int i = slot_of(p);
@@ -258,10 +274,7 @@ void pp_f64(struct pg_params *p, double v)
   p->fmt[i] = 0;
 }
 
-void pp_bool(struct pg_params *p, bool v)
-{
-  pp_text(p, v ? "true" : "false");
-}
+void pp_bool(struct pg_params *p, bool v) { pp_text(p, v ? "true" : "false"); }
 
 void pp_bytes(struct pg_params *p, const void *data, size_t n)
 {
@@ -298,8 +311,7 @@ int pr_strdup(const PGresult *r, int row, int col, char **out, struct sbx_error 
   return *out ? 0 : sbx_err_sys(err, ENOMEM, "store: copy column");
 }
 
-int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len,
-             struct sbx_error *err)
+int pr_bytea(const PGresult *r, int row, int col, char **out, size_t *len, struct sbx_error *err)
 {
   *out = NULL;
   *len = 0;

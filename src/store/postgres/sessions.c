@@ -8,13 +8,9 @@
 #include "common/util.h"
 #include "store/postgres/pg_int.h"
 
-#define SES_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
-  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
-
-static int session_from_row(const PGresult *r, int i, struct sbx_session_row *out,
-                            struct sbx_error *err)
+static int session_from_row(const PGresult *r, int i, void *row, struct sbx_error *err)
 {
+  struct sbx_session_row *out = row;
   memset(out, 0, sizeof *out);
   pr_copy(r, i, 0, out->id, sizeof out->id);
   out->tenant_id = pr_i64(r, i, 1);
@@ -38,26 +34,8 @@ static int session_from_row(const PGresult *r, int i, struct sbx_session_row *ou
   return 0;
 }
 
-/* Runs cb over the rows of r (no connection held) and frees r. */
-static int deliver(PGresult *r, sbx_session_cb cb, void *ctx, struct sbx_error *err)
-{
-  int ret = 0;
-  for (int i = 0; ret == 0 && i < PQntuples(r); i++) {
-    struct sbx_session_row row;
-    if (session_from_row(r, i, &row, err) < 0) {
-      ret = -1;
-      break;
-    }
-    int c = cb(ctx, &row);
-    sbx_session_row_free(&row);
-    if (c < 0)
-      ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: session listing stopped by caller");
-    else if (c > 0)
-      break;
-  }
-  PQclear(r);
-  return ret;
-}
+static const struct pg_kind sessions =
+    SBX_STORE_KIND(PG, SESSIONS, session_from_row, PGQ_SES, SES_COLS, "sessions");
 
 int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
                       struct sbx_error *err)
@@ -67,11 +45,7 @@ int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
-  pp_text(&p, row->id);
-  pp_i64(&p, row->tenant_id);
-  pp_text(&p, row->status);
-  pp_text(&p, row->reason);
-  pp_text(&p, row->profile);
+  pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
   pp_text(&p, row->runtime);
   pp_text(&p, row->image);
   pp_text(&p, row->limits_json);
@@ -97,60 +71,20 @@ int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   struct pg_tx tx;
   if (pg_begin(st, &tx, tenant_id, err) < 0)
     return -1;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, id);
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_SES_GET, "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2",
-            &p, "session not found", err);
+      pg_get_one(&tx, PGQ_SES_GET,
+                 "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1 AND id = $2", tenant_id,
+                 id, "session not found", err);
   int ret = r ? session_from_row(r, 0, out, err) : -1;
   return pg_end(&tx, ret, err);
-}
-
-static PGresult *list_query(struct pg_tx *tx, int64_t tenant_id, const char *status,
-                            const char *after, int limit, struct sbx_error *err)
-{
-  const char *cursor = after && *after ? after : NULL;
-  int64_t after_t = 0;
-  if (cursor &&
-      pg_cursor_time(tx, PGQ_SES_CURSOR,
-                     "SELECT created_at FROM sessions WHERE tenant_id = $1 AND id = $2",
-                     tenant_id, cursor, &after_t, err) < 0)
-    return NULL;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, status);
-  pp_text(&p, cursor);
-  pp_i64(&p, after_t);
-  if (limit > 0)
-    pp_i64(&p, limit);
-  else
-    pp_text(&p, NULL); /* LIMIT NULL = no limit */
-  /* Newest first; (created_at, id) is a total order, so a page boundary
-   * inside one second neither repeats nor skips a row. */
-  return pg_q(tx, PGQ_SES_LIST,
-              "SELECT " SES_COLS " FROM sessions WHERE tenant_id = $1"
-              " AND ($2::text IS NULL OR status = $2)"
-              " AND ($3::text IS NULL OR created_at < $4"
-              "      OR (created_at = $4 AND id COLLATE \"C\" < $3))"
-              " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $5",
-              &p, false, err);
 }
 
 int pg_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, tenant_id, err) < 0)
-    return -1;
-  PGresult *r = list_query(&tx, tenant_id, status, after, limit, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
-    return -1;
-  }
-  return deliver(r, cb, ctx, err);
+  return pg_list_page(st, &sessions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
@@ -161,12 +95,7 @@ int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
     return -1;
   PGresult *r = pg_q(&tx, PGQ_SES_LIST_READY, "SELECT " SES_COLS " FROM sbx_sessions_ready()",
                      NULL, false, err);
-  if (pg_end(&tx, r ? 0 : -1, err) < 0) {
-    if (r)
-      PQclear(r);
-    return -1;
-  }
-  return deliver(r, cb, ctx, err);
+  return pg_end_and_deliver(&sessions, &tx, r, (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 /* Runs an UPDATE naming one session of the tenant; NOT_FOUND if none. */
@@ -231,20 +160,8 @@ int pg_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, in
                     err);
 }
 
-int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err)
+int pg_session_count(struct sbx_store *st, int64_t tenant_id, const char *status, int64_t *count,
+                     struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, tenant_id, err) < 0)
-    return -1;
-  struct pg_params p = {0};
-  pp_i64(&p, tenant_id);
-  pp_text(&p, status);
-  _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_SES_COUNT,
-            "SELECT COUNT(*) FROM sessions WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)",
-            &p, "no count", err);
-  if (r)
-    *count = pr_i64(r, 0, 0);
-  return pg_end(&tx, r ? 0 : -1, err);
+  return pg_count(st, PGQ_SES_COUNT, PG_COUNT_SQL("sessions"), tenant_id, status, count, err);
 }

@@ -16,8 +16,6 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-#define AUD_COLS "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, " \
-                 "prev_hash, hash"
 /* Rows per page of audit_scan: bounds memory on a long chain. */
 #define AUD_SCAN_PAGE 512
 
@@ -203,11 +201,6 @@ int sq_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void
 }
 
 /* ---- usage records and the outbox ---- */
-
-#define USE_COLS                                                                         \
-  "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"  \
-  " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"  \
-  " next_attempt_at, delivered_at, last_error"
 
 int sq_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err)
 {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "store/sqlite/sqlite_int.h"
 
 struct sbx_store *sq_lock(struct sbx_store *st)
@@ -32,7 +33,8 @@ int sq_stmt(struct sbx_store *st, enum sq_slot slot, const char *sql, sqlite3_st
             struct sbx_error *err)
 {
   if (!st->stmt[slot]) {
-    int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[slot], NULL);
+    int rc =
+        sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[slot], NULL);
     if (rc != SQLITE_OK)
       return sq_fail(st, rc, "prepare", err);
   }
@@ -135,6 +137,16 @@ int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *er
   return sbx_err_set(err, code, 0, "store: %s: %s", what, detail);
 }
 
+void sq_bind_head(sqlite3_stmt *s, const char *id, int64_t tenant_id, const char *status,
+                  const char *reason, const char *profile)
+{
+  sq_bind_text(s, 1, id);
+  sqlite3_bind_int64(s, 2, tenant_id);
+  sq_bind_text(s, 3, status);
+  sq_bind_text(s, 4, reason);
+  sq_bind_text(s, 5, profile);
+}
+
 int sq_bind_text(sqlite3_stmt *s, int i, const char *v)
 {
   if (!v)
@@ -199,15 +211,9 @@ int sq_exec_status_final(const char *status)
 
 void *sq_rows_push(struct sq_rows *r, struct sbx_error *err)
 {
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 16;
-    void *v = realloc(r->v, cap * r->elem);
-    if (!v) {
-      sbx_err_sys(err, ENOMEM, "store: collect rows");
-      return NULL;
-    }
-    r->v = v;
-    r->cap = cap;
+  if (sbx_array_grow(&r->v, &r->cap, r->n + 1, r->elem, SQ_ROWS_MAX) < 0) {
+    sbx_err_sys(err, errno, "store: collect rows");
+    return NULL;
   }
   void *e = (char *)r->v + r->n++ * r->elem;
   memset(e, 0, r->elem);

@@ -12,18 +12,6 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-/* Full rows (get) carry the output; list rows select NULL in its place. */
-#define EXE_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"  \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
-  " error_json, created_at, started_at, finished_at, updated_at"
-#define EXE_SUMMARY_COLS                                                                \
-  "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"    \
-  " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"      \
-  " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes," \
-  " error_json, created_at, started_at, finished_at, updated_at"
-
 static void exec_scalars(sqlite3_stmt *s, struct sbx_execution_row *out)
 {
   sq_col_copy(s, 0, out->id, sizeof out->id);
@@ -54,8 +42,9 @@ static int output_dup(sqlite3_stmt *s, int col, char **buf, size_t *len, struct 
   return sq_col_blobdup(s, col, buf, len, err);
 }
 
-static int exec_from_row(sqlite3_stmt *s, struct sbx_execution_row *out, struct sbx_error *err)
+static int exec_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
 {
+  struct sbx_execution_row *out = row;
   memset(out, 0, sizeof *out);
   exec_scalars(s, out);
   if (sq_col_strdup(s, 5, &out->request_json, err) < 0 ||
@@ -100,11 +89,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
-  sq_bind_text(s, 1, row->id);
-  sqlite3_bind_int64(s, 2, row->tenant_id);
-  sq_bind_text(s, 3, row->status);
-  sq_bind_text(s, 4, row->reason);
-  sq_bind_text(s, 5, row->profile);
+  sq_bind_head(s, row->id, row->tenant_id, row->status, row->reason, row->profile);
   sq_bind_text(s, 6, row->request_json);
   sq_bind_text(s, 7, row->metadata_json);
   bind_outcome(s, 8, row); /* ?8 … ?20 */
@@ -138,13 +123,9 @@ static int exec_status(struct sbx_store *st, int64_t tenant_id, const char *id, 
 static int explain_no_change(struct sbx_store *st, int64_t tenant_id, const char *id,
                              const char *wanted, struct sbx_error *err)
 {
-  char status[16];
+  char status[16] = "";
   int found = exec_status(st, tenant_id, id, status, sizeof status, err);
-  if (found < 0)
-    return -1;
-  if (!found)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
-  return sbx_err_set(err, SBX_E_CONFLICT, 0, "execution is %s, not %s", status, wanted);
+  return sbx_store_explain_no_change(found, status, wanted, err);
 }
 
 static int load_files(struct sbx_store *st, struct sbx_execution_row *out, struct sbx_error *err)
@@ -181,18 +162,9 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
                      struct sbx_execution_row *out, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_GET, "SELECT " EXE_COLS " FROM executions WHERE tenant_id = ? AND id = ?",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, id);
-  int rc = sq_step(s);
-  if (rc == SQLITE_DONE)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "execution not found");
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "get execution", err);
-  if (exec_from_row(s, out, err) < 0)
+  if (sq_get_one(st, SQ_EXE_GET,
+                 "SELECT " EXE_COLS " FROM executions WHERE tenant_id = ? AND id = ?", tenant_id,
+                 id, exec_from_row, out, "execution", err) < 0)
     return -1;
   if (load_files(st, out, err) < 0) {
     sbx_execution_row_free(out);
@@ -201,97 +173,24 @@ int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
   return 0;
 }
 
-static int collect(struct sbx_store *st, sqlite3_stmt *s, struct sq_rows *rows,
-                   struct sbx_error *err)
-{
-  int rc = sq_step(s);
-  for (; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
-    struct sbx_execution_row *r = sq_rows_push(rows, err);
-    if (!r || exec_from_row(s, r, err) < 0) {
-      if (r)
-        rows->n--;
-      return -1;
-    }
-  }
-  if (rc != SQLITE_DONE)
-    return sq_fail(st, rc, "list executions", err);
-  return 0;
-}
-
-/* Runs cb over the collected rows (outside the lock) and frees them.
- * cb returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
-static int deliver(struct sq_rows *rows, int ret, sbx_execution_cb cb, void *ctx,
-                   struct sbx_error *err)
-{
-  struct sbx_execution_row *r = rows->v;
-  for (size_t i = 0; i < rows->n; i++) {
-    if (ret == 0) {
-      int c = cb(ctx, &r[i]);
-      if (c < 0)
-        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: execution listing stopped by caller");
-      else if (c > 0)
-        ret = 1;
-    }
-    sbx_execution_row_free(&r[i]);
-  }
-  free(rows->v);
-  return ret < 0 ? -1 : 0;
-}
-
-static int list_locked(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       const char *after, int limit, struct sq_rows *rows, struct sbx_error *err)
-{
-  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  int64_t after_t = 0;
-  if (after && *after &&
-      sq_cursor_time(st, SQ_EXE_CURSOR,
-                     "SELECT created_at FROM executions WHERE tenant_id = ? AND id = ?",
-                     tenant_id, after, &after_t, err) < 0)
-    return -1;
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  /* Same total order as sessions: (created_at, id) descending. */
-  if (sq_stmt(st, SQ_EXE_LIST,
-              "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE tenant_id = ?1"
-              " AND (?2 IS NULL OR status = ?2)"
-              " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"
-              " ORDER BY created_at DESC, id DESC LIMIT ?5",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, status);
-  sq_bind_text(s, 3, after && *after ? after : NULL);
-  sqlite3_bind_int64(s, 4, after_t);
-  sqlite3_bind_int(s, 5, limit > 0 ? limit : -1);
-  return collect(st, s, rows, err);
-}
+static const struct sq_kind executions =
+    SBX_STORE_KIND(SQ, EXECUTIONS, exec_from_row, SQ_EXE, EXE_SUMMARY_COLS, "executions");
 
 int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                       const char *after, int limit, sbx_execution_cb cb, void *ctx,
                       struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = sizeof(struct sbx_execution_row)};
-  int ret = list_locked(st, tenant_id, status, after, limit, &rows, err);
-  return deliver(&rows, ret, cb, ctx, err);
+  return sq_list_page(st, &executions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
                              void *ctx, struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = sizeof(struct sbx_execution_row)};
-  int ret;
-  {
-    _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-    _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-    ret = sq_stmt(st, SQ_EXE_LIST_STATUS,
-                  "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE status = ?"
-                  " ORDER BY created_at, id",
-                  &s, err);
-    if (ret == 0) {
-      sq_bind_text(s, 1, status);
-      ret = collect(st, s, &rows, err);
-    }
-  }
-  return deliver(&rows, ret, cb, ctx, err);
+  return sq_list_all(st, &executions, SQ_EXE_LIST_STATUS,
+                     "SELECT " EXE_SUMMARY_COLS " FROM executions WHERE status = ?"
+                     " ORDER BY created_at, id",
+                     status, (union sbx_store_cb){.execution = cb}, ctx, err);
 }
 
 int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
@@ -391,10 +290,11 @@ int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *i
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_FILE_GET,
-              "SELECT f.content FROM execution_files f JOIN executions e ON e.id = f.execution_id"
-              " WHERE e.tenant_id = ? AND e.id = ? AND f.path = ?",
-              &s, err) < 0)
+  if (sq_stmt(
+          st, SQ_EXE_FILE_GET,
+          "SELECT f.content FROM execution_files f JOIN executions e ON e.id = f.execution_id"
+          " WHERE e.tenant_id = ? AND e.id = ? AND f.path = ?",
+          &s, err) < 0)
     return -1;
   sqlite3_bind_int64(s, 1, tenant_id);
   sq_bind_text(s, 2, id);
@@ -414,17 +314,5 @@ int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *i
 int sq_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
                        int64_t *count, struct sbx_error *err)
 {
-  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_EXE_COUNT,
-              "SELECT COUNT(*) FROM executions WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, status);
-  int rc = sq_step(s);
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "count executions", err);
-  *count = sqlite3_column_int64(s, 0);
-  return 0;
+  return sq_count(st, SQ_EXE_COUNT, SQ_COUNT_SQL("executions"), tenant_id, status, count, err);
 }

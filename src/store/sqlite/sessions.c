@@ -6,12 +6,9 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-#define SES_COLS                                                                        \
-  "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json," \
-  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
-
-static int session_from_row(sqlite3_stmt *s, struct sbx_session_row *out, struct sbx_error *err)
+static int session_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
 {
+  struct sbx_session_row *out = row;
   memset(out, 0, sizeof *out);
   sq_col_copy(s, 0, out->id, sizeof out->id);
   out->tenant_id = sqlite3_column_int64(s, 1);
@@ -41,15 +38,12 @@ int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_SES_INSERT,
-              "INSERT INTO sessions (" SES_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              "INSERT INTO sessions (" SES_COLS
+              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
-  sq_bind_text(s, 1, row->id);
-  sqlite3_bind_int64(s, 2, row->tenant_id);
-  sq_bind_text(s, 3, row->status);
-  sq_bind_text(s, 4, row->reason);
-  sq_bind_text(s, 5, row->profile);
+  sq_bind_head(s, row->id, row->tenant_id, row->status, row->reason, row->profile);
   sq_bind_text(s, 6, row->runtime);
   sq_bind_text(s, 7, row->image);
   sq_bind_text(s, 8, row->limits_json);
@@ -68,111 +62,29 @@ int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
                    struct sbx_session_row *out, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_SES_GET, "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, id);
-  int rc = sq_step(s);
-  if (rc == SQLITE_DONE)
-    return sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session not found");
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "get session", err);
-  return session_from_row(s, out, err);
+  return sq_get_one(st, SQ_SES_GET,
+                    "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ? AND id = ?",
+                    tenant_id, id, session_from_row, out, "session", err);
 }
 
-/* Rows of s (already bound, first step not taken) into rows. */
-static int collect(struct sbx_store *st, sqlite3_stmt *s, struct sq_rows *rows,
-                   struct sbx_error *err)
-{
-  int rc = sq_step(s);
-  for (; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
-    struct sbx_session_row *r = sq_rows_push(rows, err);
-    if (!r || session_from_row(s, r, err) < 0) {
-      if (r)
-        rows->n--;
-      return -1;
-    }
-  }
-  if (rc != SQLITE_DONE)
-    return sq_fail(st, rc, "list sessions", err);
-  return 0;
-}
-
-/* Runs cb over the collected rows (outside the lock) and frees them.
- * cb returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
-static int deliver(struct sq_rows *rows, int ret, sbx_session_cb cb, void *ctx,
-                   struct sbx_error *err)
-{
-  struct sbx_session_row *r = rows->v;
-  for (size_t i = 0; i < rows->n; i++) {
-    if (ret == 0) {
-      int c = cb(ctx, &r[i]);
-      if (c < 0)
-        ret = sbx_err_set(err, SBX_E_INTERNAL, 0, "store: session listing stopped by caller");
-      else if (c > 0)
-        ret = 1;
-    }
-    sbx_session_row_free(&r[i]);
-  }
-  free(rows->v);
-  return ret < 0 ? -1 : 0;
-}
-
-static int list_locked(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       const char *after, int limit, struct sq_rows *rows, struct sbx_error *err)
-{
-  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  int64_t after_t = 0;
-  if (after && *after &&
-      sq_cursor_time(st, SQ_SES_CURSOR,
-                     "SELECT created_at FROM sessions WHERE tenant_id = ? AND id = ?",
-                     tenant_id, after, &after_t, err) < 0)
-    return -1;
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  /* Newest first; (created_at, id) is a total order, so a page boundary
-   * inside one second still neither repeats nor skips a row. */
-  if (sq_stmt(st, SQ_SES_LIST,
-              "SELECT " SES_COLS " FROM sessions WHERE tenant_id = ?1"
-              " AND (?2 IS NULL OR status = ?2)"
-              " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"
-              " ORDER BY created_at DESC, id DESC LIMIT ?5",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, status);
-  sq_bind_text(s, 3, after && *after ? after : NULL);
-  sqlite3_bind_int64(s, 4, after_t);
-  sqlite3_bind_int(s, 5, limit > 0 ? limit : -1);
-  return collect(st, s, rows, err);
-}
+static const struct sq_kind sessions =
+    SBX_STORE_KIND(SQ, SESSIONS, session_from_row, SQ_SES, SES_COLS, "sessions");
 
 int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
                     const char *after, int limit, sbx_session_cb cb, void *ctx,
                     struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = sizeof(struct sbx_session_row)};
-  int ret = list_locked(st, tenant_id, status, after, limit, &rows, err);
-  return deliver(&rows, ret, cb, ctx, err);
+  return sq_list_page(st, &sessions, tenant_id, status, after, limit,
+                      (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
                           struct sbx_error *err)
 {
-  struct sq_rows rows = {.elem = sizeof(struct sbx_session_row)};
-  int ret;
-  {
-    _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-    _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-    ret = sq_stmt(st, SQ_SES_LIST_READY,
-                  "SELECT " SES_COLS " FROM sessions WHERE status = 'ready'"
-                  " ORDER BY created_at, id",
-                  &s, err);
-    if (ret == 0)
-      ret = collect(st, s, &rows, err);
-  }
-  return deliver(&rows, ret, cb, ctx, err);
+  return sq_list_all(st, &sessions, SQ_SES_LIST_READY,
+                     "SELECT " SES_COLS " FROM sessions WHERE status = 'ready'"
+                     " ORDER BY created_at, id",
+                     NULL, (union sbx_store_cb){.session = cb}, ctx, err);
 }
 
 /* Steps an UPDATE that names one session; NOT_FOUND when no row matched. */
@@ -234,7 +146,8 @@ int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, in
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_SES_TOUCH,
-              "UPDATE sessions SET last_used_at = ? WHERE tenant_id = ? AND id = ?", &s, err) < 0)
+              "UPDATE sessions SET last_used_at = ? WHERE tenant_id = ? AND id = ?", &s,
+              err) < 0)
     return -1;
   sqlite3_bind_int64(s, 1, now);
   sqlite3_bind_int64(s, 2, tenant_id);
@@ -242,20 +155,8 @@ int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, in
   return update_one(st, s, "touch session", err);
 }
 
-int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err)
+int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status, int64_t *count,
+                     struct sbx_error *err)
 {
-  _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
-  _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
-  if (sq_stmt(st, SQ_SES_COUNT,
-              "SELECT COUNT(*) FROM sessions WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)",
-              &s, err) < 0)
-    return -1;
-  sqlite3_bind_int64(s, 1, tenant_id);
-  sq_bind_text(s, 2, status);
-  int rc = sq_step(s);
-  if (rc != SQLITE_ROW)
-    return sq_fail(st, rc, "count sessions", err);
-  *count = sqlite3_column_int64(s, 0);
-  return 0;
+  return sq_count(st, SQ_SES_COUNT, SQ_COUNT_SQL("sessions"), tenant_id, status, count, err);
 }

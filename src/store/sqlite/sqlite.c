@@ -104,35 +104,14 @@ static int sqlite_ping(struct sbx_store *st, struct sbx_error *err)
   return 0;
 }
 
+/* clang-format off */
 const struct sbx_store_ops sbx_store_sqlite = {
   .name = "sqlite",
   .open = sqlite_open,
   .close = sqlite_close,
   .ping = sqlite_ping,
-  .tenant_ensure = sq_tenant_ensure,
-  .key_insert = sq_key_insert,
-  .key_get = sq_key_get,
-  .session_insert = sq_session_insert,
-  .session_get = sq_session_get,
-  .session_list = sq_session_list,
-  .session_list_ready = sq_session_list_ready,
-  .session_set_status = sq_session_set_status,
-  .session_update = sq_session_update,
-  .session_touch = sq_session_touch,
-  .execution_insert = sq_execution_insert,
-  .execution_get = sq_execution_get,
-  .execution_list = sq_execution_list,
-  .execution_start = sq_execution_start,
-  .execution_finish = sq_execution_finish,
-  .execution_file_get = sq_execution_file_get,
-  .execution_list_status = sq_execution_list_status,
-  .session_count = sq_session_count,
-  .execution_count = sq_execution_count,
-  .audit_append = sq_audit_append,
-  .audit_list = sq_audit_list,
-  .audit_scan = sq_audit_scan,
-  .usage_insert = sq_usage_insert,
-  .usage_query = sq_usage_query,
-  .outbox_due = sq_outbox_due,
-  .outbox_mark = sq_outbox_mark,
+#define SQ_OP(op) .op = sq_##op,
+  SBX_STORE_TABLE_OPS(SQ_OP)
+#undef SQ_OP
 };
+/* clang-format on */

@@ -14,22 +14,51 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "store/backend.h"
 
 /* Cached statements: one slot per query, prepared on first use. */
 enum sq_slot {
-  SQ_BEGIN, SQ_COMMIT, SQ_ROLLBACK, SQ_PING,
-  SQ_TENANT_BY_NAME, SQ_TENANT_NEXT_ID, SQ_TENANT_INSERT,
-  SQ_KEY_INSERT, SQ_KEY_GET,
-  SQ_SES_INSERT, SQ_SES_GET, SQ_SES_CURSOR, SQ_SES_LIST, SQ_SES_LIST_READY,
-  SQ_SES_SET_STATUS, SQ_SES_UPDATE, SQ_SES_TOUCH, SQ_SES_COUNT,
-  SQ_EXE_INSERT, SQ_EXE_GET, SQ_EXE_FILES, SQ_EXE_CURSOR, SQ_EXE_LIST,
-  SQ_EXE_LIST_STATUS, SQ_EXE_START, SQ_EXE_FINISH, SQ_EXE_EXISTS,
-  SQ_EXE_FILE_INSERT, SQ_EXE_FILE_GET, SQ_EXE_COUNT,
-  /* issue 8: audit_usage.c */
-  SQ_AUD_LAST, SQ_AUD_INSERT, SQ_AUD_LIST, SQ_AUD_SCAN,
-  SQ_USE_INSERT, SQ_USE_BY_PROFILE, SQ_USE_BY_PROJECT, SQ_USE_BY_AGENT,
-  SQ_OUT_DUE, SQ_OUT_DELIVERED, SQ_OUT_RETRY,
+  SQ_BEGIN,
+  SQ_COMMIT,
+  SQ_ROLLBACK,
+  SQ_PING,
+  SQ_TENANT_BY_NAME,
+  SQ_TENANT_NEXT_ID,
+  SQ_TENANT_INSERT,
+  SQ_KEY_INSERT,
+  SQ_KEY_GET,
+  SQ_SES_INSERT,
+  SQ_SES_GET,
+  SQ_SES_CURSOR,
+  SQ_SES_LIST,
+  SQ_SES_LIST_READY,
+  SQ_SES_SET_STATUS,
+  SQ_SES_UPDATE,
+  SQ_SES_TOUCH,
+  SQ_SES_COUNT,
+  SQ_EXE_INSERT,
+  SQ_EXE_GET,
+  SQ_EXE_FILES,
+  SQ_EXE_CURSOR,
+  SQ_EXE_LIST,
+  SQ_EXE_LIST_STATUS,
+  SQ_EXE_START,
+  SQ_EXE_FINISH,
+  SQ_EXE_EXISTS,
+  SQ_EXE_FILE_INSERT,
+  SQ_EXE_FILE_GET,
+  SQ_EXE_COUNT,
+  SQ_AUD_LAST,
+  SQ_AUD_INSERT,
+  SQ_AUD_LIST,
+  SQ_AUD_SCAN,
+  SQ_USE_INSERT,
+  SQ_USE_BY_PROFILE,
+  SQ_USE_BY_PROJECT,
+  SQ_USE_BY_AGENT,
+  SQ_OUT_DUE,
+  SQ_OUT_DELIVERED,
+  SQ_OUT_RETRY,
   SQ_NSLOTS
 };
 
@@ -87,6 +116,10 @@ int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *er
 /* Binding helpers: NULL text binds SQL NULL; a zero-length blob binds an
  * empty blob (not NULL). */
 int sq_bind_text(sqlite3_stmt *s, int i, const char *v);
+/* ?1…?5: the first five columns sessions and executions share (id,
+ * tenant_id, status, reason, profile). */
+void sq_bind_head(sqlite3_stmt *s, const char *id, int64_t tenant_id, const char *status,
+                  const char *reason, const char *profile);
 int sq_bind_blob(sqlite3_stmt *s, int i, const void *v, size_t n);
 
 /* Column helpers. */
@@ -99,7 +132,9 @@ int sq_col_blobdup(sqlite3_stmt *s, int col, char **out, size_t *len, struct sbx
 /* True if status is a final execution status (not queued/running). */
 int sq_exec_status_final(const char *status);
 
-/* A growable array of rows collected under the lock. */
+/* A growable array of rows collected under the lock, at most SQ_ROWS_MAX
+ * (a listing without a limit: every ready session, every running exec). */
+#define SQ_ROWS_MAX (1u << 22)
 struct sq_rows {
   void *v;
   size_t n, cap, elem;
@@ -107,67 +142,52 @@ struct sq_rows {
 /* A zeroed new element at the end, or NULL (err set). */
 void *sq_rows_push(struct sq_rows *r, struct sbx_error *err);
 
+/* A table the list ops page through (list.c): how its rows decode, which
+ * callback and row type it has, and its two paging statements. */
+struct sq_kind {
+  enum sbx_store_table table;
+  int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err);
+  enum sq_slot cursor_slot, page_slot;
+  const char *cursor_sql, *page_sql;
+};
+/* The paging statements of a table: newest first; (created_at, id) is a
+ * total order, so a page boundary inside one second neither repeats nor
+ * skips a row.  Binds ?1 tenant, ?2 status or NULL, ?3 after or NULL,
+ * ?4 the cursor's created_at, ?5 limit (-1: none). */
+#define SQ_CURSOR_SQL(table) "SELECT created_at FROM " table " WHERE tenant_id = ? AND id = ?"
+#define SQ_PAGE_SQL(cols, table)                                                                \
+  "SELECT " cols " FROM " table " WHERE tenant_id = ?1"                                         \
+  " AND (?2 IS NULL OR status = ?2)"                                                            \
+  " AND (?3 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?3))"                       \
+  " ORDER BY created_at DESC, id DESC LIMIT ?5"
+#define SQ_COUNT_SQL(table)                                                                     \
+  "SELECT COUNT(*) FROM " table " WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)"
+
+/* The contract of session_list/execution_list in store/store.h, for k. */
+int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
+                 const char *status, const char *after, int limit, union sbx_store_cb cb,
+                 void *ctx, struct sbx_error *err);
+/* The tenant's row id by sql (?1 tenant, ?2 id), decoded by from_row into
+ * out; "<what> not found" is SBX_E_NOT_FOUND.  Caller holds the lock. */
+int sq_get_one(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+               const char *id,
+               int (*from_row)(sqlite3_stmt *s, void *out, struct sbx_error *err), void *out,
+               const char *what, struct sbx_error *err);
+/* Every row sql selects (any tenant), status bound as ?1 unless NULL. */
+int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
+                const char *sql, const char *status, union sbx_store_cb cb, void *ctx,
+                struct sbx_error *err);
+/* The tenant's rows in status (NULL: any) by a SQ_COUNT_SQL statement. */
+int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,
+             const char *status, int64_t *count, struct sbx_error *err);
+
 /* Migrations (migrate.c): applies pending ones, refuses a newer schema. */
 int sq_migrate(struct sbx_store *st, struct sbx_error *err);
 
-/* The ops, one file per table family; contracts in store/store.h. */
-int sq_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
-                     struct sbx_error *err);
-int sq_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err);
-int sq_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,
-               struct sbx_error *err);
-
-int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
-                      struct sbx_error *err);
-int sq_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                   struct sbx_session_row *out, struct sbx_error *err);
-int sq_session_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                    const char *after, int limit, sbx_session_cb cb, void *ctx,
-                    struct sbx_error *err);
-int sq_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
-                          struct sbx_error *err);
-int sq_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *status, const char *reason, struct sbx_error *err);
-int sq_session_update(struct sbx_store *st, int64_t tenant_id, const char *id,
-                      const char *network_json, const char *metadata_json, int64_t ttl_s,
-                      int64_t expires_at, struct sbx_error *err);
-int sq_session_touch(struct sbx_store *st, int64_t tenant_id, const char *id, int64_t now,
-                     struct sbx_error *err);
-int sq_session_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                     int64_t *count, struct sbx_error *err);
-
-int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
-                        struct sbx_error *err);
-int sq_execution_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                     struct sbx_execution_row *out, struct sbx_error *err);
-int sq_execution_list(struct sbx_store *st, int64_t tenant_id, const char *status,
-                      const char *after, int limit, sbx_execution_cb cb, void *ctx,
-                      struct sbx_error *err);
-int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
-                       int64_t started_at, struct sbx_error *err);
-int sq_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
-                        const struct sbx_exec_file_blob *files, size_t nfiles,
-                        struct sbx_error *err);
-int sq_execution_file_get(struct sbx_store *st, int64_t tenant_id, const char *id,
-                          const char *path, void **data, size_t *size, struct sbx_error *err);
-int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execution_cb cb,
-                             void *ctx, struct sbx_error *err);
-int sq_execution_count(struct sbx_store *st, int64_t tenant_id, const char *status,
-                       int64_t *count, struct sbx_error *err);
-
-/* audit_usage.c (issue 8) */
-int sq_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
-                    void *ctx, struct sbx_error *err);
-int sq_audit_list(struct sbx_store *st, int64_t tenant_id, const char *action, int64_t after_seq,
-                  int limit, sbx_audit_cb cb, void *ctx, struct sbx_error *err);
-int sq_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void *ctx,
-                  struct sbx_error *err);
-int sq_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err);
-int sq_usage_query(struct sbx_store *st, int64_t tenant_id, const char *group_by, int64_t from,
-                   int64_t to, sbx_usage_group_cb cb, void *ctx, struct sbx_error *err);
-int sq_outbox_due(struct sbx_store *st, int64_t now, int limit, sbx_usage_cb cb, void *ctx,
-                  struct sbx_error *err);
-int sq_outbox_mark(struct sbx_store *st, const char *id, bool delivered, int64_t next_attempt_at,
-                   const char *error, struct sbx_error *err);
+/* The ops, one file per table family; contracts in store/store.h.
+ * sq_tenant_ensure, sq_session_list, … with the seam's types. */
+#define SQ_DECLARE_OP(op) SBX_STORE_OP_TYPE(op) sq_##op;
+SBX_STORE_TABLE_OPS(SQ_DECLARE_OP)
+#undef SQ_DECLARE_OP
 
 #endif
