@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/fault.h"
 #include "common/log.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -71,7 +72,7 @@ static int run_locked(const char *script, char **out, struct sbx_error *err)
     nft_ctx_buffer_output(ctx);
     nft_ctx_buffer_error(ctx);
   }
-  int r = nft_run_cmd_from_buffer(ctx, script);
+  int r = sbx_fault(SBX_FAULT_NFT) ? -1 : nft_run_cmd_from_buffer(ctx, script);
   const char *o = nft_ctx_get_output_buffer(ctx); /* also resets it */
   const char *e = nft_ctx_get_error_buffer(ctx);
   if (r != 0) {
