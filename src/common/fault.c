@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -45,7 +46,10 @@ struct fault_rule {
 };
 
 static struct fault_rule rules[SBX_FAULT__COUNT];
-static unsigned calls[SBX_FAULT__COUNT];
+/* Shared (MAP_SHARED) with the children cloned for a sandbox until they
+ * exec sbx-init: a mount in a child counts where the daemon sees it, so
+ * "mount:7" fails one mount in all, not the 7th of every sandbox. */
+static unsigned *calls;
 
 static const char *errno_name(int e)
 {
@@ -92,7 +96,7 @@ static void report(enum sbx_fault_point p, unsigned n, int e)
 bool sbx_fault(enum sbx_fault_point p)
 {
   const struct fault_rule *r = &rules[p];
-  if (!r->armed)
+  if (!r->armed || !calls)
     return false;
   unsigned n = __atomic_add_fetch(&calls[p], 1, __ATOMIC_RELAXED);
   if (n < r->from || (n > r->from && !r->onward))
@@ -176,6 +180,12 @@ int sbx_fault_arm(const char *spec, struct sbx_error *err)
   char buf[1024];
   if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
     return sbx_err_set(err, SBX_E_INVALID, 0, "SANDBOXD_FAULTS: too long");
+  calls = mmap(NULL, sizeof(unsigned) * SBX_FAULT__COUNT, PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (calls == MAP_FAILED) {
+    calls = NULL;
+    return sbx_err_sys(err, errno, "SANDBOXD_FAULTS: counters");
+  }
   char *save = NULL;
   for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
     if (parse_item(tok, err) < 0)

@@ -22,9 +22,9 @@
  * Spec: comma-separated POINT:WHEN[:ERRNO], WHEN = N (the Nth call only),
  * N+ (the Nth and every later one) or * (every call); ERRNO a name (EIO,
  * ENOMEM, …) or a number, default EIO (ENOMEM for alloc).  Counts are per
- * point from daemon start.  A child forked after clone counts on from the
- * parent's count in its own copy, so "mount:3" fails the 3rd mount of
- * every sandbox the daemon builds (the daemon itself never mounts).
+ * point from daemon start, shared with the children cloned for a sandbox
+ * (until they exec sbx-init), so "mount:3" fails the 3rd mount of all,
+ * once.
  *
  * sbx_fault() is async-signal-safe (atomics, write(2) only): the mount
  * and unshare points run in a child just cloned from a threaded daemon.
