@@ -7,10 +7,11 @@ checks:
 
 - every answer is either a success or a clear error: a 4xx/5xx envelope
   with a code and a message, or a final result with a reason;
-- nothing is left behind: no process under the daemon, no mount of its
-  state dir, no cgroup of a sandbox it named, no netns fd held, no veth
-  of its net tag, its nft table as it was before the sandbox, no session
-  or execution row that is not final;
+- nothing is left behind: no process under the daemon (so no sandbox
+  netns either), no mount of its state dir, no cgroup of a sandbox it
+  named, no netns fd held by it, no veth of its net tag, its nft table as
+  it was before the sandbox, no session or execution row that is not
+  final — and, while a session is up, each of these checks sees it;
 - the daemon stays healthy: the same life again, with no fault left to
   fire, succeeds throughout;
 - a daemon whose fault fires while it starts refuses to start, with a
@@ -20,7 +21,6 @@ The walk ends at the first N the life never reaches ("fault injected:
 POINT #N" is absent from the log).  On PostgreSQL
 (SANDBOXD_TEST_DATABASE=postgres) only the store-write point is walked:
 the other points do not touch the store backend."""
-import glob
 import os
 import re
 import subprocess
@@ -109,11 +109,28 @@ def netns_fds(pid):
     return n
 
 
-def cgroups_named(ids):
+def cgroup_bases(pid):
+    """The daemon's own cgroup in each hierarchy: its sandboxes' cgroups
+    live below (v1: one per controller; v2: the unified one)."""
+    bases = []
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            names = [c.replace("name=", "") for c in ctrls.split(",")] if ctrls else [""]
+            for c in names + [ctrls.replace("name=", "")]:
+                d = os.path.normpath(f"/sys/fs/cgroup/{c}/{path}")
+                if os.path.isdir(d) and d not in bases:
+                    bases.append(d)
+    return bases
+
+
+def cgroups_named(bases, ids):
     found = []
-    for ctl in glob.glob("/sys/fs/cgroup/*/") + ["/sys/fs/cgroup/"]:
-        for parent in glob.glob(ctl + "**/sandboxd-*/", recursive=True):
-            found += [os.path.join(parent, i) for i in ids if os.path.isdir(os.path.join(parent, i))]
+    for base in bases:
+        for root, dirs, _ in os.walk(base):
+            found += [os.path.join(root, d) for d in dirs if d in ids]
+            if root.count(os.sep) - base.count(os.sep) >= 3:
+                dirs[:] = []  # [ctrl/]sandboxd-<hash>/<id>: shallow
     return found
 
 
@@ -130,9 +147,10 @@ def is_clear_error(r):
     return bool(e.get("code")) and bool(e.get("message"))
 
 
-def life(d, c, seen):
+def life(d, c, seen, alive=None):
     """One sandbox life; returns the steps that failed (each with a clear
-    error), and adds every id it saw to `seen`."""
+    error), and adds every id it saw to `seen`.  alive(sid) is called while
+    the session is up: the leak checks must see what they look for."""
     failed = []
 
     def note(step, r):
@@ -153,6 +171,8 @@ def life(d, c, seen):
             assert res["status"] == "succeeded" and res["stdout"] == "hi\n" or res["reason"], res
             if res["status"] != "succeeded":
                 failed.append("exec")
+            elif alive:
+                alive(sid)
         r = c.delete(f"/v1/sandbox/sessions/{sid}")
         if not note("delete", r):
             # A failed delete must leave a session that can still be deleted.
@@ -168,14 +188,14 @@ def life(d, c, seen):
     return failed
 
 
-def nothing_left(d, c, tag, table0, fds0, seen):
+def nothing_left(d, c, tag, table0, fds0, bases, seen):
     """What one life may leave behind, checked against the daemon's state
     before it (teardown is asynchronous: waited for, never slept on)."""
     seen.update(IDS.findall(open(d.log_path, errors="replace").read()))
     wait_until(lambda: not descendants(d.pid), 60, what="the daemon's children to go")
     wait_until(lambda: not veths(tag), 60, what="the sandbox veths to go")
     wait_until(lambda: nft_table(tag) == table0, 60, what="the nft table to be as before")
-    wait_until(lambda: not cgroups_named(seen), 60, what="the sandbox cgroups to go")
+    wait_until(lambda: not cgroups_named(bases, seen), 60, what="the sandbox cgroups to go")
     wait_until(lambda: netns_fds(d.pid) <= fds0, 60, what="the netns fds to be closed")
     assert not mounts_of(d.state_dir), mounts_of(d.state_dir)
 
@@ -208,16 +228,21 @@ def one_run(tmp_path, point, n):
         return True
     try:
         tag = net_tag(d)
-        table0, fds0 = nft_table(tag), netns_fds(d.pid)
+        table0, fds0, bases = nft_table(tag), netns_fds(d.pid), cgroup_bases(d.pid)
+        assert bases, "no cgroup of the daemon found"
         c = d.client(d.create_key("faults"))
         seen = set()
-        life(d, c, seen)
+
+        def alive(sid):  # the checks below are not blind: a live sandbox shows in each
+            assert descendants(d.pid) and veths(tag) and nft_table(tag) != table0
+            assert cgroups_named(bases, {sid})
+        life(d, c, seen, alive)
         hit = fired(d, point, n)
-        nothing_left(d, c, tag, table0, fds0, seen)
+        nothing_left(d, c, tag, table0, fds0, bases, seen)
         if hit:  # healthy: the same life again, nothing left to fire
             assert d.healthy()
             assert life(d, c, seen) == [], "the daemon did not recover:\n" + d.log_tail(30)
-            nothing_left(d, c, tag, table0, fds0, seen)
+            nothing_left(d, c, tag, table0, fds0, bases, seen)
     finally:
         stop(d)
     assert tag not in subprocess.run(["nft", "list", "tables"], capture_output=True,

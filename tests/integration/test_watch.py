@@ -168,8 +168,8 @@ def test_watch_client_leaving_stops_watcher(alice, csession):
         s.close()
     # The server learns the client left when a write fails: after one or
     # two of the SSE stream's 15 s keep-alives.
+    # (At most base, not exactly: base may have counted the spare shepherd.)
     wait_until(lambda: watchers() <= base, 45, interval=0.2, what="the watchers to go")
-    assert watchers() == base
 
 
 def test_watch_limit_per_session(alice, csession):
