@@ -516,15 +516,29 @@ static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_resu
   }
 }
 
+/* The result, retried: a write lost to a transient store error would
+ * leave the row running forever (a lasting outage is corrected by
+ * recovery at the next start).  A conflict (cancelled) is final. */
+static void store_result(struct sbx_core *core, struct sbx_execution_row *row,
+                         const struct collected *c, struct sbx_error *err)
+{
+  for (int attempt = 0; attempt < 4; attempt++) {
+    sbx_err_clear(err);
+    if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL,
+                                          c ? c->n : 0, err) == 0 ||
+        err->code == SBX_E_CONFLICT)
+      return;
+    sbx_error("execution", "storing the result of %s: %s", row->id, err->msg);
+    nanosleep(&(struct timespec){0, (10L << attempt) * 1000000L}, NULL);
+  }
+}
+
 static void finish(struct sbx_core *core, struct sbx_execution_row *row,
                    const struct collected *c)
 {
   struct sbx_error err = {0};
   row->finished_at = row->updated_at = sbx_wall_s();
-  if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL, c ? c->n : 0,
-                                        &err) < 0 &&
-      err.code != SBX_E_CONFLICT)
-    sbx_error("execution", "storing the result of %s: %s", row->id, err.msg);
+  store_result(core, row, c, &err);
   if (err.code == SBX_E_NONE) /* issue 8: stored by this call → metrics + usage once */
     sbx_obs_execution_done(core, row);
   sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
@@ -578,8 +592,11 @@ static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
   if (sbx_core_profile_settle(core, plan.profile) == SBX_PROFILE_PROBING)
     goto out;
   if (core->store.ops->execution_start(core->store.st, it->tenant_id, it->id, sbx_wall_s(),
-                                       &err) < 0)
-    goto out; /* cancelled while queued */
+                                       &err) < 0) {
+    if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) /* not a cancel: the store */
+      finish_error(core, &row, RS_INTERNAL, err.msg);
+    goto out;
+  }
   snprintf(row.status, sizeof row.status, "running");
   span = sbx_trace_op_begin_parked("sandbox.execution", row.id, row.tenant_id, row.profile,
                                    row.metadata_json); /* before env: TRACEPARENT */

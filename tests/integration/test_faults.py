@@ -46,11 +46,15 @@ def on_postgres():
     return sbxpg.enabled()
 
 
+MADE = []  # this test's daemons, the last one's log attached to a failure (conftest)
+
+
 def start(state_dir, spec):
     env = {"SANDBOXD_POOL_SIZE": "0"}  # every sandbox built on request, never ahead
     if spec:
         env["SANDBOXD_FAULTS"] = spec
     d = Daemon(state_dir, ["--resolve", PIN], env=env)
+    MADE[:] = [d]
     try:
         d.start(timeout=120)  # generous: the host is shared and loaded
     except RuntimeError:
@@ -285,7 +289,8 @@ def one_run(tmp_path, point, n):
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_every_call_fails_in_turn(tmp_path, point):
+def test_every_call_fails_in_turn(request, tmp_path, point):
+    request.node._sbx_daemons = MADE
     if on_postgres() and point != "store_write":
         pytest.skip("on PostgreSQL only store_write reaches the backend under test")
     if os.geteuid() != 0:
