@@ -436,9 +436,12 @@ int sbx_net_nft_sandbox_del(const struct sbx_net_peer *peer)
            t, peer->ifname, a4, t, peer->ifname, a6, t, peer->ifname, t, peer->ifname, t,
            peer->ifname, t, id, t, id, t, id, t, id, t, id, t, id, t, id, t, id, t, id, t, id);
   struct sbx_error err;
-  int r = run_locked(s, NULL, &err);
-  if (r < 0)
-    sbx_warn("net", "remove rules of %s (%s): %s", peer->sandbox_id, peer->ifname, err.msg);
+  /* One transaction, all or nothing, so safe to run again: rules left
+   * here after a transient failure would outlive their sandbox. */
+  int r = -1;
+  for (int attempt = 0; attempt < 3 && r < 0; attempt++)
+    if ((r = run_locked(s, NULL, &err)) < 0)
+      sbx_warn("net", "remove rules of %s (%s): %s", peer->sandbox_id, peer->ifname, err.msg);
   pthread_mutex_unlock(&lock);
   return r;
 }
