@@ -186,7 +186,7 @@ static char *base_script(const struct sbx_net_nft_params *p)
   return s;
 }
 
-int sbx_net_nft_delete_table(const char *tag)
+static int delete_table_once(const char *tag)
 {
   char script[128], *out = NULL;
   /* nft 1.0.6 has no "destroy": look first, so a missing table is not an error. */
@@ -201,6 +201,17 @@ int sbx_net_nft_delete_table(const char *tag)
     return 0;
   snprintf(script, sizeof script, "delete table inet sandboxd_%s\n", tag);
   return sbx_net_nft_run(script, NULL, NULL);
+}
+
+/* Retried: a table left by a transient failure at stop outlives the
+ * daemon (a start on the same state dir would remove it; a state dir
+ * that is gone never starts again). */
+int sbx_net_nft_delete_table(const char *tag)
+{
+  int r = -1;
+  for (int attempt = 0; attempt < 3 && r < 0; attempt++)
+    r = delete_table_once(tag);
+  return r;
 }
 
 int sbx_net_nft_init(const struct sbx_net_nft_params *p, struct sbx_error *err)

@@ -70,8 +70,10 @@ def net_tag(d):
     """The daemon's net tag, or None when it started without egress
     enforcement (an nft fault while it set its table up)."""
     log = open(d.log_path).read()
-    m = re.search(r"egress allowlists enforced \(table inet sandboxd_([0-9a-f]+)\)", log)
-    if m:
+    # Either line (an alloc fault may cost the log one of them).
+    m = re.search(r"egress (?:allowlists enforced \(|policy ready: )table inet sandboxd_([0-9a-f]+)",
+                  log)
+    if m and "egress allowlists unavailable" not in log:
         return m.group(1)
     assert "egress allowlists unavailable" in log, "egress neither enforced nor refused:\n" \
         + d.log_tail(40)
