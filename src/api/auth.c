@@ -16,7 +16,7 @@ int sbx_api_authenticate(struct sbx_req *r, bool need_admin, struct sbx_error *e
     while (*token == ' ')
       token++;
   }
-  if (sbx_keys_verify(sbx_core_store(r->core), token, &r->who, err) < 0)
+  if (sbx_core_keys_verify(r->core, token, &r->who, err) < 0)
     return -1;
   if (need_admin && !r->who.admin) {
     sbx_err_set(err, SBX_E_FORBIDDEN, 0, "this route needs an admin key");

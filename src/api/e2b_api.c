@@ -18,7 +18,7 @@
 #define TEMPLATE_KEY "e2b_template" /* the template a session was made from, in its metadata */
 #define LIST_MAX 100
 
-SBX_HANDLER(sbx_h_e2b_discovery)
+int sbx_h_e2b_discovery(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)err;
   char origin[300], api[400], sbx[400];
@@ -173,7 +173,7 @@ static json_t *session_body(json_t *in, struct sbx_error *err)
   return b;
 }
 
-SBX_HANDLER(sbx_h_e2b_create)
+int sbx_h_e2b_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *in = sbx_req_json(r, true, err);
   if (!in)
@@ -249,7 +249,10 @@ static int list_sandboxes(struct sbx_req *r, struct sbx_resp *out, struct sbx_er
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_list) { return list_sandboxes(r, out, err); }
+int sbx_h_e2b_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return list_sandboxes(r, out, err);
+}
 
 /* ---- one sandbox ---- */
 
@@ -267,7 +270,7 @@ static int get_ready(struct sbx_req *r, json_t **s, struct sbx_error *err)
   return sbx_err_fr(err, "Bac à sable %s introuvable (terminé)", r->params[0]);
 }
 
-SBX_HANDLER(sbx_h_e2b_get)
+int sbx_h_e2b_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *s;
   if (get_ready(r, &s, err) < 0)
@@ -277,7 +280,7 @@ SBX_HANDLER(sbx_h_e2b_get)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_kill)
+int sbx_h_e2b_kill(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *s;
   if (get_ready(r, &s, err) < 0) /* an ended sandbox is gone for E2B: 404, "not killed" */
@@ -309,7 +312,7 @@ static int set_timeout(struct sbx_req *r, json_t *in, json_t **s, struct sbx_err
   return rc;
 }
 
-SBX_HANDLER(sbx_h_e2b_timeout)
+int sbx_h_e2b_timeout(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *in = sbx_req_json(r, false, err);
   if (!in)
@@ -326,7 +329,7 @@ SBX_HANDLER(sbx_h_e2b_timeout)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_connect)
+int sbx_h_e2b_connect(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *in = sbx_req_json(r, true, err), *s = NULL;
   if (!in)
@@ -346,7 +349,7 @@ SBX_HANDLER(sbx_h_e2b_connect)
 
 /* ---- what sandboxd does not do ---- */
 
-SBX_HANDLER(sbx_h_e2b_pause)
+int sbx_h_e2b_pause(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out;
   json_t *s;
@@ -357,7 +360,7 @@ SBX_HANDLER(sbx_h_e2b_pause)
                      "a sandbox runs until it is killed or its timeout passes");
 }
 
-SBX_HANDLER(sbx_h_e2b_resume)
+int sbx_h_e2b_resume(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out;
   json_t *s;
@@ -367,7 +370,7 @@ SBX_HANDLER(sbx_h_e2b_resume)
   return unsupported(err, "resuming a sandbox", "sandboxes are never paused");
 }
 
-SBX_HANDLER(sbx_h_e2b_snapshot)
+int sbx_h_e2b_snapshot(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out;
   json_t *s;
@@ -377,7 +380,7 @@ SBX_HANDLER(sbx_h_e2b_snapshot)
   return unsupported(err, "snapshots", "a sandbox's memory is never saved");
 }
 
-SBX_HANDLER(sbx_h_e2b_metrics)
+int sbx_h_e2b_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out;
   json_t *s;
@@ -388,7 +391,7 @@ SBX_HANDLER(sbx_h_e2b_metrics)
                      "daemon's /metrics");
 }
 
-SBX_HANDLER(sbx_h_e2b_templates)
+int sbx_h_e2b_templates(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
   return unsupported(err, "template builds",
@@ -396,7 +399,7 @@ SBX_HANDLER(sbx_h_e2b_templates)
                      "(e2b_templates); build images with `sandboxd image build`");
 }
 
-SBX_HANDLER(sbx_h_e2b_volumes)
+int sbx_h_e2b_volumes(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
   return unsupported(err, "volumes", "volumes do not exist in sandboxd yet");

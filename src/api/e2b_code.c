@@ -182,7 +182,7 @@ static int run_in(struct sbx_req *r, const char *lang, const char *given, json_t
   return sbx_context_run(r->core, &r->who, sid, cid, run, res, err);
 }
 
-SBX_HANDLER(sbx_h_e2b_execute)
+int sbx_h_e2b_execute(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *in = sbx_req_json(r, false, err), *res = NULL;
   if (!in)
@@ -220,7 +220,7 @@ SBX_HANDLER(sbx_h_e2b_execute)
 
 /* ---- /contexts ---- */
 
-SBX_HANDLER(sbx_h_e2b_ctx_create)
+int sbx_h_e2b_ctx_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *in = sbx_req_json(r, true, err), *c = NULL;
   if (!in)
@@ -234,7 +234,7 @@ SBX_HANDLER(sbx_h_e2b_ctx_create)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_ctx_list)
+int sbx_h_e2b_ctx_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res = NULL, *arr = json_array(), *c;
   if (sbx_context_list(r->core, &r->who, sbx_e2b_sid(r), &res, err) < 0) {
@@ -249,7 +249,7 @@ SBX_HANDLER(sbx_h_e2b_ctx_list)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_ctx_delete)
+int sbx_h_e2b_ctx_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   if (sbx_context_delete(r->core, &r->who, sbx_e2b_sid(r), r->params[1], err) < 0)
     return -1;
@@ -257,7 +257,7 @@ SBX_HANDLER(sbx_h_e2b_ctx_delete)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_ctx_restart)
+int sbx_h_e2b_ctx_restart(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res = NULL;
   if (sbx_context_restart(r->core, &r->who, sbx_e2b_sid(r), r->params[1], &res, err) < 0)

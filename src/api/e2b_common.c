@@ -12,7 +12,6 @@
 #include "api/envelope.h"
 #include "common/cleanup.h"
 #include "core/core.h"
-#include "store/store.h"
 
 #define MAX_TEMPLATES 64
 
@@ -173,20 +172,14 @@ static int verify_token(struct sbx_req *r, const char *tok, const char *sid,
   mac_hex(key_id, sid, want);
   if (sodium_memcmp(want, us + 1, 64) != 0)
     return no_sandbox(err, sid); /* another sandbox's token says nothing of this one */
-  struct sbx_store_handle *st = sbx_core_store(r->core);
-  struct sbx_key_row row = {0};
   struct sbx_error lookup = {0};
-  if (st->ops->key_get(st->st, key_id, &row, &lookup) < 0) {
+  if (sbx_core_key_principal(r->core, key_id, &r->who, &lookup) < 0) {
     if (lookup.code != SBX_E_NOT_FOUND) {
       *err = lookup;
       return -1;
     }
     return unauthenticated(err, "the API key that opened this sandbox was revoked");
   }
-  r->who.tenant_id = row.tenant_id;
-  snprintf(r->who.tenant, sizeof r->who.tenant, "%s", row.tenant_name);
-  snprintf(r->who.key_id, sizeof r->who.key_id, "%s", row.key_id);
-  r->who.admin = row.admin;
   return 0;
 }
 
@@ -196,7 +189,7 @@ int sbx_e2b_authenticate(struct sbx_req *r, bool sandbox, struct sbx_error *err)
     const char *key = sbx_req_header(r, "X-API-Key");
     if (!key)
       return unauthenticated(err, "an X-API-Key header with a sandboxd API key is required");
-    return sbx_keys_verify(sbx_core_store(r->core), key, &r->who, err);
+    return sbx_core_keys_verify(r->core, key, &r->who, err);
   }
   const char *sid = sbx_req_header(r, "E2b-Sandbox-Id");
   if (!sid || !*sid || strlen(sid) >= sizeof r->params[0]) {

@@ -17,7 +17,7 @@
 
 #define MAX_FILES 256
 
-SBX_HANDLER(sbx_h_e2b_health)
+int sbx_h_e2b_health(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   struct sbx_error gone = {0};
   struct sbx_live_session *ls = sbx_session_acquire(r->core, &r->who, sbx_e2b_sid(r), &gone);
@@ -31,7 +31,7 @@ SBX_HANDLER(sbx_h_e2b_health)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_files_get)
+int sbx_h_e2b_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = sbx_req_query(r, "path");
   if (sbx_schema_path(path, "path", err) < 0)
@@ -42,7 +42,7 @@ SBX_HANDLER(sbx_h_e2b_files_get)
     return -1;
   int fd;
   uint64_t size;
-  int rc = sbx_sandbox_file_open_read(sbx_live_sandbox(ls), path, &fd, &size, err);
+  int rc = sbx_files_open_read(ls, path, &fd, &size, err);
   sbx_session_release(r->core, ls);
   if (rc < 0)
     return -1;
@@ -142,7 +142,7 @@ static int write_all(struct sbx_req *r, struct upload *u, json_t **res, struct s
   int rc = 0;
   for (size_t i = 0; i < u->n && rc == 0; i++) {
     struct part *p = &u->parts[i];
-    rc = sbx_sandbox_file_write(sbx_live_sandbox(ls), p->path, p->data ? p->data : "", p->len,
+    rc = sbx_files_write(ls, p->path, p->data ? p->data : "", p->len,
                                 err);
     char abs[4200];
     snprintf(abs, sizeof abs, "%s%s", p->path[0] == '/' ? "" : "/work/", p->path);
@@ -160,7 +160,7 @@ static int write_all(struct sbx_req *r, struct upload *u, json_t **res, struct s
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_files_post)
+int sbx_h_e2b_files_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   struct upload u = {.default_path = sbx_req_query(r, "path")};
   const char *ct = sbx_req_header(r, "Content-Type");

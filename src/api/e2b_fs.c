@@ -63,11 +63,11 @@ static void absolute(const char *path, char *buf, size_t len)
     buf[--n] = '\0';
 }
 
-static int stat_entry(struct sbx_sandbox *sb, const char *path, json_t **out,
+static int stat_entry(struct sbx_live_session *ls, const char *path, json_t **out,
                       struct sbx_error *err)
 {
   struct sbx_stat st;
-  if (sbx_sandbox_stat(sb, path, &st, err) < 0)
+  if (sbx_files_stat(ls, path, &st, err) < 0)
     return -1;
   char abs[4200];
   absolute(path, abs, sizeof abs);
@@ -85,7 +85,7 @@ static const char *msg_path(json_t *msg, const char *field, struct sbx_error *er
 }
 
 /* Runs op with the session's sandbox held; the message is consumed. */
-typedef int (*fs_op)(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err);
+typedef int (*fs_op)(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err);
 
 static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
                         struct sbx_error *err)
@@ -95,7 +95,7 @@ static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
     return -1;
   struct sbx_live_session *ls =
       sbx_session_acquire_cap(r->core, &r->who, sbx_e2b_sid(r), SBX_CAP_FILES, err);
-  int rc = ls ? op(sbx_live_sandbox(ls), msg, &res, err) : -1;
+  int rc = ls ? op(ls, msg, &res, err) : -1;
   sbx_session_release(r->core, ls);
   json_decref(msg);
   if (rc < 0)
@@ -104,17 +104,17 @@ static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
   return 0;
 }
 
-static int op_stat(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_stat(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   json_t *e;
-  if (!path || stat_entry(sb, path, &e, err) < 0)
+  if (!path || stat_entry(ls, path, &e, err) < 0)
     return -1;
   *res = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int op_list(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_list(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   json_t *dv = json_object_get(msg, "depth");
@@ -125,8 +125,8 @@ static int op_list(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx
     return sbx_err_field(err, "depth", "depth must be from 1 to %u", SBX_TREE_MAX_DEPTH);
   struct sbx_dirent *ents = NULL;
   size_t n = 0;
-  int rc = depth == 1 ? sbx_sandbox_list(sb, path, &ents, &n, LIST_MAX, err)
-                      : sbx_sandbox_list_tree(sb, path, (unsigned)depth, &ents, &n, LIST_MAX, err);
+  int rc = depth == 1 ? sbx_files_list(ls, path, &ents, &n, LIST_MAX, err)
+                      : sbx_files_list_tree(ls, path, (unsigned)depth, &ents, &n, LIST_MAX, err);
   if (rc == 0) {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++)
@@ -138,53 +138,72 @@ static int op_list(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx
   return rc;
 }
 
-static int op_mkdir(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_mkdir(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   struct sbx_stat st;
   struct sbx_error ignore = {0};
   if (!path)
     return -1;
-  if (sbx_sandbox_stat(sb, path, &st, &ignore) == 0) {
+  if (sbx_files_stat(ls, path, &st, &ignore) == 0) {
     sbx_err_set(err, SBX_E_CONFLICT, 0, "%s already exists", path);
     snprintf(err->field, sizeof err->field, "already_exists"); /* Connect's own code */
     return sbx_err_fr(err, "%s existe déjà", path);
   }
   json_t *e;
-  if (sbx_sandbox_mkdir(sb, path, 0, SBX_MKDIR_PARENTS, err) < 0 ||
-      stat_entry(sb, path, &e, err) < 0)
+  if (sbx_files_mkdir(ls, path, 0, SBX_MKDIR_PARENTS, err) < 0 ||
+      stat_entry(ls, path, &e, err) < 0)
     return -1;
   *res = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int op_move(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_move(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *from = msg_path(msg, "source", err), *to = from ? msg_path(msg, "destination", err)
                                                                : NULL;
   json_t *e;
-  if (!to || sbx_sandbox_move(sb, from, to, true, err) < 0 || stat_entry(sb, to, &e, err) < 0)
+  if (!to || sbx_files_move(ls, from, to, true, err) < 0 || stat_entry(ls, to, &e, err) < 0)
     return -1;
   *res = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int op_remove(struct sbx_sandbox *sb, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_remove(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
-  if (!path || sbx_sandbox_remove(sb, path, err) < 0)
+  if (!path || sbx_files_remove(ls, path, err) < 0)
     return -1;
   *res = json_object();
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_fs_stat) { return with_sandbox(r, out, op_stat, err); }
-SBX_HANDLER(sbx_h_e2b_fs_list) { return with_sandbox(r, out, op_list, err); }
-SBX_HANDLER(sbx_h_e2b_fs_mkdir) { return with_sandbox(r, out, op_mkdir, err); }
-SBX_HANDLER(sbx_h_e2b_fs_move) { return with_sandbox(r, out, op_move, err); }
-SBX_HANDLER(sbx_h_e2b_fs_remove) { return with_sandbox(r, out, op_remove, err); }
+int sbx_h_e2b_fs_stat(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_stat, err);
+}
 
-SBX_HANDLER(sbx_h_e2b_fs_watchers)
+int sbx_h_e2b_fs_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_list, err);
+}
+
+int sbx_h_e2b_fs_mkdir(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_mkdir, err);
+}
+
+int sbx_h_e2b_fs_move(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_move, err);
+}
+
+int sbx_h_e2b_fs_remove(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  return with_sandbox(r, out, op_remove, err);
+}
+
+int sbx_h_e2b_fs_watchers(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
   sbx_err_set(err, SBX_E_METHOD, 0, "polling watchers are not supported: use WatchDir, as the "
@@ -266,7 +285,7 @@ static void sink_end(void *ctx, const char *why)
   free(w);
 }
 
-SBX_HANDLER(sbx_h_e2b_fs_watch)
+int sbx_h_e2b_fs_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err);
   if (!msg)

@@ -229,7 +229,7 @@ static json_t *start_body(json_t *msg, bool *pty, struct sbx_error *err)
   return b;
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_start)
+int sbx_h_e2b_proc_start(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err);
   if (!msg)
@@ -272,7 +272,7 @@ static int selected_pid(json_t *msg, char pid[16], struct sbx_error *err)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_connect)
+int sbx_h_e2b_proc_connect(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *info = NULL;
   char pid[16];
@@ -297,7 +297,7 @@ static json_t *process_info(json_t *p)
                    "envs", "pid", json_object_get(p, "pid"));
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_list)
+int sbx_h_e2b_proc_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res = NULL, *arr = json_array(), *p;
   if (sbx_process_list(r->core, &r->who, sbx_e2b_sid(r), &res, err) < 0) {
@@ -324,7 +324,7 @@ static int empty_reply(struct sbx_resp *out, int rc, json_t *core_res)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_input)
+int sbx_h_e2b_proc_input(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *res = NULL;
   char pid[16], *data = NULL;
@@ -344,7 +344,7 @@ SBX_HANDLER(sbx_h_e2b_proc_input)
   return empty_reply(out, rc, res);
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_close_stdin)
+int sbx_h_e2b_proc_close_stdin(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *res = NULL;
   char pid[16];
@@ -369,7 +369,7 @@ static const char *signal_name(json_t *s)
   return NULL;
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_signal)
+int sbx_h_e2b_proc_signal(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *res = NULL;
   char pid[16];
@@ -387,7 +387,7 @@ SBX_HANDLER(sbx_h_e2b_proc_signal)
   return empty_reply(out, rc, res);
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_update)
+int sbx_h_e2b_proc_update(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *res = NULL;
   char pid[16];
@@ -404,7 +404,7 @@ SBX_HANDLER(sbx_h_e2b_proc_update)
   return empty_reply(out, rc, res);
 }
 
-SBX_HANDLER(sbx_h_e2b_proc_stream_input)
+int sbx_h_e2b_proc_stream_input(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
   sbx_err_set(err, SBX_E_METHOD, 0, "StreamInput (client streaming) is not supported: use "

@@ -41,7 +41,7 @@ static const char *dir_arg(struct sbx_req *r, struct sbx_error *err)
   return sbx_schema_path(p, "path", err) < 0 ? NULL : p;
 }
 
-SBX_HANDLER(sbx_h_archive_get)
+int sbx_h_archive_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   struct sbx_archive_limits lim;
   const char *dir = dir_arg(r, err);
@@ -59,7 +59,7 @@ SBX_HANDLER(sbx_h_archive_get)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_archive_put)
+int sbx_h_archive_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   struct sbx_archive_limits lim;
   const char *dir = dir_arg(r, err);

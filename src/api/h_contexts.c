@@ -1,9 +1,9 @@
-/* h_contexts.c — /v1/sandbox/sessions/{id}/contexts[/{cid}[/run|/restart]]
- * (issue 4): stateful interpreters.  The work is core/context*.c. */
+/* h_contexts.c — /v1/sandbox/sessions/{id}/contexts[/{cid}[/run|/restart]]:
+ * stateful interpreters.  The work is core/context*.c. */
 #include "api/handlers.h"
 #include "core/core.h"
 
-SBX_HANDLER(sbx_h_context_create)
+int sbx_h_context_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err);
   if (!body)
@@ -17,7 +17,7 @@ SBX_HANDLER(sbx_h_context_create)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_context_list)
+int sbx_h_context_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *o = NULL;
   if (sbx_context_list(r->core, &r->who, r->params[0], &o, err) < 0)
@@ -26,7 +26,7 @@ SBX_HANDLER(sbx_h_context_list)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_context_get)
+int sbx_h_context_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *o = NULL;
   if (sbx_context_get(r->core, &r->who, r->params[0], r->params[1], &o, err) < 0)
@@ -35,7 +35,7 @@ SBX_HANDLER(sbx_h_context_get)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_context_delete)
+int sbx_h_context_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   if (sbx_context_delete(r->core, &r->who, r->params[0], r->params[1], err) < 0)
     return -1;
@@ -43,7 +43,7 @@ SBX_HANDLER(sbx_h_context_delete)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_context_run)
+int sbx_h_context_run(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err);
   if (!body)
@@ -57,7 +57,7 @@ SBX_HANDLER(sbx_h_context_run)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_context_restart)
+int sbx_h_context_restart(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *o = NULL;
   if (sbx_context_restart(r->core, &r->who, r->params[0], r->params[1], &o, err) < 0)

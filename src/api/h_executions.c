@@ -5,7 +5,7 @@
 #include "api/pagination.h"
 #include "core/core.h"
 
-SBX_HANDLER(sbx_h_execution_create)
+int sbx_h_execution_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err), *res = NULL;
   if (!body)
@@ -20,7 +20,7 @@ SBX_HANDLER(sbx_h_execution_create)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_execution_list)
+int sbx_h_execution_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   int limit;
   const char *cursor;
@@ -33,7 +33,7 @@ SBX_HANDLER(sbx_h_execution_list)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_execution_get)
+int sbx_h_execution_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   double wait_s = 0;
   const char *w = sbx_req_query(r, "wait_s");
@@ -52,7 +52,7 @@ SBX_HANDLER(sbx_h_execution_get)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_execution_file)
+int sbx_h_execution_file(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = sbx_req_query(r, "path");
   if (!path || !*path) {
@@ -67,7 +67,7 @@ SBX_HANDLER(sbx_h_execution_file)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_execution_cancel)
+int sbx_h_execution_cancel(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res;
   if (sbx_execution_cancel(r->core, &r->who, r->params[0], &res, err) < 0)

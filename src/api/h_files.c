@@ -22,7 +22,7 @@ static const char *path_arg(struct sbx_req *r, struct sbx_error *err)
   return p;
 }
 
-SBX_HANDLER(sbx_h_files_put)
+int sbx_h_files_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -31,7 +31,7 @@ SBX_HANDLER(sbx_h_files_put)
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
-  int rc = sbx_sandbox_file_write(sbx_live_sandbox(ls), path, r->body, r->body_len, err);
+  int rc = sbx_files_write(ls, path, r->body, r->body_len, err);
   sbx_session_release(r->core, ls);
   if (rc < 0)
     return -1;
@@ -112,7 +112,7 @@ static int depth_arg(struct sbx_req *r, unsigned *out, struct sbx_error *err)
   return 0;
 }
 
-static int get_listing(struct sbx_req *r, struct sbx_sandbox *sb, const char *path,
+static int get_listing(struct sbx_req *r, struct sbx_live_session *ls, const char *path,
                        struct sbx_resp *out, struct sbx_error *err)
 {
   struct sbx_dirent *ents = NULL;
@@ -122,9 +122,9 @@ static int get_listing(struct sbx_req *r, struct sbx_sandbox *sb, const char *pa
     unsigned depth;
     rc = depth_arg(r, &depth, err) < 0
              ? -1
-             : sbx_sandbox_list_tree(sb, path, depth, &ents, &n, LIST_MAX, err);
+             : sbx_files_list_tree(ls, path, depth, &ents, &n, LIST_MAX, err);
   } else {
-    rc = sbx_sandbox_list(sb, path, &ents, &n, LIST_MAX, err);
+    rc = sbx_files_list(ls, path, &ents, &n, LIST_MAX, err);
   }
   if (rc == 0)
     sbx_resp_json(out, 200, listing_json(ents, n));
@@ -132,22 +132,22 @@ static int get_listing(struct sbx_req *r, struct sbx_sandbox *sb, const char *pa
   return rc;
 }
 
-static int get_stat(struct sbx_sandbox *sb, const char *path, struct sbx_resp *out,
+static int get_stat(struct sbx_live_session *ls, const char *path, struct sbx_resp *out,
                     struct sbx_error *err)
 {
   struct sbx_stat st;
-  if (sbx_sandbox_stat(sb, path, &st, err) < 0)
+  if (sbx_files_stat(ls, path, &st, err) < 0)
     return -1;
   sbx_resp_json(out, 200, stat_json(path, &st));
   return 0;
 }
 
-static int get_bytes(struct sbx_sandbox *sb, const char *path, struct sbx_resp *out,
+static int get_bytes(struct sbx_live_session *ls, const char *path, struct sbx_resp *out,
                      struct sbx_error *err)
 {
   int fd;
   uint64_t size;
-  if (sbx_sandbox_file_open_read(sb, path, &fd, &size, err) < 0)
+  if (sbx_files_open_read(ls, path, &fd, &size, err) < 0)
     return -1;
   out->status = 200;
   out->kind = SBX_RESP_FD;
@@ -157,7 +157,7 @@ static int get_bytes(struct sbx_sandbox *sb, const char *path, struct sbx_resp *
   return 0;
 }
 
-SBX_HANDLER(sbx_h_files_get)
+int sbx_h_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -168,16 +168,15 @@ SBX_HANDLER(sbx_h_files_get)
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
-  struct sbx_sandbox *sb = sbx_live_sandbox(ls);
-  int rc = flag(r, "list")   ? get_listing(r, sb, path, out, err)
-           : flag(r, "stat") ? get_stat(sb, path, out, err)
-                             : get_bytes(sb, path, out, err);
+  int rc = flag(r, "list")   ? get_listing(r, ls, path, out, err)
+           : flag(r, "stat") ? get_stat(ls, path, out, err)
+                             : get_bytes(ls, path, out, err);
   sbx_session_release(r->core, ls);
   return rc;
 }
 
 /* POST …/files/mkdir?path=D[&parents=true][&mode=0750] → 201 stat of D. */
-SBX_HANDLER(sbx_h_files_mkdir)
+int sbx_h_files_mkdir(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -196,17 +195,16 @@ SBX_HANDLER(sbx_h_files_mkdir)
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
-  struct sbx_sandbox *sb = sbx_live_sandbox(ls);
   struct sbx_stat st;
-  int rc = sbx_sandbox_mkdir(sb, path, mode, flags, err);
-  if (rc == 0 && (rc = sbx_sandbox_stat(sb, path, &st, err)) == 0)
+  int rc = sbx_files_mkdir(ls, path, mode, flags, err);
+  if (rc == 0 && (rc = sbx_files_stat(ls, path, &st, err)) == 0)
     sbx_resp_json(out, 201, stat_json(path, &st));
   sbx_session_release(r->core, ls);
   return rc;
 }
 
 /* POST …/files/move {from, to, overwrite?} → 200 stat of `to`. */
-SBX_HANDLER(sbx_h_files_move)
+int sbx_h_files_move(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   static const char *const allowed[] = {"from", "to", "overwrite", NULL};
   json_t *body = sbx_req_json(r, false, err);
@@ -227,10 +225,9 @@ SBX_HANDLER(sbx_h_files_move)
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     goto out;
-  struct sbx_sandbox *sb = sbx_live_sandbox(ls);
   struct sbx_stat st;
-  rc = sbx_sandbox_move(sb, from, to, json_is_true(ov), err);
-  if (rc == 0 && (rc = sbx_sandbox_stat(sb, to, &st, err)) == 0)
+  rc = sbx_files_move(ls, from, to, json_is_true(ov), err);
+  if (rc == 0 && (rc = sbx_files_stat(ls, to, &st, err)) == 0)
     sbx_resp_json(out, 200, stat_json(to, &st));
   sbx_session_release(r->core, ls);
 out:
@@ -238,7 +235,7 @@ out:
   return rc;
 }
 
-SBX_HANDLER(sbx_h_files_delete)
+int sbx_h_files_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *path = path_arg(r, err);
   if (!path)
@@ -247,7 +244,7 @@ SBX_HANDLER(sbx_h_files_delete)
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
-  int rc = sbx_sandbox_remove(sbx_live_sandbox(ls), path, err);
+  int rc = sbx_files_remove(ls, path, err);
   sbx_session_release(r->core, ls);
   if (rc < 0)
     return -1;

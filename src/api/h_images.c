@@ -1,7 +1,7 @@
-/* h_images.c — the image store over HTTP (issue 7): list what is stored
+/* h_images.c — the image store over HTTP: list what is stored
  * (any key: images are host-wide, like profiles), pull, remove and collect
- * garbage (admin keys: they change what every tenant can start).  The
- * store itself is src/image; `sandboxd image …` does the same offline.
+ * garbage (admin keys: they change what every tenant can start), through
+ * core (core/images.c); `sandboxd image …` does the same offline.
  *
  * A pull asked for with `Accept: text/event-stream` runs on its own thread
  * and streams `progress` {blob, done, total} (at most ~10 a second per
@@ -18,16 +18,16 @@
 #include "api/handlers.h"
 #include "api/sse.h"
 #include "common/util.h"
-#include "image/image.h"
+#include "core/core.h"
 
 #define PULL_QUEUE_BYTES (256u << 10)
 #define PROGRESS_EVERY_MS 100 /* per blob; the final event always goes */
 #define FINAL_WAIT_MS 60000   /* a slow reader still gets done/error */
 
-SBX_HANDLER(sbx_h_image_list)
+int sbx_h_image_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *arr = NULL;
-  if (sbx_image_list(&arr, err) < 0)
+  if (sbx_core_image_list(&arr, err) < 0)
     return -1;
   sbx_resp_json(out, 200, json_pack("{s:o}", "images", arr));
   return 0;
@@ -69,7 +69,7 @@ static void *pull_main(void *arg)
   struct pull_stream *ps = arg;
   struct sbx_error err = {0};
   char canonical[700], digest[80];
-  if (sbx_image_pull(ps->ref, on_progress, ps, canonical, digest, &err) == 0) {
+  if (sbx_core_image_pull(ps->ref, on_progress, ps, canonical, digest, &err) == 0) {
     sbx_sse_push_wait(ps->sse, "done",
                       json_pack("{s:s, s:s}", "ref", canonical, "digest", digest),
                       FINAL_WAIT_MS);
@@ -120,7 +120,7 @@ static int pull_stream(struct sbx_req *r, struct sbx_resp *out, const char *ref,
   return 0;
 }
 
-SBX_HANDLER(sbx_h_image_pull)
+int sbx_h_image_pull(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err);
   if (!body)
@@ -134,15 +134,14 @@ SBX_HANDLER(sbx_h_image_pull)
   }
   /* Validate first: a bad reference is the caller's error (400), not the
    * registry's. */
-  struct sbx_image_ref parsed;
-  if (sbx_image_ref_parse(json_string_value(ref), "ref", &parsed, err) < 0)
+  if (sbx_core_image_ref_check(json_string_value(ref), "ref", err) < 0)
     goto out;
   if (sbx_req_wants_sse(r)) {
     rc = pull_stream(r, out, json_string_value(ref), err);
     goto out;
   }
   char canonical[700], digest[80];
-  if (sbx_image_pull(json_string_value(ref), NULL, NULL, canonical, digest, err) < 0)
+  if (sbx_core_image_pull(json_string_value(ref), NULL, NULL, canonical, digest, err) < 0)
     goto out;
   sbx_resp_json(out, 200, json_pack("{s:s, s:s}", "ref", canonical, "digest", digest));
   rc = 0;
@@ -151,28 +150,24 @@ out:
   return rc;
 }
 
-SBX_HANDLER(sbx_h_image_delete)
+int sbx_h_image_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *ref = r->rest ? r->rest : "";
   if (!*ref) {
     sbx_err_field(err, "ref", "name the image: DELETE /v1/sandbox/images/{ref}");
     return sbx_err_fr(err, "Nommez l'image : DELETE /v1/sandbox/images/{ref}");
   }
-  if (sbx_image_remove(ref, err) < 0)
+  if (sbx_core_image_remove(ref, err) < 0)
     return -1;
   sbx_resp_empty(out, 204);
   return 0;
 }
 
-SBX_HANDLER(sbx_h_image_gc)
+int sbx_h_image_gc(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  struct sbx_image_gc_stats st = {0};
-  if (sbx_image_gc(&st, err) < 0)
+  json_t *stats;
+  if (sbx_core_image_gc(&stats, err) < 0)
     return -1;
-  sbx_resp_json(out, 200,
-                json_pack("{s:I, s:I, s:I, s:I, s:I}", "blobs_removed", (json_int_t)st.blobs_removed,
-                          "layers_removed", (json_int_t)st.layers_removed, "layers_in_use",
-                          (json_int_t)st.layers_in_use, "tmp_removed", (json_int_t)st.tmp_removed,
-                          "bytes_freed", (json_int_t)st.bytes_freed));
+  sbx_resp_json(out, 200, stats);
   return 0;
 }

@@ -1,4 +1,4 @@
-/* h_obs.c — the observability routes (issue 8, engineer O): GET /v1/audit,
+/* h_obs.c — the observability routes: GET /v1/audit,
  * GET /v1/audit/verify (admin keys), GET /v1/sandbox/usage (own tenant),
  * GET /metrics (open, or admin with config metrics_auth); and the
  * dispatcher's audit hook, sbx_api_audit(), which turns every mutation
@@ -13,29 +13,11 @@
 #include "api/router.h"
 #include "common/util.h"
 #include "core/core.h"
-#include "obs/audit.h"
-#include "obs/metrics.h"
-#include "obs/usage.h"
 
 #define AUDIT_PAGE_DEFAULT 100
 #define AUDIT_PAGE_MAX 1000
 
 /* ---- GET /v1/audit ---- */
-
-struct audit_page {
-  json_t *events;
-  int64_t last;
-  int n;
-};
-
-static int audit_cb(void *ctx, const struct sbx_audit_row *row)
-{
-  struct audit_page *p = ctx;
-  json_array_append_new(p->events, sbx_audit_row_json(row));
-  p->last = row->seq;
-  p->n++;
-  return 0;
-}
 
 /* A non-negative integer query argument; def when absent. */
 static int query_int(struct sbx_req *r, const char *name, long long def, long long max,
@@ -55,7 +37,7 @@ static int query_int(struct sbx_req *r, const char *name, long long def, long lo
   return 0;
 }
 
-SBX_HANDLER(sbx_h_audit_list)
+int sbx_h_audit_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   long long tenant, after, limit;
   if (query_int(r, "tenant", -1, INT64_MAX, &tenant, err) < 0 ||
@@ -64,27 +46,26 @@ SBX_HANDLER(sbx_h_audit_list)
     return -1;
   if (limit == 0)
     limit = AUDIT_PAGE_DEFAULT;
-  struct sbx_store_handle *st = sbx_core_store(r->core);
-  struct audit_page p = {.events = json_array()};
-  if (st->ops->audit_list(st->st, tenant, sbx_req_query(r, "action"), after, (int)limit,
-                          audit_cb, &p, err) < 0) {
-    json_decref(p.events);
+  json_t *events;
+  int64_t last;
+  int n = sbx_core_audit_list(r->core, tenant, sbx_req_query(r, "action"), after, (int)limit,
+                              &events, &last, err);
+  if (n < 0)
     return -1;
-  }
   sbx_resp_json(out, 200,
-                json_pack("{s:o, s:o}", "events", p.events, "next_cursor",
-                          p.n == limit ? json_integer((json_int_t)p.last) : json_null()));
+                json_pack("{s:o, s:o}", "events", events, "next_cursor",
+                          n == limit ? json_integer((json_int_t)last) : json_null()));
   return 0;
 }
 
 /* ---- GET /v1/audit/verify ---- */
 
-SBX_HANDLER(sbx_h_audit_verify)
+int sbx_h_audit_verify(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  struct sbx_audit_verdict v;
-  if (sbx_audit_verify(sbx_core_store(r->core), &v, err) < 0)
+  json_t *verdict;
+  if (sbx_core_audit_verify(r->core, &verdict, err) < 0)
     return -1;
-  sbx_resp_json(out, 200, sbx_audit_verdict_json(&v));
+  sbx_resp_json(out, 200, verdict);
   return 0;
 }
 
@@ -96,7 +77,7 @@ static int time_arg(struct sbx_req *r, const char *name, int64_t *out, struct sb
   *out = 0;
   if (!v || !*v)
     return 0;
-  if (sbx_usage_parse_time(v, out) < 0) {
+  if (sbx_core_usage_parse_time(v, out) < 0) {
     sbx_err_field(err, name, "%s must be an RFC 3339 time or seconds since the epoch", name);
     return sbx_err_fr(err, "%s doit être une date RFC 3339 ou des secondes depuis l'époque",
                       name);
@@ -104,15 +85,15 @@ static int time_arg(struct sbx_req *r, const char *name, int64_t *out, struct sb
   return 0;
 }
 
-SBX_HANDLER(sbx_h_usage)
+int sbx_h_usage(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *group_by = sbx_req_query(r, "group_by");
   int64_t from, to;
   if (time_arg(r, "from", &from, err) < 0 || time_arg(r, "to", &to, err) < 0)
     return -1;
   json_t *o;
-  if (sbx_usage_report(sbx_core_store(r->core), r->who.tenant_id, group_by ? group_by : "profile",
-                       from, to, &o, err) < 0)
+  if (sbx_core_usage_report(r->core, &r->who, group_by ? group_by : "profile", from, to, &o,
+                            err) < 0)
     return -1;
   sbx_resp_json(out, 200, o);
   return 0;
@@ -120,12 +101,12 @@ SBX_HANDLER(sbx_h_usage)
 
 /* ---- GET /metrics ---- */
 
-SBX_HANDLER(sbx_h_metrics)
+int sbx_h_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   if (sbx_core_metrics_auth(r->core) && sbx_api_authenticate(r, true, err) < 0)
     return -1;
   size_t len = 0;
-  char *txt = sbx_metrics_render(&len);
+  char *txt = sbx_core_metrics_render(&len);
   if (!txt)
     return sbx_err_sys(err, ENOMEM, "metrics");
   sbx_resp_bytes(out, 200, txt, len, "text/plain; version=0.0.4; charset=utf-8");
@@ -159,7 +140,7 @@ static const struct {
     {"context_delete", "sandbox.context.delete"},
     {"context_run", "sandbox.context.run"},
     {"context_restart", "sandbox.context.restart"},
-    {"image_pull", "image.pull"}, /* issue 7 */
+    {"image_pull", "image.pull"},
     {"image_gc", "image.gc"},
     {"image_delete", "image.delete"},
     /* The E2B-compatible surface (api/e2b*.c): the same actions as ours. */
@@ -264,7 +245,7 @@ static void record(struct sbx_req *r, const char *action, const char *outcome,
                    const char *limiter_key)
 {
   uint64_t suppressed = 0;
-  if (limiter_key && !sbx_audit_admit(limiter_key, &suppressed))
+  if (limiter_key && !sbx_core_audit_admit(limiter_key, &suppressed))
     return;
   char target[256];
   target_of(r, resp, target, sizeof target);
@@ -279,14 +260,12 @@ static void record(struct sbx_req *r, const char *action, const char *outcome,
   char addr[64];
   sbx_req_client_addr(r, addr, sizeof addr);
   json_object_set_new(d, "source", json_string(addr));
-  sbx_audit_record(sbx_core_store(r->core), r->who.tenant_id,
-                   r->who.key_id[0] ? r->who.key_id : NULL, action, target, outcome, d);
+  sbx_core_audit_record(r->core, &r->who, action, target, outcome, d);
 }
 
 void sbx_api_audit(struct sbx_req *r, const struct sbx_resp *resp, const struct sbx_error *err)
 {
-  if (r->who.tenant_id > 0)
-    sbx_usage_remember_tenant(r->who.tenant_id, r->who.tenant);
+  sbx_core_usage_tenant(&r->who);
   char key[96];
   bool admin_only = r->route && r->route->auth == SBX_AUTH_ADMIN && !r->who.admin;
   if (err && (err->code == SBX_E_UNAUTHENTICATED ||

@@ -6,7 +6,7 @@
 #include "api/handlers.h"
 #include "core/core.h"
 
-SBX_HANDLER(sbx_h_healthz)
+int sbx_h_healthz(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)r;
   (void)err;
@@ -14,7 +14,7 @@ SBX_HANDLER(sbx_h_healthz)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_readyz)
+int sbx_h_readyz(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)err;
   bool ready;
@@ -23,7 +23,7 @@ SBX_HANDLER(sbx_h_readyz)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_profiles)
+int sbx_h_profiles(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)err;
   const struct sbx_profile_set *set = sbx_core_profiles(r->core);

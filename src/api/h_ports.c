@@ -1,5 +1,5 @@
-/* h_ports.c — ANY /v1/sandbox/sessions/{id}/ports/{port}/{rest*} (issue 4,
- * Upstream): proxies one HTTP exchange to a server listening on
+/* h_ports.c — ANY /v1/sandbox/sessions/{id}/ports/{port}/{rest*} (the
+ * Upstream capability): proxies one HTTP exchange to a server listening on
  * 127.0.0.1:{port} (or [::1]) inside the sandbox's own network namespace.
  *
  * The daemon reaches in; nothing reaches out: sbx-init makes the socket in
@@ -193,12 +193,12 @@ static int connect_in(struct sbx_req *r, unsigned port, int *fd, struct sbx_erro
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_UPSTREAM, err);
   if (!ls)
     return -1;
-  int rc = sbx_sandbox_connect(sbx_live_sandbox(ls), port, CONNECT_TIMEOUT_MS, fd, err);
+  int rc = sbx_ports_connect(ls, port, CONNECT_TIMEOUT_MS, fd, err);
   sbx_session_release(r->core, ls);
   return rc;
 }
 
-SBX_HANDLER(sbx_h_port_proxy)
+int sbx_h_port_proxy(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   unsigned port = 0;
   if (parse_port(r->params[1], &port, err) < 0)

@@ -1,6 +1,6 @@
 /* h_processes.c — /v1/sandbox/sessions/{id}/processes[/{pid}[/output|
- * /stdin|/signal|/resize]] and the background start of POST …/exec
- * (issue 4).  A follower of …/output (SSE) is a thread of its own that
+ * /stdin|/signal|/resize]] and the background start of POST …/exec.
+ * A follower of …/output (SSE) is a thread of its own that
  * replays the kept output from the asked offsets and then follows the
  * process live; it waits for a slow client (the process never does: its
  * output goes to bounded buffers) and ends with `exit` once the process
@@ -30,7 +30,7 @@ int sbx_api_process_start(struct sbx_req *r, struct sbx_resp *out, json_t *body,
   return 0;
 }
 
-SBX_HANDLER(sbx_h_process_list)
+int sbx_h_process_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res;
   if (sbx_process_list(r->core, &r->who, r->params[0], &res, err) < 0)
@@ -39,7 +39,7 @@ SBX_HANDLER(sbx_h_process_list)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_process_get)
+int sbx_h_process_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res;
   if (sbx_process_get(r->core, &r->who, r->params[0], r->params[1], &res, err) < 0)
@@ -176,7 +176,7 @@ static int follow(struct sbx_req *r, struct sbx_resp *out, const uint64_t off[2]
   return 0;
 }
 
-SBX_HANDLER(sbx_h_process_output)
+int sbx_h_process_output(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   uint64_t off[2];
   if (parse_offsets(r, off, err) < 0)
@@ -190,7 +190,7 @@ SBX_HANDLER(sbx_h_process_output)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_process_stdin)
+int sbx_h_process_stdin(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *eof = sbx_req_query(r, "eof");
   bool close_it = eof && (!strcmp(eof, "true") || !strcmp(eof, "1"));
@@ -206,7 +206,7 @@ SBX_HANDLER(sbx_h_process_stdin)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_process_signal)
+int sbx_h_process_signal(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err), *res = NULL;
   if (!body)
@@ -219,7 +219,7 @@ SBX_HANDLER(sbx_h_process_signal)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_process_resize)
+int sbx_h_process_resize(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err), *res = NULL;
   if (!body)

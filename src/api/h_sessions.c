@@ -4,7 +4,7 @@
 #include "api/sse.h"
 #include "core/core.h"
 
-SBX_HANDLER(sbx_h_session_create)
+int sbx_h_session_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, true, err), *res = NULL;
   if (!body)
@@ -19,7 +19,7 @@ SBX_HANDLER(sbx_h_session_create)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_session_list)
+int sbx_h_session_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   int limit;
   const char *cursor;
@@ -31,7 +31,7 @@ SBX_HANDLER(sbx_h_session_list)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_session_get)
+int sbx_h_session_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *res;
   if (sbx_session_get(r->core, &r->who, r->params[0], &res, err) < 0)
@@ -40,7 +40,7 @@ SBX_HANDLER(sbx_h_session_get)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_session_patch)
+int sbx_h_session_patch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err), *res = NULL;
   if (!body)
@@ -53,7 +53,7 @@ SBX_HANDLER(sbx_h_session_patch)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_session_delete)
+int sbx_h_session_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   if (sbx_session_delete(r->core, &r->who, r->params[0], err) < 0)
     return -1;
@@ -61,13 +61,13 @@ SBX_HANDLER(sbx_h_session_delete)
   return 0;
 }
 
-SBX_HANDLER(sbx_h_session_exec)
+int sbx_h_session_exec(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *body = sbx_req_json(r, false, err), *res = NULL;
   if (!body)
     return -1;
   int rc;
-  /* Issue 4: background → 202 {pid}; Accept: text/event-stream → SSE. */
+  /* Background → 202 {pid}; Accept: text/event-stream → SSE. */
   if (json_is_true(json_object_get(body, "background"))) {
     rc = sbx_api_process_start(r, out, body, err);
     json_decref(body);

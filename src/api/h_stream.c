@@ -1,4 +1,4 @@
-/* h_stream.c — output chunks as SSE events (issue 4), shared by the
+/* h_stream.c — output chunks as SSE events, shared by the
  * streamed exec (POST …/exec with Accept: text/event-stream) and a
  * process's output follower (h_processes.c).
  *

@@ -38,7 +38,7 @@ static bool flag(struct sbx_req *r, const char *name)
   return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
 }
 
-SBX_HANDLER(sbx_h_watch)
+int sbx_h_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *dir = sbx_req_query(r, "path");
   if (sbx_schema_path(dir, "path", err) < 0)

@@ -15,19 +15,13 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "core/principal.h"
 
 struct MHD_Connection;
 struct sbx_core;
 struct sbx_span;
 
 #define SBX_MAX_PARAMS 4
-
-struct sbx_principal {
-  int64_t tenant_id;
-  char tenant[128];
-  char key_id[40];
-  bool admin;
-};
 
 struct sbx_req {
   struct MHD_Connection *conn;
@@ -47,7 +41,7 @@ struct sbx_req {
   struct sbx_principal who;
   uint64_t start_ns;
   int status_sent;       /* for metrics/logs */
-  struct sbx_span *span; /* issue 8: the request's server span (obs/trace.h), ended at completion */
+  struct sbx_span *span; /* the request's server span (obs/trace.h), ended at completion */
 };
 
 enum sbx_resp_kind { SBX_RESP_JSON, SBX_RESP_BYTES, SBX_RESP_FD, SBX_RESP_EMPTY, SBX_RESP_STREAM };

@@ -323,7 +323,7 @@ static bool check_session(struct sbx_req *r, struct sbx_resp *out, json_t *id)
   return true;
 }
 
-SBX_HANDLER(sbx_h_mcp_post)
+int sbx_h_mcp_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)err;
   if (!origin_ok(r, out))
@@ -348,7 +348,7 @@ SBX_HANDLER(sbx_h_mcp_post)
   return rc;
 }
 
-SBX_HANDLER(sbx_h_mcp_delete)
+int sbx_h_mcp_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)err;
   if (!origin_ok(r, out))

@@ -13,8 +13,8 @@
 
 #include "api/handlers.h"
 
-SBX_HANDLER(sbx_h_mcp_post);
-SBX_HANDLER(sbx_h_mcp_delete);
+int sbx_h_mcp_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_mcp_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 
 /* The tools array of a tools/list result (new reference). */
 json_t *sbx_mcp_tools_list(void);

@@ -22,7 +22,6 @@
 #include "common/util.h"
 #include "core/core.h"
 #include "core/schema.h"
-#include "runtime/sandbox.h"
 
 #define READ_MAX (1024u * 1024)         /* bytes one session_read_file returns */
 #define COLLECT_FILE_MAX (1024u * 1024) /* bytes of one collected file inlined */
@@ -280,7 +279,7 @@ static json_t *tool_write_file(struct sbx_req *r, json_t *args, struct sbx_error
   if (!path || sbx_schema_path(path, "path", err) < 0 || content_arg(args, &data, &len, err) < 0)
     return NULL;
   struct sbx_live_session *ls = sbx_session_acquire_cap(r->core, &r->who, id, SBX_CAP_FILES, err);
-  int rc = ls ? sbx_sandbox_file_write(sbx_live_sandbox(ls), path, data, len, err) : -1;
+  int rc = ls ? sbx_files_write(ls, path, data, len, err) : -1;
   if (ls)
     sbx_session_release(r->core, ls);
   json_t *res = rc < 0 ? NULL : json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)len);
@@ -326,7 +325,7 @@ static json_t *tool_read_file(struct sbx_req *r, json_t *args, struct sbx_error 
   _cleanup_close_ int fd = -1;
   uint64_t size = 0;
   _cleanup_free_ char *data = NULL;
-  int rc = sbx_sandbox_file_open_read(sbx_live_sandbox(ls), path, &fd, &size, err);
+  int rc = sbx_files_open_read(ls, path, &fd, &size, err);
   if (rc == 0)
     rc = read_bounded(fd, size, &data, err);
   sbx_session_release(r->core, ls);

@@ -1,5 +1,5 @@
 /* proxy.h — one HTTP exchange over a socket already connected into a
- * sandbox (issue 4, ports), with libcurl on a thread of its own, bridged to
+ * sandbox (ports), with libcurl on a thread of its own, bridged to
  * a streamed API response.
  *
  * libcurl never opens a connection here: CURLOPT_OPENSOCKETFUNCTION hands

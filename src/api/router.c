@@ -31,7 +31,7 @@ static const struct sbx_route routes[] = {
     {"PUT", "/v1/sandbox/sessions/{id}/files", sbx_h_files_put, SBX_AUTH_KEY, "files_put"},
     {"GET", "/v1/sandbox/sessions/{id}/files", sbx_h_files_get, SBX_AUTH_KEY, "files_get"},
     {"DELETE", "/v1/sandbox/sessions/{id}/files", sbx_h_files_delete, SBX_AUTH_KEY, "files_delete"},
-    /* Files, archives and watch (issue 4). */
+    /* Files, archives and watch. */
     {"POST", "/v1/sandbox/sessions/{id}/files/mkdir", sbx_h_files_mkdir, SBX_AUTH_KEY,
      "files_mkdir"},
     {"POST", "/v1/sandbox/sessions/{id}/files/move", sbx_h_files_move, SBX_AUTH_KEY,
@@ -46,7 +46,7 @@ static const struct sbx_route routes[] = {
      "execution_file"},
     {"POST", "/v1/sandbox/executions/{id}/cancel", sbx_h_execution_cancel, SBX_AUTH_KEY,
      "execution_cancel"},
-    /* Background processes and terminals (issue 4). */
+    /* Background processes and terminals. */
     {"GET", "/v1/sandbox/sessions/{id}/processes", sbx_h_process_list, SBX_AUTH_KEY,
      "process_list"},
     {"GET", "/v1/sandbox/sessions/{id}/processes/{pid}", sbx_h_process_get, SBX_AUTH_KEY,
@@ -59,7 +59,7 @@ static const struct sbx_route routes[] = {
      SBX_AUTH_KEY, "process_signal"},
     {"POST", "/v1/sandbox/sessions/{id}/processes/{pid}/resize", sbx_h_process_resize,
      SBX_AUTH_KEY, "process_resize"},
-    /* Ports (issue 4, Upstream): one entry per proxied method (TRACE and
+    /* Ports (Upstream): one entry per proxied method (TRACE and
      * CONNECT are not), so `sandboxd routes` and openapi.yaml list each. */
     {"GET", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
     {"HEAD", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
@@ -68,7 +68,7 @@ static const struct sbx_route routes[] = {
     {"PATCH", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
     {"DELETE", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
     {"OPTIONS", SBX_PORTS_PATTERN, sbx_h_port_proxy, SBX_AUTH_KEY, "port_proxy"},
-    /* Contexts (issue 4): stateful interpreters. */
+    /* Contexts: stateful interpreters. */
     {"POST", "/v1/sandbox/sessions/{id}/contexts", sbx_h_context_create, SBX_AUTH_KEY,
      "context_create"},
     {"GET", "/v1/sandbox/sessions/{id}/contexts", sbx_h_context_list, SBX_AUTH_KEY,
@@ -81,8 +81,8 @@ static const struct sbx_route routes[] = {
      "context_run"},
     {"POST", "/v1/sandbox/sessions/{id}/contexts/{cid}/restart", sbx_h_context_restart,
      SBX_AUTH_KEY, "context_restart"},
-    /* Issue 8: audit, usage, metrics (/metrics checks config metrics_auth itself). */
-    /* Issue 7: images (list: any key; changes: admin). */
+    /* Audit, usage, metrics (/metrics checks config metrics_auth itself). */
+    /* Images (list: any key; changes: admin). */
     {"GET", "/v1/sandbox/images", sbx_h_image_list, SBX_AUTH_KEY, "image_list"},
     {"POST", "/v1/sandbox/images/pull", sbx_h_image_pull, SBX_AUTH_ADMIN, "image_pull"},
     {"POST", "/v1/sandbox/images/gc", sbx_h_image_gc, SBX_AUTH_ADMIN, "image_gc"},

@@ -32,7 +32,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/core.h"
-#include "obs/trace.h"
 
 /* A connection thread's stack.  glibc's default is RLIMIT_STACK (8 MiB)
  * of address space per thread; handlers need far less (the deepest is
@@ -271,18 +270,18 @@ static enum MHD_Result send_resp(struct sbx_req *r, struct sbx_resp *resp)
 static enum MHD_Result send_error(struct sbx_req *r, const struct sbx_error *err)
 {
   struct sbx_resp resp = {.fd = -1};
-  sbx_api_audit(r, NULL, err); /* issue 8: refusals and failed mutations */
+  sbx_api_audit(r, NULL, err); /* refusals and failed mutations */
   sbx_resp_error(r, &resp, err);
   if (err->code == SBX_E_UNAUTHENTICATED) /* RFC 6750 §3; MCP clients read it */
     resp.headers = json_pack("[[s, s]]", "WWW-Authenticate", "Bearer realm=\"sandboxd\"");
   return send_resp(r, &resp);
 }
 
-/* Issue 8: once authenticated, the span learns the tenant and the tenant's
+/* Once authenticated, the span learns the tenant and the tenant's
  * request rate is checked (core/quota.h). */
 static int after_auth(struct sbx_req *r, unsigned *retry_s, struct sbx_error *err)
 {
-  sbx_span_set_str(r->span, "sandbox.tenant", r->who.tenant);
+  sbx_core_request_tenant(r->span, r->who.tenant);
   return sbx_quota_request(r->core, &r->who, retry_s, err);
 }
 
@@ -290,7 +289,7 @@ static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_err
                                          unsigned retry_s)
 {
   struct sbx_resp resp = {.fd = -1};
-  sbx_api_audit(r, NULL, err); /* issue 8: a rate refusal is a policy decision */
+  sbx_api_audit(r, NULL, err); /* a rate refusal is a policy decision */
   sbx_resp_error(r, &resp, err);
   char secs[16];
   snprintf(secs, sizeof secs, "%u", retry_s);
@@ -368,7 +367,7 @@ static void req_init(struct api_req *a, struct sbx_server *srv, struct MHD_Conne
   else
     sbx_random_id("req", r->request_id, sizeof r->request_id);
   sbx_envelope_lang(sbx_req_header(r, "Accept-Language"), r->lang);
-  r->span = sbx_trace_request_begin(method, sbx_req_header(r, "traceparent"));
+  r->span = sbx_core_request_begin(method, sbx_req_header(r, "traceparent"));
 }
 
 static int append_body(struct sbx_server *srv, struct sbx_req *r, const char *data, size_t n)
@@ -425,7 +424,7 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct api_req *a)
     return send_error(r, &err);
   }
   r->route = rt;
-  sbx_trace_request_route(r->span, r->method, rt->pattern);
+  sbx_core_request_route(r->span, r->method, rt->pattern);
   if (rt->auth != SBX_AUTH_NONE && !a->authed && authenticate(r, rt->auth, &err) < 0)
     return send_error(r, &err);
   unsigned retry_s = 0;
@@ -455,7 +454,7 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct api_req *a)
     json_decref(resp.headers);
     return send_error(r, &err);
   }
-  sbx_api_audit(r, &resp, NULL); /* issue 8: a mutation that succeeded */
+  sbx_api_audit(r, &resp, NULL); /* a mutation that succeeded */
   return send_resp(r, &resp);
 }
 
@@ -552,9 +551,9 @@ static bool auth_before_body(struct api_req *a)
   if (!rt || rt->auth == SBX_AUTH_NONE)
     return false;
   struct sbx_error err = {0};
-  sbx_span_enter(r->span);
+  sbx_core_request_enter(r->span);
   a->authed = authenticate(r, rt->auth, &err) == 0;
-  sbx_span_leave(r->span);
+  sbx_core_request_leave(r->span);
   if (!a->authed)
     memset(&r->who, 0, sizeof r->who);
   return a->authed;
@@ -601,9 +600,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->status_sent)
     return MHD_YES;
   sbx_conn_guard_disarm(srv->guard, slot_of(c)); /* the whole request is in */
-  sbx_span_enter(r->span); /* core's spans are children of the request's */
+  sbx_core_request_enter(r->span); /* core's spans are children of the request's */
   enum MHD_Result ret = dispatch(srv, a);
-  sbx_span_leave(r->span);
+  sbx_core_request_leave(r->span);
   return ret;
 }
 
@@ -623,7 +622,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     uint64_t us = (sbx_now_ns() - r->start_ns) / 1000;
     sbx_core_observe_http(srv->core, r->route ? r->route->name : "unmatched", r->status_sent,
                           us);
-    sbx_trace_request_end(r->span, r->status_sent);
+    sbx_core_request_end(r->span, r->status_sent);
     sbx_debug("http", "%s %s -> %d (%llu us) [%s]", r->method, r->path, r->status_sent,
               (unsigned long long)us, r->request_id);
   }

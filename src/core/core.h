@@ -16,13 +16,13 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "core/principal.h"
 #include "core/profile.h"
 #include "core/quota.h"
 #include "runtime/sandbox.h"
-#include "store/store.h"
 
 struct sbx_core;
-struct sbx_principal;
+struct sbx_store_handle; /* store/store.h: core's own, and the daemon's key command's */
 
 struct sbx_core_config {
   const char *state_dir;        /* absolute */
@@ -42,14 +42,14 @@ struct sbx_core_config {
   unsigned max_sessions_per_tenant;
   struct sbx_profile *profiles; /* operator-defined, merged over built-ins */
   size_t nprofiles;
-  struct sbx_quota_config quota; /* issue 8: per-tenant quotas (core/quota.h) */
-  const char *finops_url;        /* issue 8: FinOps endpoint for usage records (NULL: none) */
-  bool metrics_auth;             /* issue 8: GET /metrics needs an admin key */
-  /* issue 5: egress policy (net/net.h sbx_net_config) */
+  struct sbx_quota_config quota; /* per-tenant quotas (core/quota.h) */
+  const char *finops_url;        /* FinOps endpoint for usage records (NULL: none) */
+  bool metrics_auth;             /* GET /metrics needs an admin key */
+  /* Egress policy (net/net.h sbx_net_config) */
   const char *const *resolve;    /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
   const char *dns_upstream;      /* NULL/"": pinned names only */
   const char *net_pool4, *net_pool6; /* NULL/"": the net module's defaults */
-  /* issue 7: pull an image a request names when it is not in the store
+  /* Pull an image a request names when it is not in the store
    * (SBX_IMAGE_PULL_MISSING, 0) or answer 404 (SBX_IMAGE_PULL_NEVER) */
   int image_pull;
   /* Start probes run in the background (core/profile.h): each driver's
@@ -70,21 +70,76 @@ bool sbx_core_is_stopping(struct sbx_core *core);
 /* Closes the store and frees; after the HTTP server has stopped. */
 void sbx_core_free(struct sbx_core *core);
 
-struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
 /* Readiness for /readyz: store reachable, the default profile probed,
  * at least one profile usable; lists the profiles still probing. */
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready);
 /* Counts one HTTP request (metrics). */
 void sbx_core_observe_http(struct sbx_core *core, const char *route, int status, uint64_t us);
-/* Issue 8: whether GET /metrics needs an admin key (config metrics_auth). */
+/* Whether GET /metrics needs an admin key (config metrics_auth). */
 bool sbx_core_metrics_auth(struct sbx_core *core);
+
+/* The image store (core/images.c over image/; docs/images.md): host-wide,
+ * like profiles.  list: a new array {ref, digest, config, layers, size,
+ * created}; ref_check: 400 naming field unless ref parses; pull: always
+ * asks the registry, cb (may be NULL) reports each blob's progress from the
+ * pulling thread, canonical (700 bytes) and digest (80) get what was
+ * stored; gc: *out the counts of what was removed. */
+typedef void (*sbx_core_progress_fn)(void *ud, const char *what, uint64_t done, uint64_t total);
+int sbx_core_image_list(json_t **out, struct sbx_error *err);
+int sbx_core_image_ref_check(const char *ref, const char *field, struct sbx_error *err);
+int sbx_core_image_pull(const char *ref, sbx_core_progress_fn cb, void *ud, char *canonical,
+                        char *digest, struct sbx_error *err);
+int sbx_core_image_remove(const char *ref, struct sbx_error *err);
+int sbx_core_image_gc(json_t **out, struct sbx_error *err);
+
+/* Observability as the API shows it (core/observe.c).  Audit events with
+ * seq > after, one tenant's or all (tenant < 0), at most limit: *events a
+ * new array, *last_seq the last one's seq; returns how many. */
+int sbx_core_audit_list(struct sbx_core *core, int64_t tenant, const char *action, int64_t after,
+                        int limit, json_t **events, int64_t *last_seq, struct sbx_error *err);
+/* Walks the hash chain; *out is the verdict object (docs/audit.md). */
+int sbx_core_audit_verify(struct sbx_core *core, json_t **out, struct sbx_error *err);
+/* The rate limiter of refusal events (obs/audit.h sbx_audit_admit). */
+bool sbx_core_audit_admit(const char *source, uint64_t *suppressed);
+/* Appends one event by who (its key as the actor); takes details. */
+void sbx_core_audit_record(struct sbx_core *core, const struct sbx_principal *who,
+                           const char *action, const char *target, const char *outcome,
+                           json_t *details);
+/* Remembers who's tenant name for usage records. */
+void sbx_core_usage_tenant(const struct sbx_principal *who);
+/* RFC 3339 or seconds since the epoch; -1 when neither. */
+int sbx_core_usage_parse_time(const char *s, int64_t *out);
+/* who's usage between from and to (0: open), grouped by group_by. */
+int sbx_core_usage_report(struct sbx_core *core, const struct sbx_principal *who,
+                          const char *group_by, int64_t from, int64_t to, json_t **out,
+                          struct sbx_error *err);
+/* The Prometheus text (malloc'd; NULL out of memory). */
+char *sbx_core_metrics_render(size_t *len);
+/* The request's server span (obs/trace.h): begun when the request
+ * arrives, named by its route, tagged with the tenant once authenticated,
+ * the thread's current span while core works for it, ended with the
+ * status. */
+struct sbx_span;
+struct sbx_span *sbx_core_request_begin(const char *method, const char *traceparent);
+void sbx_core_request_route(struct sbx_span *s, const char *method, const char *pattern);
+void sbx_core_request_tenant(struct sbx_span *s, const char *tenant);
+void sbx_core_request_enter(struct sbx_span *s);
+void sbx_core_request_leave(struct sbx_span *s);
+void sbx_core_request_end(struct sbx_span *s, int status);
 
 /* Keys: create prints nothing; *key_out is "sbx_<id>_<secret>" (caller frees). */
 int sbx_keys_create(struct sbx_store_handle *st, const char *tenant, bool admin, char **key_out,
                     struct sbx_error *err);
 int sbx_keys_verify(struct sbx_store_handle *st, const char *token, struct sbx_principal *who,
                     struct sbx_error *err);
+/* The principal of the daemon's own store for token (sbx_keys_verify). */
+int sbx_core_keys_verify(struct sbx_core *core, const char *token, struct sbx_principal *who,
+                         struct sbx_error *err);
+/* The principal a key id (no secret) belongs to; SBX_E_NOT_FOUND once it
+ * is revoked.  For tokens the daemon itself signed (the E2B sandbox token). */
+int sbx_core_key_principal(struct sbx_core *core, const char *key_id, struct sbx_principal *who,
+                           struct sbx_error *err);
 
 /* Sessions (core/session.c).  `body` is the parsed request body (borrowed);
  * *out is a new JSON reference on success. */
@@ -108,8 +163,30 @@ struct sbx_live_session;
 struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
                                              const struct sbx_principal *who, const char *id,
                                              struct sbx_error *err);
-struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls);
 void sbx_session_release(struct sbx_core *core, struct sbx_live_session *ls);
+
+/* Files and ports of a held session (core/files.c): the sandbox client's
+ * operations (runtime/sandbox.h: same path rules, errors and ownership of
+ * what they return), the only way the API reaches a sandbox. */
+int sbx_files_write(struct sbx_live_session *ls, const char *path, const void *data, size_t len,
+                    struct sbx_error *err);
+int sbx_files_open_read(struct sbx_live_session *ls, const char *path, int *fd_out,
+                        uint64_t *size_out, struct sbx_error *err);
+int sbx_files_stat(struct sbx_live_session *ls, const char *path, struct sbx_stat *out,
+                   struct sbx_error *err);
+int sbx_files_list(struct sbx_live_session *ls, const char *dir, struct sbx_dirent **out,
+                   size_t *count, size_t max, struct sbx_error *err);
+int sbx_files_list_tree(struct sbx_live_session *ls, const char *dir, unsigned max_depth,
+                        struct sbx_dirent **out, size_t *count, size_t max,
+                        struct sbx_error *err);
+int sbx_files_mkdir(struct sbx_live_session *ls, const char *path, unsigned mode, unsigned flags,
+                    struct sbx_error *err);
+int sbx_files_move(struct sbx_live_session *ls, const char *from, const char *to, bool overwrite,
+                   struct sbx_error *err);
+int sbx_files_remove(struct sbx_live_session *ls, const char *path, struct sbx_error *err);
+/* A TCP connection to port on the sandbox's own loopback (sbx_sandbox_connect). */
+int sbx_ports_connect(struct sbx_live_session *ls, unsigned port, unsigned timeout_ms, int *fd_out,
+                      struct sbx_error *err);
 
 /* Executions (core/execution.c). */
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
@@ -125,7 +202,7 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
 int sbx_execution_file(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                        const char *path, void **data, size_t *size, struct sbx_error *err);
 
-/* ---- Issue 4, engineer A: streamed exec and background processes ---- */
+/* ---- Streamed exec and background processes ---- */
 
 /* Streamed session exec (Accept: text/event-stream).  The request is
  * validated and the exec started before this returns (errors come back as
@@ -196,7 +273,7 @@ void sbx_process_detach(struct sbx_proc *p);
 int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk *c,
                      unsigned timeout_ms, json_t **result);
 
-/* ---- Issue 4, engineer B: archives and watch (core/archive.c,
+/* ---- Archives and watch (core/archive.c,
  * core/archive_extract.c, core/watch.c). ---- */
 /* sbx_session_acquire, then 409 conflict unless the session's driver has
  * capability `cap` (SBX_CAP_*). */
@@ -261,7 +338,7 @@ int sbx_session_watch(struct sbx_core *core, const struct sbx_principal *who, co
  * the sessions were killed (which stops every watch within a poll). */
 void sbx_watch_drain(unsigned timeout_ms);
 
-/* ---- Issue 4, engineer C: contexts (core/context.c, context_run.c,
+/* ---- Contexts (core/context.c, context_run.c,
  * context_io.c; driver scripts in core/contexts/).  Every call answers 409
  * conflict when the session's driver lacks SBX_CAP_CONTEXTS, 404 for an
  * unknown context.  Results are new JSON references. ---- */

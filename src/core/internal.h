@@ -10,6 +10,12 @@
 #include "core/quota.h"
 #include "core/schema.h"
 #include "obs/trace.h"
+#include "store/store.h"
+
+/* Core-internal: the store and a held session's sandbox never leave core
+ * (the API goes through core's operations, core.h). */
+struct sbx_store_handle *sbx_core_store(struct sbx_core *core);
+struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls);
 
 /* One in-flight exec, so delete/shutdown can cancel it. */
 struct sbx_exec_slot {
@@ -35,13 +41,13 @@ struct sbx_live_session {
   int64_t last_used_at;
   int64_t last_touch_stored;   /* when last_used_at last reached the store */
   struct sbx_proc_table *procs; /* background processes (core/process.c); own lock */
-  /* issue 5: the egress policy in force and, once it was ever an
+  /* The egress policy in force and, once it was ever an
    * allowlist, the sandbox's link to the host (NULL on the none path).
    * Both change only under net_lock (PATCH). */
   pthread_mutex_t net_lock;
   struct sbx_net_policy *policy;
   struct sbx_net_attachment *net;
-  struct sbx_image *image; /* issue 7: held while the sandbox lives; NULL: host pack */
+  struct sbx_image *image; /* held while the sandbox lives; NULL: host pack */
   /* core/session_cpu.c: the sandbox cgroup's CPU charged to the tenant's
    * quota, whatever ran it (execs, background processes, contexts). */
   pthread_mutex_t cpu_lock;
@@ -89,8 +95,8 @@ struct sbx_core {
   int64_t started_at;
   atomic_ullong http_requests;
   atomic_ullong http_errors;
-  struct sbx_quota *quota; /* issue 8, engineer Q: core/quota.c */
-  bool images_ok;          /* issue 7: the image store opened */
+  struct sbx_quota *quota; /* core/quota.c */
+  bool images_ok;          /* the image store opened */
   char images_why[256];    /* why not */
 };
 
@@ -126,15 +132,15 @@ enum sbx_profile_state sbx_core_profile_settle(struct sbx_core *core,
                                                const struct sbx_profile *p);
 
 /* core/run.c — what a session exec and an execution share. */
-/* The environment of a workload: base, the image's Env (issue 7), the
- * egress proxy's variables (issue 5), the session env, the request env —
+/* The environment of a workload: base, the image's Env, the
+ * egress proxy's variables, the session env, the request env —
  * each may be NULL, later ones win. */
 char **sbx_run_env(const char *const *image_env, const char *const *net_env,
                    char *const *session_env, char *const *request_env);
 /* sbx_run_env for an exec in a live session (its net env and session env). */
 char **sbx_session_run_env(struct sbx_live_session *ls, char *const *request_env);
 
-/* core/image_use.c (issue 7): a request's `image`, the store, the image
+/* core/image_use.c: a request's `image`, the store, the image
  * config applied to execs. */
 #define SBX_IMAGE_REF_MAX 700
 struct sbx_image;
@@ -162,7 +168,7 @@ const char *const *sbx_core_image_env(const struct sbx_image *img);
 int sbx_archive_validate(const void *data, size_t len, const struct sbx_archive_limits *lim,
                          struct sbx_error *err);
 
-/* core/network.c (issue 5): the net module's life with the daemon's, and
+/* core/network.c: the net module's life with the daemon's, and
  * the fail-closed checks of an allowlist request. */
 struct sbx_net_policy;
 struct sbx_net_attachment;
@@ -199,7 +205,7 @@ int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char 
                  uint64_t timeout_ms, uint64_t output_cap, struct sbx_cancel *cancel,
                  struct sbx_exec_result *res, struct sbx_error *err);
 /* Like sbx_run_spec, with the request's other fields (timeout_ms,
- * output_cap, cancel, on_output, live) taken from tmpl (issue 4). */
+ * output_cap, cancel, on_output, live) taken from tmpl. */
 int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char *const *env,
                     const struct sbx_exec_request *tmpl, struct sbx_exec_result *res,
                     struct sbx_error *err);
@@ -215,7 +221,7 @@ void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t le
 /* Error for a profile whose driver cannot run here (503, en+fr). */
 int sbx_err_runtime_unavailable(struct sbx_error *err, const struct sbx_profile *p);
 
-/* ---- issue 4, engineer A: streaming exec, background processes ---- */
+/* ---- Streaming exec, background processes ---- */
 /* core/session.c: an exec slot (cancel token) registered on a live session,
  * so delete/expiry/shutdown cancel it and the reaper counts it as
  * activity.  slot_add fires the token at once if the session is dying. */
@@ -265,18 +271,18 @@ void sbx_procs_session_end(struct sbx_proc_table *t, const char *reason);
  * a later run or restart is refused while the quota is used up. */
 unsigned sbx_contexts_quota_stop(struct sbx_live_session *ls);
 
-/* ---- issue 4, engineer C: contexts (core/context*.c) ---- */
+/* ---- Contexts (core/context*.c) ---- */
 /* Waits (bounded) until every context thread has ended (daemon shutdown,
  * after the sessions were killed: contexts end with their session). */
 void sbx_contexts_drain(void);
 
-/* ---- issue 8, engineer Q: core/spans.c — begins and enters the span of a
+/* ---- core/spans.c — begins and enters the span of a
  * session exec (tenant, profile, session id, the session's GenAI metadata);
  * end it with sbx_trace_op_end. ---- */
 struct sbx_span *sbx_exec_span_begin(struct sbx_core *core, const struct sbx_principal *who,
                                      const struct sbx_live_session *ls);
 
-/* ---- issue 8, engineer O: core/obs_hooks.c — metrics gauges, the FinOps
+/* ---- core/obs_hooks.c — metrics gauges, the FinOps
  * outbox, and the hooks called when a run finishes (metrics + usage). ---- */
 int sbx_obs_core_start(struct sbx_core *core, struct sbx_error *err);
 void sbx_obs_core_stop(struct sbx_core *core);

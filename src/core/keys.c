@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/http.h"
 #include "common/util.h"
-#include "core/core.h"
+#include "core/internal.h"
 #include "obs/audit.h"
 
 #define SECRET_BYTES 24
@@ -39,7 +38,7 @@ int sbx_keys_create(struct sbx_store_handle *st, const char *tenant, bool admin,
   row.created_at = sbx_wall_s();
   if (st->ops->key_insert(st->st, &row, err) < 0)
     return -1;
-  sbx_audit_record(st, row.tenant_id, "cli", "auth.key.create", row.key_id, "ok", /* issue 8 */
+  sbx_audit_record(st, row.tenant_id, "cli", "auth.key.create", row.key_id, "ok",
                    json_pack("{s:s, s:b}", "tenant", tenant, "admin", admin));
   if (asprintf(key_out, "sbx_%s_%s", row.key_id, sechex) < 0)
     return sbx_err_sys(err, ENOMEM, "key");
@@ -53,6 +52,14 @@ static int unauthenticated(struct sbx_error *err)
   sbx_err_set(err, SBX_E_UNAUTHENTICATED, 0, "a valid API key is required "
               "(Authorization: Bearer sbx_…)");
   return sbx_err_fr(err, "Une clé d'API valide est requise (Authorization: Bearer sbx_…)");
+}
+
+static void principal_of(const struct sbx_key_row *row, struct sbx_principal *who)
+{
+  who->tenant_id = row->tenant_id;
+  snprintf(who->tenant, sizeof who->tenant, "%s", row->tenant_name);
+  snprintf(who->key_id, sizeof who->key_id, "%s", row->key_id);
+  who->admin = row->admin;
 }
 
 int sbx_keys_verify(struct sbx_store_handle *st, const char *token, struct sbx_principal *who,
@@ -79,9 +86,23 @@ int sbx_keys_verify(struct sbx_store_handle *st, const char *token, struct sbx_p
   int same = sodium_memcmp(want, row.hash, sizeof want) == 0;
   if (!found || !same)
     return unauthenticated(err);
-  who->tenant_id = row.tenant_id;
-  snprintf(who->tenant, sizeof who->tenant, "%s", row.tenant_name);
-  snprintf(who->key_id, sizeof who->key_id, "%s", row.key_id);
-  who->admin = row.admin;
+  principal_of(&row, who);
+  return 0;
+}
+
+int sbx_core_keys_verify(struct sbx_core *core, const char *token, struct sbx_principal *who,
+                         struct sbx_error *err)
+{
+  return sbx_keys_verify(sbx_core_store(core), token, who, err);
+}
+
+int sbx_core_key_principal(struct sbx_core *core, const char *key_id, struct sbx_principal *who,
+                           struct sbx_error *err)
+{
+  struct sbx_store_handle *st = sbx_core_store(core);
+  struct sbx_key_row row = {0};
+  if (st->ops->key_get(st->st, key_id, &row, err) < 0)
+    return -1;
+  principal_of(&row, who);
   return 0;
 }

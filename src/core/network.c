@@ -1,4 +1,4 @@
-/* network.c — the core's side of egress policy (issue 5, DESIGN §5): starts
+/* network.c — the core's side of egress policy (DESIGN §5): starts
  * and stops the net module with the daemon, refuses allowlists a profile
  * or this host cannot enforce (fail closed), attaches sandboxes, and turns
  * every allow/deny decision into a metric and a rate-limited audit event.
@@ -16,10 +16,10 @@
 
 #include "common/log.h"
 #include "core/internal.h"
-#include "isolation/iso.h"
 #include "net/net.h"
 #include "obs/audit.h"
 #include "obs/metrics.h"
+#include "runtime/driver.h"
 
 #define DECISION_QUEUE 1024
 
@@ -139,7 +139,7 @@ void sbx_core_net_start(struct sbx_core *core)
     sbx_warn("core", "egress allowlists unavailable: %s", err.msg);
     return;
   }
-  sbx_iso_set_resolv_conf(sbx_net_resolv_conf());
+  sbx_drivers_set_resolv_conf(sbx_net_resolv_conf());
   sbx_info("core", "egress allowlists enforced (table inet sandboxd_%s)", tag);
 }
 

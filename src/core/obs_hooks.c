@@ -5,7 +5,6 @@
  * core's structures: obs gets values and callbacks, nothing else. */
 #include <string.h>
 
-#include "api/http.h"
 #include "common/log.h"
 #include "isolation/iso.h"
 #include "isolation/pool.h"

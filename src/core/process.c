@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/http.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "core/process_int.h"

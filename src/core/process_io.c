@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/http.h"
 #include "common/util.h"
 #include "core/process_int.h"
 #include "core/resources.h"

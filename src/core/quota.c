@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/http.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"

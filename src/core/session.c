@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/http.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/util.h"

@@ -3,7 +3,6 @@
  * agent/tool keys) for an exec span. */
 #include <jansson.h>
 
-#include "api/http.h"
 #include "core/internal.h"
 
 struct sbx_span *sbx_exec_span_begin(struct sbx_core *core, const struct sbx_principal *who,

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/http.h"
 #include "common/util.h"
 #include "core/internal.h"
 #include "core/resources.h"

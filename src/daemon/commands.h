@@ -7,9 +7,9 @@
 int sbx_cmd_serve(struct sbx_config *cfg);
 int sbx_cmd_key(struct sbx_config *cfg, int argc, char **argv);
 int sbx_cmd_routes(void);
-/* Issue 8: `sandboxd audit verify` (cmd_audit.c). */
+/* `sandboxd audit verify` (cmd_audit.c). */
 int sbx_cmd_audit(struct sbx_config *cfg, int argc, char **argv);
-/* Issue 8: `sandboxd db init` (cmd_db.c): PostgreSQL setup and migration. */
+/* `sandboxd db init` (cmd_db.c): PostgreSQL setup and migration. */
 int sbx_cmd_db(struct sbx_config *cfg, int argc, char **argv);
 
 #endif

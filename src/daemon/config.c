@@ -14,6 +14,7 @@
 #include "common/cleanup.h"
 #include "common/quantity.h"
 #include "common/util.h"
+#include "isolation/iso.h"
 
 void sbx_config_defaults(struct sbx_config *c)
 {
@@ -109,17 +110,17 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
   STR("sbx_init", init_path)
   STR("runsc", runsc_path)
   STR("default_profile", default_profile)
-  STR("finops_url", finops_url) /* issue 8 */
-  STR("dns_upstream", dns_upstream) /* issue 5 */
+  STR("finops_url", finops_url)
+  STR("dns_upstream", dns_upstream)
   STR("net_pool4", net_pool4)
   STR("net_pool6", net_pool6)
   STR("e2b_templates", e2b_templates)
 #undef STR
-  if (!strcmp(key, "pull")) { /* issue 7: pull images a request names when missing? */
+  if (!strcmp(key, "pull")) { /* pull images a request names when missing? */
     c->image_pull = !strcmp(v, "missing") ? 0 : !strcmp(v, "never") ? 1 : -1;
     return c->image_pull < 0 ? sbx_err_set(err, SBX_E_INVALID, 0, "pull: missing or never") : 0;
   }
-  if (!strcmp(key, "resolve")) /* issue 5: repeatable; a comma list from the environment */
+  if (!strcmp(key, "resolve")) /* repeatable; a comma list from the environment */
     return add_resolve(c, v, err);
   if (!strcmp(key, "log_level"))
     return sbx_log_parse_level(v, &c->log_level) < 0
@@ -134,7 +135,7 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
     return sbx_parse_bytes(v, &c->max_body) < 0 || c->max_body == 0
                ? sbx_err_set(err, SBX_E_INVALID, 0, "max_body: a size like 32Mi")
                : 0;
-  if (!strcmp(key, "metrics_auth")) /* issue 8 */
+  if (!strcmp(key, "metrics_auth"))
     return parse_bool(v, &c->metrics_auth) < 0
                ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", key)
                : 0;
@@ -142,6 +143,12 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
     if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
       return sbx_err_set(err, SBX_E_INVALID, 0, "gvisor_kvm: auto or off");
     c->gvisor_kvm_off = !strcmp(v, "off");
+    return 0;
+  }
+  if (!strcmp(key, "image_layer_idmap")) { /* off: image layers as shifted copies */
+    if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
+      return sbx_err_set(err, SBX_E_INVALID, 0, "image_layer_idmap: auto or off");
+    c->image_layer_idmap_off = !strcmp(v, "off");
     return 0;
   }
   if (!strcmp(key, "enable_unsafe_process_driver"))
@@ -182,7 +189,7 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
     return 0;
   }
   (void)b;
-  int q = sbx_quota_config_set(&c->quota, NULL, key, v, err); /* issue 8: quotas */
+  int q = sbx_quota_config_set(&c->quota, NULL, key, v, err); /* quotas */
   if (q != 0)
     return q < 0 ? -1 : 0;
   return sbx_err_set(err, SBX_E_INVALID, 0, "unknown setting '%s'", key);
@@ -261,7 +268,7 @@ static int on_ini(void *user, const char *section, const char *key, const char *
     struct sbx_profile *p = profile_slot(ctx->c, section + 8);
     rc = p ? set_profile(p, key, value, ctx->err)
            : sbx_err_set(ctx->err, SBX_E_INVALID, 0, "too many profiles (32 at most)");
-  } else if (!strncmp(section, "tenant.", 7) && section[7]) { /* issue 8: per-tenant quotas */
+  } else if (!strncmp(section, "tenant.", 7) && section[7]) { /* per-tenant quotas */
     rc = sbx_quota_config_set(&ctx->c->quota, section + 7, key, value, ctx->err);
     rc = rc == 0 ? sbx_err_set(ctx->err, SBX_E_INVALID, 0, "[%s]: unknown setting '%s'",
                                section, key) : rc > 0 ? 0 : -1;
@@ -296,12 +303,13 @@ static const struct {
     {"SANDBOXD_LOG_FORMAT", "log_format"}, {"SANDBOXD_DEFAULT_PROFILE", "default_profile"},
     {"SANDBOXD_WORKERS", "workers"},     {"SANDBOXD_IDLE_TIMEOUT", "idle_timeout"},
     {"SANDBOXD_ENABLE_UNSAFE_PROCESS_DRIVER", "enable_unsafe_process_driver"},
-    {"SANDBOXD_FINOPS_URL", "finops_url"}, {"SANDBOXD_METRICS_AUTH", "metrics_auth"}, /* issue 8 */
-    {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"}, /* issue 5 */
+    {"SANDBOXD_FINOPS_URL", "finops_url"}, {"SANDBOXD_METRICS_AUTH", "metrics_auth"},
+    {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"},
     {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
-    {"SANDBOXD_PULL", "pull"}, /* issue 7 */
+    {"SANDBOXD_PULL", "pull"},
     {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"}, {"SANDBOXD_PROBE_WAIT", "probe_wait"},
     {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"}, {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
+    {"SANDBOXD_IMAGE_LAYER_IDMAP", "image_layer_idmap"},
     {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
     {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
     {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
@@ -332,11 +340,12 @@ static const struct {
     {"--log-format", "log_format"}, {"--default-profile", "default_profile"},
     {"--workers", "workers"},       {"--sbx-init", "sbx_init"},
     {"--idle-timeout", "idle_timeout"}, {"--max-body", "max_body"},
-    {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"}, /* issue 5 */
+    {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"},
     {"--net-pool4", "net_pool4"},   {"--net-pool6", "net_pool6"},
-    {"--pull", "pull"}, /* issue 7 */
+    {"--pull", "pull"},
     {"--probe-timeout", "probe_timeout"}, {"--probe-wait", "probe_wait"},
     {"--gvisor-kvm", "gvisor_kvm"}, {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
+    {"--image-layer-idmap", "image_layer_idmap"},
     {"--workers-per-tenant", "workers_per_tenant"},
     {"--queue-max-per-tenant", "queue_max_per_tenant"},
     {"--max-connections", "max_connections"},
@@ -407,5 +416,6 @@ int sbx_config_finish(struct sbx_config *c, struct sbx_error *err)
   if (access(c->init_path, X_OK) < 0)
     return sbx_err_sys(err, errno, "sbx-init not found at %s (set SANDBOXD_INIT or --sbx-init)",
                        c->init_path);
+  sbx_overlay_set_layer_idmap(!c->image_layer_idmap_off);
   return 0;
 }

@@ -39,22 +39,23 @@ struct sbx_config {
   bool unsafe_process_driver;
   struct sbx_profile profiles[32];
   size_t nprofiles;
-  struct sbx_quota_config quota; /* issue 8: [server] quota_*, rate_limit_*; [tenant.NAME] */
-  char finops_url[1024];  /* issue 8: FinOps endpoint for usage records ("" = none) */
-  bool metrics_auth;      /* issue 8: GET /metrics needs an admin key */
-  /* issue 5: egress policy */
+  struct sbx_quota_config quota; /* [server] quota_*, rate_limit_*; [tenant.NAME] */
+  char finops_url[1024];  /* FinOps endpoint for usage records ("" = none) */
+  bool metrics_auth;      /* GET /metrics needs an admin key */
+  /* Egress policy */
   char *resolve[65];      /* NULL-terminated "NAME=ADDR" pins (--resolve, repeatable; SANDBOXD_RESOLVE a,b) */
   size_t nresolve;
   char dns_upstream[128]; /* "ADDR[:PORT]" ("" = pinned names only) */
   char net_pool4[64];     /* veth addresses ("" = net module default) */
   char net_pool6[64];
-  /* issue 7: images */
+  /* Images */
   int image_pull;         /* SBX_IMAGE_PULL_MISSING (0, default) or _NEVER (1) */
   /* Start probes run in the background (core/profile.h) */
   unsigned probe_timeout_s;     /* bound of one driver's probe command (10) */
   unsigned probe_wait_s;        /* a request for a probing profile waits this long (5) */
   unsigned gvisor_kvm_timeout_s; /* bound of runsc's KVM probe (2) */
   bool gvisor_kvm_off;          /* gvisor_kvm = off: as if /dev/kvm were absent */
+  bool image_layer_idmap_off;   /* image_layer_idmap = off: shifted layer copies (isolation/shift.c) */
   char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
 };
 

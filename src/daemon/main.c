@@ -91,7 +91,7 @@ int main(int argc, char **argv)
   }
   if (!strcmp(cmd, "routes"))
     return sbx_cmd_routes();
-  if (!strcmp(cmd, "image")) /* issue 7: works on the state dir's store directly */
+  if (!strcmp(cmd, "image")) /* works on the state dir's store directly */
     return sbx_image_main(argc - 1, argv + 1);
   struct sbx_config cfg;
   int rest;
@@ -99,9 +99,9 @@ int main(int argc, char **argv)
     return 1;
   if (!strcmp(cmd, "key"))
     return sbx_cmd_key(&cfg, argc - 2, argv + 2);
-  if (!strcmp(cmd, "db")) /* issue 8: PostgreSQL setup */
+  if (!strcmp(cmd, "db")) /* PostgreSQL setup */
     return sbx_cmd_db(&cfg, argc - 2, argv + 2);
-  if (!strcmp(cmd, "audit")) /* issue 8 */
+  if (!strcmp(cmd, "audit"))
     return sbx_cmd_audit(&cfg, argc - 2, argv + 2);
   if (!strcmp(cmd, "serve")) {
     for (int i = 2; i < argc; i++) {

@@ -71,10 +71,10 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .max_ttl_s = cfg->session_max_ttl_s, .idle_timeout_s = cfg->idle_timeout_s,
       .max_sessions_per_tenant = cfg->max_sessions_per_tenant, .profiles = cfg->profiles,
       .nprofiles = cfg->nprofiles, .quota = cfg->quota,
-      .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth, /* issue 8 */
+      .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth,
       .resolve = (const char *const *)cfg->resolve, .dns_upstream = cfg->dns_upstream,
-      .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6, /* issue 5 */
-      .image_pull = cfg->image_pull, /* issue 7 */
+      .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6,
+      .image_pull = cfg->image_pull,
       .probe_timeout_s = cfg->probe_timeout_s, .probe_wait_s = cfg->probe_wait_s,
       .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s, .gvisor_kvm_off = cfg->gvisor_kvm_off,
   };

@@ -4,7 +4,8 @@
  * layers), and removes a layer directory only if it can take an exclusive
  * flock on it: an image in use anywhere holds a shared one.  A layer goes
  * by rename into tmp/ first, so a crash mid-delete never leaves a partial
- * directory under layers/ that would look complete. */
+ * directory under layers/ that would look complete; its shifted copies
+ * (for hosts that cannot idmap layers) go with it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,13 +74,58 @@ static void gc_blobs(json_t *keep, struct sbx_image_gc_stats *st)
     closedir(d);
 }
 
+/* A layer's shifted copies (isolation/shift.c: <hex>@<base>, and their
+ * .<hex>@<base>.tmp and .lock) go with it, while its exclusive flock
+ * shows no sandbox uses it; orphans (a crash between) with no layer. */
+static bool copy_of(const char *name, const char *hex)
+{
+  if (name[0] == '.')
+    name++;
+  size_t n = strlen(hex);
+  return !strncmp(name, hex, n) && name[n] == '@';
+}
+
+static void gc_copies(const char *dir, const char *hex, struct sbx_image_gc_stats *st)
+{
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (!copy_of(e->d_name, hex))
+      continue;
+    char src[PATH_MAX + 300], dst[PATH_MAX];
+    snprintf(src, sizeof src, "%s/%s", dir, e->d_name);
+    img_tmp_path("gc", dst, sizeof dst);
+    if (rename(src, dst) == 0 && sbx_rm_rf(dst) == 0 && e->d_name[0] != '.')
+      st->copies_removed++;
+  }
+  if (d)
+    closedir(d);
+}
+
+static void gc_orphan_copies(const char *dir, struct sbx_image_gc_stats *st)
+{
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const char *name = e->d_name[0] == '.' ? e->d_name + 1 : e->d_name;
+    const char *at = strchr(name, '@');
+    if (!at || at - name != 64)
+      continue;
+    char hex[65];
+    snprintf(hex, sizeof hex, "%.64s", name);
+    struct stat s;
+    if (fstatat(dirfd(d), hex, &s, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+      gc_copies(dir, hex, st);
+  }
+  if (d)
+    closedir(d);
+}
+
 static void gc_layers(json_t *keep, struct sbx_image_gc_stats *st)
 {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/layers/sha256", img_root());
   DIR *d = opendir(dir);
   for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.' || kept(keep, e->d_name))
+    if (e->d_name[0] == '.' || strchr(e->d_name, '@') || kept(keep, e->d_name))
       continue;
     _cleanup_close_ int fd =
         openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -93,11 +139,13 @@ static void gc_layers(json_t *keep, struct sbx_image_gc_stats *st)
     char src[PATH_MAX + 80], dst[PATH_MAX];
     snprintf(src, sizeof src, "%s/%s", dir, e->d_name);
     img_tmp_path("gc", dst, sizeof dst);
+    gc_copies(dir, e->d_name, st);
     if (rename(src, dst) == 0 && sbx_rm_rf(dst) == 0)
       st->layers_removed++;
   }
   if (d)
     closedir(d);
+  gc_orphan_copies(dir, st);
 }
 
 /* Leftovers in tmp/: interrupted unpacks and imports, and partial
@@ -141,8 +189,10 @@ int sbx_image_gc(struct sbx_image_gc_stats *st, struct sbx_error *err)
   gc_tmp(st);
   json_decref(keep);
   json_decref(refs);
-  sbx_info(IMG_SUB, "gc: %u blobs (%llu bytes) and %u layers removed, %u layers in use kept",
+  sbx_info(IMG_SUB,
+           "gc: %u blobs (%llu bytes), %u layers and %u shifted copies removed, %u layers in use "
+           "kept",
            st->blobs_removed, (unsigned long long)st->bytes_freed, st->layers_removed,
-           st->layers_in_use);
+           st->copies_removed, st->layers_in_use);
   return 0;
 }

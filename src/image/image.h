@@ -102,6 +102,7 @@ struct sbx_image_gc_stats {
   unsigned layers_removed;
   unsigned layers_in_use; /* unreferenced but held by a running image: kept */
   unsigned tmp_removed;
+  unsigned copies_removed; /* shifted copies of removed layers (isolation/shift.c) */
   uint64_t bytes_freed;   /* of blobs */
 };
 /* Removes blobs and layers no reference uses, never a held layer; stale

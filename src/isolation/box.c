@@ -56,7 +56,7 @@ void sbx_iso_host_layout(struct sbx_iso_plan *p)
   host_layout = *p;
 }
 
-void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim)
+void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_iso_limits *lim)
 {
   *p = host_layout;
   uint64_t disk = lim->disk_bytes ? lim->disk_bytes : SBX_ISO_DEFAULT_DISK;
@@ -134,7 +134,7 @@ static int launch(struct sbx_iso_box *box, const struct sbx_iso_spec *spec, stru
   plan.envp = spec->envp ? spec->envp : empty_envp;
   plan.layers = spec->layers;
   plan.nlayers = spec->nlayers;
-  if (spec->run_uid && spec->run_gid) { /* issue 7: the image's User; /work is theirs */
+  if (spec->run_uid && spec->run_gid) { /* the image's User; /work is theirs */
     if (spec->run_uid > 65535 || spec->run_gid > 65535)
       return sbx_err_set(err, SBX_E_INVALID, 0, "user %u:%u is outside the sandbox's ids",
                          spec->run_uid, spec->run_gid);
@@ -166,7 +166,12 @@ int sbx_iso_box_create(const struct sbx_iso_spec *spec, struct sbx_iso_box **out
   box->uid_base = (uid_t)-1;
   snprintf(box->leaf, sizeof box->leaf, "%s", spec->leaf);
   box->disk_bytes = spec->limits.disk_bytes ? spec->limits.disk_bytes : SBX_ISO_DEFAULT_DISK;
-  if (sbx_iso_init(err) < 0 || sbx_userns_slot_alloc(&box->uid_base, err) < 0)
+  /* Image layers that are (or may turn out) not idmapped: the lowest free
+   * uid range, and their shifted copies for it made here rather than on
+   * the spawner thread, which every sandbox's start waits for. */
+  bool shifted = spec->nlayers > 0 && strcmp(sbx_overlay_layer_idmap(), "idmapped") != 0;
+  if (sbx_iso_init(err) < 0 || sbx_userns_slot_alloc(&box->uid_base, shifted, err) < 0 ||
+      (shifted && sbx_overlay_prepare(spec->layers, spec->nlayers, box->uid_base, err) < 0))
     goto fail;
   if (sbx_cg_create(sbx_cg_host_default(), spec->leaf, &spec->limits, &box->cg, err) < 0)
     goto fail;

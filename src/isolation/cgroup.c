@@ -457,7 +457,7 @@ static void v2_enable_controllers(const struct sbx_cg_host *h)
   }
 }
 
-int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_limits *lim,
+int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_iso_limits *lim,
                   struct sbx_cgroup *out, struct sbx_error *err)
 {
   memset(out, 0, sizeof *out);
@@ -524,7 +524,7 @@ static int v1_memory(struct sbx_cgroup *cg, uint64_t mem, struct sbx_error *err)
   return write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom_control", "0", err);
 }
 
-static int set_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err)
+static int set_v1(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
 {
   char v[32];
   if (v1_memory(cg, lim->memory_bytes, err) < 0)
@@ -538,7 +538,7 @@ static int set_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sb
   return write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_quota_us", v, err);
 }
 
-static int set_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err)
+static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
 {
   char v[48];
   snprintf(v, sizeof v, lim->memory_bytes ? "%llu" : "max", (unsigned long long)lim->memory_bytes);
@@ -560,7 +560,7 @@ static int set_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sb
   return write_ctrl(cg, SBX_CGC_CPU, "cpu.max", v, err);
 }
 
-int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err)
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
 {
   return cg->host->version == SBX_CG_V2 ? set_v2(cg, lim, err) : set_v1(cg, lim, err);
 }
@@ -578,7 +578,7 @@ int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err)
   return 0;
 }
 
-int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out)
+int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_iso_usage *out)
 {
   memset(out, 0, sizeof *out);
   if (cg->host->version == SBX_CG_V2) {

@@ -25,7 +25,25 @@
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "runtime/driver.h"
+
+/* What the wall enforces on one sandbox; 0 is "no limit" (disk: the
+ * default).  Its own struct, not the driver seam's: isolation sits below
+ * runtime, and the driver converts (runtime/drivers/iso_limits.h). */
+struct sbx_iso_limits {
+  uint64_t cpu_millis;   /* CPU quota in millicores */
+  uint64_t memory_bytes; /* memory ceiling (no swap beyond it) */
+  uint64_t disk_bytes;   /* size of writable /tmp + /work */
+  uint64_t pids;         /* max tasks */
+};
+
+/* A cgroup's counters (sbx_cg_usage). */
+struct sbx_iso_usage {
+  double cpu_seconds;         /* user+system */
+  uint64_t memory_peak_bytes; /* high-water mark */
+  uint64_t oom_kills;         /* times the kernel's OOM killer fired in it */
+  uint64_t pids_current;
+  uint64_t pids_max_hits;     /* times a fork failed at the pids ceiling */
+};
 
 /* Ids inside every sandbox. */
 #define SBX_ISO_SANDBOX_UID 1000
@@ -48,8 +66,9 @@ void sbx_iso_set_resolv_conf(const char *text);
 
 /* ---- user namespace ids (userns.c) ----------------------------------- */
 
-/* Host uid base of slot n: SANDBOXD_UID_BASE (default 200000) + n·65536. */
-int sbx_userns_slot_alloc(uid_t *base_out, struct sbx_error *err);
+/* Host uid base of slot n: SANDBOXD_UID_BASE (default 200000) + n·65536;
+ * the next free slot round-robin, or the lowest free one (lowest). */
+int sbx_userns_slot_alloc(uid_t *base_out, bool lowest, struct sbx_error *err);
 void sbx_userns_slot_free(uid_t base);
 /* Parent side: setgroups=deny, uid_map and gid_map "0 base 65536". */
 int sbx_userns_write_maps(pid_t pid, uid_t base, struct sbx_error *err);
@@ -96,13 +115,13 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
 /* The process-wide host layout sbx_iso_init detected. */
 const struct sbx_cg_host *sbx_cg_host_default(void);
 /* Creates the leaf in every hierarchy and applies limits. */
-int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_limits *lim,
+int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_iso_limits *lim,
                   struct sbx_cgroup *out, struct sbx_error *err);
-int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *lim, struct sbx_error *err);
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err);
 /* v1: writes pid to cgroup.procs in every hierarchy (v2 enters with
  * CLONE_INTO_CGROUP, but this works there too). */
 int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err);
-int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out);
+int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_iso_usage *out);
 /* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events). */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out);
 /* Kills every process in the cgroup at once (v1 freezer, v2 cgroup.kill)
@@ -162,7 +181,7 @@ struct sbx_iso_plan {
   bool have_alternatives;
   bool have_ldcache;
   bool have_certs;
-  /* image root (issue 7): nlayers > 0 → the parent builds an overlay of
+  /* image root: nlayers > 0 → the parent builds an overlay of
    * these dirs (lowest first) on an upper tmpfs of upper_size bytes and
    * upper_inodes inodes, and sends it with "go"; see overlay.c */
   const char *const *layers;
@@ -214,17 +233,17 @@ struct sbx_iso_box {
 
 struct sbx_iso_spec {
   const char *leaf;               /* cgroup leaf name: [a-z0-9_-] */
-  struct sbx_limits limits;
+  struct sbx_iso_limits limits;
   int exec_fd;                    /* sealed memfd copy of the binary */
   char *const *argv;              /* NULL → {"sbx-init","--root","/"} */
   char *const *envp;              /* NULL → empty */
   int stdio[3];                   /* -1 → /dev/null */
-  /* issue 7: an image's unpacked layers (absolute dirs, lowest first); the
+  /* An image's unpacked layers (absolute dirs, lowest first); the
    * root is then their copy-on-write overlay instead of the host pack.
    * The caller keeps the dirs alive while the box lives. */
   const char *const *layers;
   size_t nlayers;
-  uint32_t run_uid, run_gid;      /* issue 7: the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
+  uint32_t run_uid, run_gid;      /* the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
 };
 
 /* Builds the wall and execs the binary in it; on failure nothing is left
@@ -240,7 +259,7 @@ int sbx_iso_box_wait(struct sbx_iso_box *box, int timeout_ms);
 /* Host facts the plan needs (merged /usr links, /etc files), probed once. */
 void sbx_iso_host_layout(struct sbx_iso_plan *p);
 /* Fills the plan for one sandbox (strings, limits) — parent side. */
-void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_limits *lim);
+void sbx_iso_plan_fill(struct sbx_iso_plan *p, const struct sbx_iso_limits *lim);
 /* Runs the clone on the spawner thread; see spawn.c. */
 int sbx_spawn_start(struct sbx_error *err);
 /* ---- image roots (overlay.c), parent side ------------------------------ */
@@ -265,6 +284,20 @@ int sbx_overlay_mount(const struct sbx_overlay_spec *o, struct sbx_error *err);
 /* How layers are passed to overlayfs: "lowerdir+", "lowerdir" (the list
  * form, for kernels before 6.7) or "auto" until the first mount learns it. */
 const char *sbx_overlay_layer_form(void);
+/* image_layer_idmap: on (auto: idmapped layers, and shifted copies where
+ * the kernel or filesystem refuses them) or off (always shifted copies). */
+void sbx_overlay_set_layer_idmap(bool on);
+/* Whether image sandboxes use shifted copies (forced, or learned). */
+bool sbx_overlay_shifts_layers(void);
+/* "idmapped", "shifted", or "auto" until the first image root learns it. */
+const char *sbx_overlay_layer_idmap(void);
+/* Makes the shifted copies of the layers for the range at base, when the
+ * layers are shifted (before the spawner thread needs them). */
+int sbx_overlay_prepare(const char *const *layers, size_t n, uid_t base, struct sbx_error *err);
+/* The copy of layer (absolute) owned as the namespace mapping 0 to base
+ * sees the original's owners (shift.c): built once, then reused; its
+ * path, layer + "@<base>/tree", in out. */
+int sbx_shift_layer(const char *layer, uid_t base, char *out, size_t len, struct sbx_error *err);
 
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,
                     pid_t *pid_out, int *pidfd_out, int parent_sync_fd, struct sbx_error *err);

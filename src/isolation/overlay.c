@@ -1,5 +1,5 @@
 /* overlay.c — an image sandbox's copy-on-write root, built by the daemon
- * (issue 7 item 4; docs/isolation.md §7).
+ * (docs/isolation.md §7, docs/images.md).
  *
  * The image store unpacks each layer once, as plain directories owned by
  * the image's own ids (0 for root) with whiteouts in overlayfs form (0:0
@@ -29,11 +29,17 @@
  * sandbox's mount namespace: the detached mounts here are referenced only
  * by the overlay.
  *
+ * Where the layers cannot be idmapped (overlayfs before 5.19, a store on a
+ * filesystem without idmap support) or image_layer_idmap = off, the
+ * clones are of copies of the layers shifted to the sandbox's uid range
+ * instead (shift.c), built once per layer and range and shared.
+ *
  * Layer paths are daemon-controlled (the image store's). */
 #include "isolation/iso.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -44,6 +50,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 
 #ifndef FSCONFIG_SET_FD
@@ -349,10 +356,11 @@ static int build_overlay(const struct sbx_overlay_spec *o, const int *trees, con
       learned_form = FORM_APPEND;
     }
   }
-  if (mnt < 0) /* idmapped lower layers: overlayfs 5.19+ */
-    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno,
-                       "image: %s: %s (image roots need overlayfs over idmapped layers, "
-                       "Linux 5.19+)", stage, strerror(errno));
+  if (mnt < 0)
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "image: %s: %s (%s)", stage,
+                       strerror(errno),
+                       o->userns_fd >= 0 ? "overlayfs over idmapped layers needs Linux 5.19+"
+                                         : "image roots need overlayfs, Linux 5.15+");
   return mnt;
 }
 
@@ -388,6 +396,124 @@ out:
   return mnt;
 }
 
+/* Whether the layers are idmapped into the sandbox (the default) or
+ * replaced by shifted copies (shift.c): image_layer_idmap = off (the
+ * setting, or SANDBOXD_IMAGE_LAYER_IDMAP=off for programs without the
+ * daemon's config) forces the copies; auto tries idmapping and, where the
+ * kernel or the layers' filesystem refuses it, learns to use the copies
+ * from then on. */
+enum idmap_state { IDMAP_UNKNOWN, IDMAP_WORKS, IDMAP_REFUSED };
+static _Atomic int idmap_off = -1; /* -1: not set, look at the environment */
+static _Atomic int learned_idmap = IDMAP_UNKNOWN;
+
+void sbx_overlay_set_layer_idmap(bool on) { idmap_off = !on; }
+
+static bool forced_off(void)
+{
+  if (idmap_off < 0) {
+    const char *v = getenv("SANDBOXD_IMAGE_LAYER_IDMAP");
+    idmap_off = v && !strcmp(v, "off");
+  }
+  return idmap_off;
+}
+
+bool sbx_overlay_shifts_layers(void) { return forced_off() || learned_idmap == IDMAP_REFUSED; }
+
+const char *sbx_overlay_layer_idmap(void)
+{
+  return sbx_overlay_shifts_layers() ? "shifted" : learned_idmap == IDMAP_WORKS ? "idmapped"
+                                                                                : "auto";
+}
+
+/* The host uid the child's namespace maps its 0 to ("0 base 65536"). */
+static int child_base(pid_t pid, uid_t *base, struct sbx_error *err)
+{
+  char p[48];
+  snprintf(p, sizeof p, "/proc/%d/uid_map", (int)pid);
+  errno = 0;
+  _cleanup_fclose_ FILE *f = fopen(p, "re");
+  unsigned in, out, count;
+  if (!f || fscanf(f, "%u %u %u", &in, &out, &count) != 3 || in != 0)
+    return sbx_err_sys(err, errno ? errno : EINVAL, "image: %s", p);
+  *base = out;
+  return 0;
+}
+
+int sbx_overlay_prepare(const char *const *layers, size_t n, uid_t base, struct sbx_error *err)
+{
+  if (!sbx_overlay_shifts_layers())
+    return 0;
+  char path[PATH_MAX];
+  for (size_t i = 0; i < n; i++) {
+    if (!layers[i] || layers[i][0] != '/')
+      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu: not an absolute path", i);
+    if (sbx_shift_layer(layers[i], base, path, sizeof path, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* The overlay over shifted copies of the layers: plain (not idmapped)
+ * read-only clones, as the gvisor driver's. */
+static int shifted_overlay(pid_t pid, const struct sbx_overlay_spec *o, struct sbx_error *err)
+{
+  uid_t base = 0;
+  if (child_base(pid, &base, err) < 0)
+    return -1;
+  if (o->nlayers == 0 || o->nlayers > SBX_ISO_MAX_LAYERS)
+    return sbx_overlay_mount(o, err); /* refuses it */
+  _cleanup_free_ char(*paths)[PATH_MAX] = calloc(o->nlayers, PATH_MAX);
+  if (!paths)
+    return sbx_err_sys(err, ENOMEM, "image: shifted layer paths");
+  const char *layers[SBX_ISO_MAX_LAYERS];
+  for (size_t i = 0; i < o->nlayers; i++) {
+    if (sbx_shift_layer(o->layers[i], base, paths[i], PATH_MAX, err) < 0)
+      return -1;
+    layers[i] = paths[i];
+  }
+  struct sbx_overlay_spec s = *o;
+  s.layers = layers;
+  s.userns_fd = -1;
+  return sbx_overlay_mount(&s, err);
+}
+
+/* A refusal of idmapped layers as such: EINVAL (overlayfs before 5.19,
+ * "idmapped layers are currently not supported"; a filesystem without
+ * FS_ALLOW_IDMAP), EPERM, ENOSYS (no mount_setattr), EOPNOTSUPP. */
+static bool refused(const struct sbx_error *err)
+{
+  return err->errnum == EINVAL || err->errnum == EPERM || err->errnum == ENOSYS ||
+         err->errnum == EOPNOTSUPP;
+}
+
+static int image_root(pid_t pid, const struct sbx_overlay_spec *o, struct sbx_error *err)
+{
+  char why[sizeof err->msg] = "image_layer_idmap = off";
+  if (!sbx_overlay_shifts_layers()) {
+    int mnt = sbx_overlay_mount(o, err);
+    if (mnt >= 0)
+      learned_idmap = IDMAP_WORKS;
+    if (mnt >= 0 || learned_idmap == IDMAP_WORKS || !refused(err))
+      return mnt;
+    snprintf(why, sizeof why, "%s", err->msg);
+  }
+  int mnt = shifted_overlay(pid, o, err);
+  if (mnt < 0 && learned_idmap != IDMAP_REFUSED && !forced_off()) {
+    char copies[sizeof err->msg];
+    snprintf(copies, sizeof copies, "%s", err->msg);
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, err->errnum,
+                       "image: the layers cannot be idmapped (%s; overlayfs takes idmapped "
+                       "layers from Linux 5.19, on a filesystem that can be idmapped) and "
+                       "their shifted copies failed too: %s", why, copies);
+  }
+  if (mnt >= 0 && learned_idmap != IDMAP_REFUSED) {
+    learned_idmap = IDMAP_REFUSED; /* logged once per daemon */
+    sbx_info("overlay", "image layers are not idmapped (%s): sandboxes use copies of each "
+             "layer shifted to their uid range, made once per layer and range", why);
+  }
+  return mnt;
+}
+
 int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error *err)
 {
   char ns[48];
@@ -399,7 +525,7 @@ int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error 
   struct sbx_overlay_spec o = {.layers = p->layers, .nlayers = p->nlayers, .userns_fd = userns,
                                .upper_size = p->upper_size, .upper_inodes = p->upper_inodes,
                                .source = "sbx-image", .upper_source = "sbx-upper"};
-  int mnt = sbx_overlay_mount(&o, err);
+  int mnt = image_root(pid, &o, err);
   close(userns);
   return mnt;
 }

@@ -74,14 +74,18 @@ static int claim_host_wide(unsigned s)
   return fd;
 }
 
-int sbx_userns_slot_alloc(uid_t *base_out, struct sbx_error *err)
+int sbx_userns_slot_alloc(uid_t *base_out, bool lowest, struct sbx_error *err)
 {
   pthread_mutex_lock(&slot_lock);
   configure_from_env();
   /* Round-robin rather than lowest-free, so a just-freed range (whose
-   * last process may be a zombie for a moment more) is reused last. */
+   * last process may be a zombie for a moment more) is reused last.
+   * lowest: an image sandbox on shifted layer copies (one per layer and
+   * range, shift.c), which keeps the copies to the number of such
+   * sandboxes running at once; its range is freed only after its init was
+   * reaped, and the pid namespace died with it. */
   for (unsigned i = 0; i < slot_count; i++) {
-    unsigned s = (slot_next + i) % slot_count;
+    unsigned s = lowest ? i : (slot_next + i) % slot_count;
     if (slot_used[s])
       continue;
     int fd = claim_host_wide(s);
@@ -89,7 +93,8 @@ int sbx_userns_slot_alloc(uid_t *base_out, struct sbx_error *err)
       continue; /* another daemon holds it */
     slot_used[s] = 1;
     slot_fd[s] = fd;
-    slot_next = s + 1;
+    if (!lowest)
+      slot_next = s + 1;
     *base_out = slot_base + (uid_t)s * SBX_ISO_UID_RANGE;
     pthread_mutex_unlock(&slot_lock);
     return 0;

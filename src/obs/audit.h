@@ -1,4 +1,4 @@
-/* audit.h — the hash-chained audit log (DESIGN §5, issue 8): recording an
+/* audit.h — the hash-chained audit log (DESIGN §5): recording an
  * event, the canonical encoding and hash that chain events together, the
  * verifier, and the limiter that keeps floods of refusals from filling the
  * store.  Storage is the store seam's audit_* ops; this module owns what an

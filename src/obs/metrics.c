@@ -311,7 +311,7 @@ static void put_gauges(FILE *f)
 /* Series every scrape should show even before their first event. */
 static void seed_locked(void)
 {
-  /* issue 5: every decision/proto pair the net module can report */
+  /* Every decision/proto pair the net module can report */
   static const char *const protos[] = {"dns", "http", "tls", "tcp", "udp", NULL};
   for (const char *const *p = protos; *p; p++) {
     series_get(&fams[F_NET], "allow", *p);

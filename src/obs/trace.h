@@ -130,7 +130,7 @@ void sbx_trace_stop(void);
 /* True while spans are being recorded for export. */
 bool sbx_trace_exporting(void);
 /* Spans dropped because the export queue was full (never for any other
- * reason): for the metrics engineer. */
+ * reason), for the metrics. */
 uint64_t sbx_trace_dropped(void);
 /* Spans lost because their export failed after the retries. */
 uint64_t sbx_trace_export_failed(void);

@@ -1,4 +1,4 @@
-/* usage.h — usage records (DESIGN §7, issue 8): one per session exec and per
+/* usage.h — usage records (DESIGN §7): one per session exec and per
  * execution — tenant, profile, CPU seconds, memory MB·seconds, duration and
  * the metadata keys project/agent/run — stored through the store seam, summed
  * for GET /v1/sandbox/usage, and, when a FinOps endpoint is configured,

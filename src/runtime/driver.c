@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "isolation/iso.h" /* sbx_iso_set_resolv_conf */
 #include "runtime/chan.h" /* sbx_fdin_discard */
 
 static const struct sbx_driver *const all_drivers[] = {
@@ -76,4 +77,9 @@ void sbx_sandbox_free(struct sbx_sandbox *sb)
   pthread_mutex_destroy(&sb->pending_lock);
   free(sb->spool_dir);
   free(sb);
+}
+
+void sbx_drivers_set_resolv_conf(const char *text)
+{
+  sbx_iso_set_resolv_conf(text);
 }

@@ -219,6 +219,11 @@ const struct sbx_driver *const *sbx_drivers_all(void);
 const struct sbx_driver *sbx_driver_find(const char *name);
 /* Names of capability bits, for JSON ("exec", "files", …). */
 const char *sbx_cap_name(uint32_t bit);
+/* The /etc/resolv.conf of every sandbox built from now on by a driver that
+ * writes the sandbox's /etc itself (container: isolation/mount.c); set once
+ * at start by core when the net module runs.  A driver that is handed the
+ * text per sandbox (spec.net_resolv_conf) ignores it. */
+void sbx_drivers_set_resolv_conf(const char *text);
 
 /* Helpers for drivers. */
 /* Allocates a zeroed sandbox with init_fd = -1 and the mutex initialised. */

@@ -61,8 +61,9 @@ def sha256(b):
 
 
 def tar_bytes(entries):
-    """entries: list of (name, kind, data/target, mode) with kind in
-    file|dir|symlink|hardlink|chardev|fifo.  Returns the tar (uncompressed)."""
+    """entries: list of (name, kind, data/target, mode[, (uid, gid)]) with
+    kind in file|dir|symlink|hardlink|chardev|fifo (owner 0:0 unless
+    given).  Returns the tar (uncompressed)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
         for ent in entries:
@@ -71,6 +72,8 @@ def tar_bytes(entries):
             mode = ent[3] if len(ent) > 3 else None
             ti = tarfile.TarInfo(name)
             ti.mtime = 1700000000
+            if len(ent) > 4:
+                ti.uid, ti.gid = ent[4]
             if kind == "file":
                 data = data if isinstance(data, bytes) else (data or "").encode()
                 ti.size = len(data)
@@ -358,3 +361,36 @@ def fetch(url, headers=None):
     req = urllib.request.Request(url, headers=headers or {})
     with urllib.request.urlopen(req, timeout=10) as r:
         return r.status, r.read()
+
+
+def tree_digest(path):
+    """Every name, mode, owner, size, mtime, xattr and byte under path."""
+    h = hashlib.sha256()
+    for root, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            h.update(f"{os.path.relpath(p, path)} {st.st_mode:o} {st.st_uid}:{st.st_gid} "
+                     f"{st.st_size} {st.st_mtime_ns} {st.st_rdev}\n".encode())
+            try:
+                for x in sorted(os.listxattr(p, follow_symlinks=False)):
+                    h.update(x.encode() + os.getxattr(p, x, follow_symlinks=False))
+            except OSError:
+                pass
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as fh:
+                    h.update(fh.read())
+    return h.hexdigest()
+
+
+def registry_fixture(name):
+    """A module-scoped pytest fixture `registry`: a Registry on loopback."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def registry(tmp_path_factory):
+        r = Registry(tmp_path_factory.mktemp(name)).start()
+        yield r
+        r.stop()
+    return registry

@@ -14,7 +14,6 @@ after a delete, a daemon stop or a kill -9 (mounts, runsc, bundles).
 
 Only 127.0.0.1 is ever contacted."""
 import glob
-import hashlib
 import os
 import shutil
 import tempfile
@@ -96,25 +95,7 @@ def app_image(marker="one"):
                                            "Cmd": ["echo from-cmd $GREETING; dmesg | head -1"]})
 
 
-def tree_digest(path):
-    """Every name, mode, owner, size, mtime, xattr and byte under path."""
-    h = hashlib.sha256()
-    for root, dirs, files in sorted(os.walk(path)):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            p = os.path.join(root, name)
-            st = os.lstat(p)
-            h.update(f"{os.path.relpath(p, path)} {st.st_mode:o} {st.st_uid}:{st.st_gid} "
-                     f"{st.st_size} {st.st_mtime_ns} {st.st_rdev}\n".encode())
-            try:
-                for x in sorted(os.listxattr(p, follow_symlinks=False)):
-                    h.update(x.encode() + os.getxattr(p, x, follow_symlinks=False))
-            except OSError:
-                pass
-            if os.path.isfile(p) and not os.path.islink(p):
-                with open(p, "rb") as fh:
-                    h.update(fh.read())
-    return h.hexdigest()
+tree_digest = w.tree_digest
 
 
 # ---- fixtures -----------------------------------------------------------------

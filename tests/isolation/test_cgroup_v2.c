@@ -125,7 +125,7 @@ int main(void)
   snprintf(p, sizeof p, "%s/system.slice/sandboxd.service/sandboxd", root);
   CHECK_STR(h.ctrl[0].parent, p);
 
-  struct sbx_limits lim = {.memory_bytes = 128 << 20, .pids = 50, .cpu_millis = 500};
+  struct sbx_iso_limits lim = {.memory_bytes = 128 << 20, .pids = 50, .cpu_millis = 500};
   struct sbx_cgroup cg;
   CHECK(sbx_cg_create(&h, "s1", &lim, &cg, &err) == 0);
   CHECK(cg.v2_dirfd >= 0); /* what CLONE_INTO_CGROUP gets */
@@ -140,7 +140,7 @@ int main(void)
   CHECK_STR(get("system.slice/sandboxd.service/sandboxd/cgroup.subtree_control"),
             "+memory +pids +cpu");
   /* unlimited */
-  struct sbx_limits none = {0};
+  struct sbx_iso_limits none = {0};
   CHECK(sbx_cg_set_limits(&cg, &none, &err) == 0);
   CHECK_STR(F("memory.max"), "max");
   CHECK_STR(F("pids.max"), "max");
@@ -159,7 +159,7 @@ int main(void)
   put(rel, "low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\noom_group_kill 1\n");
   snprintf(rel, sizeof rel, "%s/pids.current", leaf);
   put(rel, "7\n");
-  struct sbx_usage u;
+  struct sbx_iso_usage u;
   CHECK(sbx_cg_usage(&cg, &u) == 0);
   CHECK(u.cpu_seconds > 2.49 && u.cpu_seconds < 2.51);
   CHECK(u.memory_peak_bytes == 99999);

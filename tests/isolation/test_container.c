@@ -395,7 +395,7 @@ static void test_recover(void)
 {
   const struct sbx_cg_host *h = sbx_cg_host_default();
   struct sbx_cgroup cg;
-  struct sbx_limits lim = {.pids = 8};
+  struct sbx_iso_limits lim = {.pids = 8};
   struct sbx_error err = {0};
   CHECK(sbx_cg_create(h, "leftover", &lim, &cg, &err) == 0);
   pid_t p = fork();

@@ -16,10 +16,20 @@
  * unchanged (tree digest incl. modes, owners, xattrs) after all of it,
  * ENOSPC from the upper at the disk limit, the setuid bit inert, 20
  * sandboxes on the same layers adding no copies (du, overlay in
- * mountinfo), no host-visible mounts, and the host pack unchanged. */
+ * mountinfo), no host-visible mounts, and the host pack unchanged.
+ *
+ * The suite runs again with SANDBOXD_IMAGE_LAYER_IDMAP=off (meson test
+ * isolation-overlay-shifted*): the same views over shifted copies of the
+ * layers (isolation/shift.c), one per layer and uid range, shared by every
+ * sandbox that gets that range; and a hostile layer for the copier.  With
+ * SBX_TEST_LAYERS_ON_OVERLAYFS=1 (isolation-overlay-autodetect) it only
+ * checks that auto learns the fallback from the kernel's refusal. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,7 +194,8 @@ static uint64_t tree_digest(uint64_t *blocks)
 {
   tree_h = 1469598103934665603ull;
   tree_blocks = 0;
-  nftw(img_dir, walk_fn, 16, FTW_PHYS);
+  nftw(lower, walk_fn, 16, FTW_PHYS); /* the layers, not their shifted copies beside them */
+  nftw(upper, walk_fn, 16, FTW_PHYS);
   if (blocks)
     *blocks = tree_blocks;
   return tree_h;
@@ -481,6 +492,257 @@ static void ov_errors_fail_closed(void)
   CHECK(h_drv->create(&relspec, &sb, &err) < 0);
 }
 
+/* ---- shifted layer copies (image_layer_idmap = off) ---------------------- */
+
+/* Shifted copies (l0@<base>) in img_dir, counted per layer. */
+static int count_copies(const char *layer_name)
+{
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ls -d '%s/%s@'* 2>/dev/null | wc -l", img_dir, layer_name);
+  FILE *f = popen(cmd, "r");
+  int n = -1;
+  if (f && fscanf(f, "%d", &n) != 1)
+    n = -1;
+  if (f)
+    pclose(f);
+  return n;
+}
+
+/* Forced: every layer has a copy owned by the sandbox's range, sequential
+ * sandboxes add none; idmapped (auto on this kernel): no copy at all. */
+static void ov_shifted_copies(void)
+{
+  bool forced = getenv("SANDBOXD_IMAGE_LAYER_IDMAP") &&
+                !strcmp(getenv("SANDBOXD_IMAGE_LAYER_IDMAP"), "off");
+  struct sbx_error err = {0};
+  struct sbx_sandbox *sb = make_img(64 << 20, &err);
+  CHECK(sb != NULL);
+  if (!sb)
+    return;
+  CHECK(sbx_overlay_shifts_layers() == forced);
+  CHECK_STR(sbx_overlay_layer_idmap(), forced ? "shifted" : "idmapped");
+  int l0 = count_copies("l0"), l1 = count_copies("l1");
+  printf("shifted copies after the first cases: l0 %d, l1 %d\n", l0, l1);
+  if (!forced) {
+    CHECK(l0 == 0 && l1 == 0);
+    h_drv->destroy(sb);
+    return;
+  }
+  CHECK(l0 >= 1 && l1 >= 1);
+  /* on the host: owned by the sandbox's range, the sandbox sees 0 and 1234 */
+  expect_sh(sb, "stat -c '%u %g' /data/rootfile /data/owned1234", "0 0\n1234 1234");
+  h_drv->destroy(sb);
+  for (int i = 0; i < 5; i++) { /* one at a time: the same range, the same copy */
+    sb = make_img(16 << 20, &err);
+    CHECK(sb != NULL);
+    if (sb)
+      h_drv->destroy(sb);
+  }
+  CHECK(count_copies("l0") == l0 && count_copies("l1") == l1);
+}
+
+static int put_caps_v2(const char *p)
+{
+  /* VFS_CAP_REVISION_2 | effective, permitted = CAP_NET_BIND_SERVICE */
+  uint32_t v[5] = {0x02000001u, 1u << 10, 0, 0, 0};
+  return setxattr(p, "security.capability", v, sizeof v, 0);
+}
+
+/* A layer an attacker made: symlinks out of it (to /etc, to a file beside
+ * the layer), a hard link to a file outside the layer, device nodes, a
+ * FIFO, ids past the range, a setuid file with file caps, an opaque dir,
+ * and a planted temp path (symlink to a victim dir).  The copier must
+ * touch nothing outside its copy and copy each entry as what it is. */
+static void ov_shift_hostile(void)
+{
+  char hl[160], p[256], victim[160], sentinel[160];
+  snprintf(hl, sizeof hl, "%s/hostile", img_dir);
+  snprintf(sentinel, sizeof sentinel, "%s/sentinel", img_dir);
+  snprintf(victim, sizeof victim, "%s/victim", img_dir);
+  CHECK(mkdir(hl, 0755) == 0 && put_file(img_dir, "sentinel", "host\n", 5, 0600, 0) == 0);
+  CHECK(mkdir(victim, 0700) == 0 && put_file(victim, "keep", "v\n", 2, 0600, 0) == 0);
+  snprintf(p, sizeof p, "%s/etc", hl);
+  CHECK(symlink("/etc", p) == 0);
+  snprintf(p, sizeof p, "%s/up", hl);
+  CHECK(symlink("../sentinel", p) == 0);
+  snprintf(p, sizeof p, "%s/hardlink", hl);
+  CHECK(link(sentinel, p) == 0);
+  snprintf(p, sizeof p, "%s/null", hl);
+  CHECK(mknod(p, S_IFCHR | 0666, makedev(1, 3)) == 0);
+  snprintf(p, sizeof p, "%s/wh", hl);
+  CHECK(mknod(p, S_IFCHR, makedev(0, 0)) == 0);
+  snprintf(p, sizeof p, "%s/fifo", hl);
+  CHECK(mkfifo(p, 0640) == 0);
+  CHECK(put_file(hl, "far", "f\n", 2, 0644, 70000) == 0);
+  CHECK(put_file(hl, "suid", "#!/bin/sh\n", 10, 04755, 0) == 0);
+  snprintf(p, sizeof p, "%s/suid", hl);
+  CHECK(put_caps_v2(p) == 0);
+  CHECK(put_file(hl, "a", "same\n", 5, 0644, 5) == 0);
+  char a[256];
+  snprintf(a, sizeof a, "%s/a", hl);
+  snprintf(p, sizeof p, "%s/b", hl);
+  CHECK(link(a, p) == 0);
+  CHECK(put_dir(hl, "opq", 0750) == 0);
+  snprintf(p, sizeof p, "%s/opq", hl);
+  CHECK(setxattr(p, "trusted.overlay.opaque", "y", 1, 0) == 0);
+  const uid_t base = 3000000;
+  snprintf(p, sizeof p, "%s/.hostile@%u.tmp", img_dir, (unsigned)base);
+  CHECK(symlink(victim, p) == 0); /* a planted temp: removed, never followed */
+  struct stat etc0, sent0, vic0;
+  CHECK(stat("/etc", &etc0) == 0 && stat(sentinel, &sent0) == 0 && stat(victim, &vic0) == 0);
+
+  char copy[PATH_MAX];
+  struct sbx_error err = {0};
+  uint64_t t0 = sbx_now_ms();
+  int r = sbx_shift_layer(hl, base, copy, sizeof copy, &err);
+  printf("hostile layer shifted in %llu ms: %s\n", (unsigned long long)(sbx_now_ms() - t0),
+         r == 0 ? copy : err.msg);
+  CHECK(r == 0);
+  /* nothing outside changed */
+  struct stat etc1, sent1, vic1, st;
+  CHECK(stat("/etc", &etc1) == 0 && etc1.st_uid == etc0.st_uid && etc1.st_mode == etc0.st_mode &&
+        etc1.st_mtim.tv_sec == etc0.st_mtim.tv_sec);
+  CHECK(stat(sentinel, &sent1) == 0 && sent1.st_uid == 0 && sent1.st_mode == sent0.st_mode &&
+        sent1.st_nlink == 2 && sent1.st_size == 5);
+  CHECK(stat(victim, &vic1) == 0 && vic1.st_uid == 0 && vic1.st_mode == vic0.st_mode);
+  snprintf(p, sizeof p, "%s/keep", victim);
+  CHECK(stat(p, &st) == 0 && st.st_uid == 0);
+  /* each entry copied as what it is, shifted */
+  snprintf(p, sizeof p, "%s/etc", copy);
+  char t[64] = "";
+  CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid == base &&
+        readlink(p, t, sizeof t - 1) == 4 && !strcmp(t, "/etc"));
+  snprintf(p, sizeof p, "%s/hardlink", copy);
+  CHECK(lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino != sent0.st_ino &&
+        st.st_uid == base && st.st_nlink == 1);
+  snprintf(p, sizeof p, "%s/null", copy);
+  CHECK(lstat(p, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3) &&
+        st.st_uid == base);
+  snprintf(p, sizeof p, "%s/wh", copy);
+  CHECK(lstat(p, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0));
+  snprintf(p, sizeof p, "%s/fifo", copy);
+  CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode) && (st.st_mode & 07777) == 0640);
+  snprintf(p, sizeof p, "%s/far", copy);
+  CHECK(lstat(p, &st) == 0 && st.st_uid == 65534 && st.st_gid == 65534);
+  snprintf(p, sizeof p, "%s/suid", copy);
+  CHECK(lstat(p, &st) == 0 && st.st_uid == base && (st.st_mode & 07777) == 04755);
+  uint32_t caps[6] = {0};
+  CHECK(getxattr(p, "security.capability", caps, sizeof caps) == 24);
+  CHECK((caps[0] >> 24) == 3 && caps[1] == (1u << 10) && caps[5] == base);
+  struct stat sa, sb;
+  snprintf(p, sizeof p, "%s/a", copy);
+  CHECK(lstat(p, &sa) == 0 && sa.st_uid == base + 5 && sa.st_nlink == 2);
+  snprintf(p, sizeof p, "%s/b", copy);
+  CHECK(lstat(p, &sb) == 0 && sb.st_ino == sa.st_ino);
+  snprintf(p, sizeof p, "%s/opq", copy);
+  char v[4] = "";
+  CHECK(getxattr(p, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y');
+  CHECK(lstat(p, &st) == 0 && (st.st_mode & 07777) == 0750 && st.st_uid == base);
+  CHECK(lstat(copy, &st) == 0 && st.st_uid == base && (st.st_mode & 07777) == 0755);
+  /* the tree sits in a dir of root's that the range's host uids cannot enter */
+  char wrap[PATH_MAX];
+  snprintf(wrap, sizeof wrap, "%s/hostile@%u", img_dir, (unsigned)base);
+  CHECK(strlen(copy) > strlen(wrap) && !strncmp(copy, wrap, strlen(wrap)));
+  CHECK(lstat(wrap, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0700);
+  /* built once: a second call reuses it */
+  struct stat c0, c1;
+  CHECK(lstat(copy, &c0) == 0);
+  char again[PATH_MAX];
+  CHECK(sbx_shift_layer(hl, base, again, sizeof again, &err) == 0 && !strcmp(again, copy));
+  CHECK(lstat(copy, &c1) == 0 && c1.st_ino == c0.st_ino);
+  snprintf(p, sizeof p, "%s/.hostile@%u.tmp", img_dir, (unsigned)base);
+  CHECK(lstat(p, &st) < 0 && errno == ENOENT);
+}
+
+/* SBX_TEST_LAYERS_ON_OVERLAYFS=1 (meson test isolation-overlay-autodetect):
+ * the layers live on an overlayfs mount, which this kernel cannot idmap
+ * (mount_setattr gives EINVAL): with image_layer_idmap = auto the first
+ * image sandbox must learn that from the kernel's refusal and use shifted
+ * copies, as on a host whose store is on such a filesystem. */
+static int build_on_overlayfs(void)
+{
+  char base[64], p[256];
+  snprintf(base, sizeof base, "/var/tmp/sbx-ovl-auto-%d", (int)getpid());
+  snprintf(img_dir, sizeof img_dir, "%s/m", base);
+  static const char *const dirs[] = {"", "/lo", "/up", "/wk", "/m"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    snprintf(p, sizeof p, "%s%s", base, dirs[i]);
+    if (mkdir(p, 0700) < 0)
+      return -1;
+  }
+  char opts[256];
+  snprintf(opts, sizeof opts, "lowerdir=%s/lo,upperdir=%s/up,workdir=%s/wk", base, base, base);
+  if (mount("sbx-test-store", img_dir, "overlay", 0, opts) < 0)
+    return -1;
+  snprintf(lower, sizeof lower, "%s/l0", img_dir);
+  snprintf(upper, sizeof upper, "%s/l1", img_dir);
+  if (mkdir(lower, 0755) < 0 || mkdir(upper, 0755) < 0 || put_dir(lower, "bin", 0755) < 0 ||
+      copy_host_file("/bin/busybox", lower, "bin/busybox", 0755) < 0)
+    return -1;
+  static const char *const applets[] = {"sh", "stat", "cat", "id", NULL};
+  for (int i = 0; applets[i]; i++) {
+    snprintf(p, sizeof p, "%s/bin/%s", lower, applets[i]);
+    if (symlink("busybox", p) < 0)
+      return -1;
+  }
+  return put_dir(lower, "data", 0755) < 0 || put_dir(lower, "tmp", 01777) < 0 ||
+                 put_file(lower, "data/rootfile", "lower\n", 6, 0644, 0) < 0 ||
+                 put_file(lower, "data/owned1234", "x\n", 2, 0640, 1234) < 0 ||
+                 put_dir(upper, "data", 0755) < 0 ||
+                 put_file(upper, "data/upperfile", "upper\n", 6, 0644, 0) < 0
+             ? -1
+             : 0;
+}
+
+/* Neither idmapped layers nor their copies (a layer the copier refuses: a
+ * mount inside it): fail closed, naming both reasons and the kernel need;
+ * nothing learned. */
+static void ov_autodetect_neither(void)
+{
+  static char bad[160];
+  char mnt[200];
+  snprintf(bad, sizeof bad, "%s/bad", img_dir);
+  snprintf(mnt, sizeof mnt, "%s/mnt", bad);
+  CHECK(mkdir(bad, 0755) == 0 && mkdir(mnt, 0755) == 0 &&
+        mount("sbx-test-inner", mnt, "tmpfs", 0, "size=64k") == 0);
+  const char *bad_layers[] = {bad, upper};
+  struct sbx_sandbox_spec spec = {.id = "ovneither", .profile = "test", .image = "test/overlay:1",
+                                  .limits = {.memory_bytes = 64 << 20}, .layers = bad_layers,
+                                  .nlayers = 2};
+  struct sbx_sandbox *sb = NULL;
+  struct sbx_error err = {0};
+  CHECK(h_drv->create(&spec, &sb, &err) < 0 && sb == NULL);
+  printf("neither idmapped nor shifted: %s\n", err.msg);
+  CHECK(err.code == SBX_E_RUNTIME_UNAVAILABLE);
+  CHECK(strstr(err.msg, "cannot be idmapped") && strstr(err.msg, "Linux 5.19") &&
+        strstr(err.msg, "shifted copies failed too") && strstr(err.msg, "another filesystem"));
+  CHECK_STR(sbx_overlay_layer_idmap(), "auto");
+  CHECK(umount(mnt) == 0);
+}
+
+static void ov_autodetect(void)
+{
+  CHECK_STR(sbx_overlay_layer_idmap(), "auto");
+  ov_autodetect_neither();
+  struct sbx_error err = {0};
+  struct sbx_sandbox *a = make_img(16 << 20, &err);
+  CHECK(a != NULL);
+  if (!a)
+    return;
+  CHECK_STR(sbx_overlay_layer_idmap(), "shifted"); /* learned from the refusal */
+  expect_sh(a, "stat -c '%u %g %a' /data/rootfile /data/owned1234; cat /data/upperfile",
+            "0 0 644\n1234 1234 640\nupper");
+  CHECK(count_copies("l0") == 1 && count_copies("l1") == 1);
+  h_drv->destroy(a);
+  struct sbx_sandbox *b = make_img(16 << 20, &err);
+  CHECK(b != NULL);
+  if (b) {
+    expect_sh(b, "stat -c %u /data/owned1234", "1234");
+    h_drv->destroy(b);
+  }
+  CHECK(count_copies("l0") == 1 && count_copies("l1") == 1);
+}
+
 /* The host pack still gets its RO tmpfs root with the host's /usr. */
 static void ov_host_pack_unchanged(void)
 {
@@ -495,8 +757,31 @@ static void ov_host_pack_unchanged(void)
   h_drv->destroy(sb);
 }
 
+static int autodetect_main(void)
+{
+  if (build_on_overlayfs() < 0) {
+    perror("building the test image on overlayfs");
+    h_teardown();
+    return 1;
+  }
+  ov_autodetect();
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "umount '%s' && rm -rf '%.*s'", img_dir,
+           (int)(strlen(img_dir) - 2), img_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", img_dir);
+  return h_finish("isolation-overlay-autodetect");
+}
+
 int main(void)
 {
+  /* the store's overlayfs in a mount namespace of this test's own, so it
+   * goes with the process whatever happens */
+  bool on_ovl = getenv("SBX_TEST_LAYERS_ON_OVERLAYFS") != NULL;
+  if (on_ovl && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)) {
+    perror("a mount namespace for the test store");
+    return 1;
+  }
   int r = h_setup();
   if (r)
     return r;
@@ -504,6 +789,8 @@ int main(void)
     h_teardown();
     return check_skip("isolation-overlay: needs busybox-static at /bin/busybox");
   }
+  if (on_ovl)
+    return autodetect_main();
   if (build_image() < 0) {
     perror("building the test image");
     h_teardown();
@@ -519,6 +806,8 @@ int main(void)
   ov_create_times();
   ov_errors_fail_closed();
   ov_host_pack_unchanged();
+  ov_shifted_copies();
+  ov_shift_hostile();
   CHECK(tree_digest(NULL) == digest_before); /* the layers never changed */
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", img_dir);

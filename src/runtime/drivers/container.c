@@ -31,6 +31,7 @@
 #include "isolation/iso.h"
 #include "isolation/pool.h"
 #include "runtime/driver.h"
+#include "runtime/drivers/iso_limits.h"
 
 #define HANDSHAKE_MS 5000
 
@@ -55,7 +56,7 @@ static int build_box(const char *leaf, const struct sbx_limits *lim,
                      const struct sbx_sandbox_spec *image, struct sbx_iso_box **out,
                      struct sbx_error *err)
 {
-  struct sbx_iso_spec spec = {.leaf = leaf, .limits = *lim, .exec_fd = init_memfd,
+  struct sbx_iso_spec spec = {.leaf = leaf, .limits = sbx_drv_iso_limits(lim), .exec_fd = init_memfd,
                               .stdio = {-1, -1, -1}};
   if (image) {
     spec.layers = image->layers;
@@ -148,7 +149,7 @@ static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint
   if (!box)
     return NULL;
   struct sbx_error err = {0};
-  struct sbx_limits lim = spec->limits;
+  struct sbx_iso_limits lim = sbx_drv_iso_limits(&spec->limits);
   lim.disk_bytes = disk;
   if (sbx_cg_set_limits(&box->cg, &lim, &err) < 0) {
     /* e.g. a memory limit below what the idle sandbox already uses */
@@ -227,7 +228,7 @@ static int ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   struct ctr_priv *priv = sb->priv;
   if (!priv || !priv->box)
     return -1;
-  return sbx_cg_usage(&priv->box->cg, out);
+  return sbx_drv_cg_usage(&priv->box->cg, out);
 }
 
 static int ctr_oom_kills(struct sbx_sandbox *sb, uint64_t *out)

@@ -59,6 +59,7 @@
 #include "init/launch.h"
 #include "init/proto.h"
 #include "runtime/drivers/gvisor_int.h"
+#include "runtime/drivers/iso_limits.h"
 
 #define HANDSHAKE_MS 20000   /* runsc start is 0.3–1 s here; loaded CI hosts are slower */
 #define RUNSC_CMD_MS 10000   /* bound of one runsc kill/delete/probe */
@@ -158,7 +159,7 @@ static int probe_run(char *const argv[], const char *tag, unsigned timeout_ms,
 {
   struct sbx_error err = {0};
   struct sbx_cgroup cg = {.v2_dirfd = -1};
-  struct sbx_limits none = {0};
+  struct sbx_iso_limits none = {0};
   char leaf[64], tmp[PATH_MAX], tmpenv[PATH_MAX + 8];
   /* unique across runs: a killed daemon's leftover (recovery removes it
    * later) never makes this one fail */
@@ -471,9 +472,9 @@ static void explain(struct sbx_gv_priv *pv, struct sbx_error *err)
  * plus the sentry threads locked to trace it; measured).  The request's
  * pids limit goes to gVisor as RLIMIT_NPROC (bundle); the cgroup gets room
  * for gVisor on top, still a hard ceiling for the host. */
-static struct sbx_limits host_limits(const struct sbx_limits *req, uint64_t disk)
+static struct sbx_iso_limits host_limits(const struct sbx_limits *req, uint64_t disk)
 {
-  struct sbx_limits lim = *req;
+  struct sbx_iso_limits lim = sbx_drv_iso_limits(req);
   lim.disk_bytes = disk;
   if (lim.pids)
     lim.pids = PIDS_PER_TASK * lim.pids + PIDS_OVERHEAD;
@@ -484,7 +485,7 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
                      const struct sbx_gv_image *img, const struct sbx_gv_net *net, int *chan_out,
                      struct sbx_error *err)
 {
-  struct sbx_limits hl = host_limits(lim, lim->disk_bytes);
+  struct sbx_iso_limits hl = host_limits(lim, lim->disk_bytes);
   if (sbx_cg_create(&gv.cg, pv->rid, &hl, &pv->cg, err) < 0) {
     memset(&pv->cg, 0, sizeof pv->cg); /* not ours (EEXIST) or already undone */
     pv->cg.v2_dirfd = -1;
@@ -573,7 +574,7 @@ static struct sbx_gv_priv *take_pooled(const struct sbx_sandbox_spec *spec, uint
   if (!sbx_gv_pool_take(spec->profile ? spec->profile : "", disk, spec->limits.pids, &pv, chan))
     return NULL;
   struct sbx_error err = {0};
-  struct sbx_limits hl = host_limits(&spec->limits, disk);
+  struct sbx_iso_limits hl = host_limits(&spec->limits, disk);
   if (sbx_cg_set_limits(&pv->cg, &hl, &err) < 0) {
     sbx_warn("gvisor", "pooled sandbox rejected the limits (%s); starting cold", err.msg);
     drop(pv, *chan);
@@ -662,7 +663,7 @@ static int gvisor_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   struct sbx_gv_priv *pv = sb->priv;
   if (!pv)
     return -1;
-  return sbx_cg_usage(&pv->cg, out);
+  return sbx_drv_cg_usage(&pv->cg, out);
 }
 
 /* The host cgroup around runsc: the Sentry, which maps the workload's
