@@ -237,8 +237,11 @@ void sbx_net_nft_fini(void)
     char script[128];
     snprintf(script, sizeof script, "delete table inet %s\n", table);
     struct sbx_error err;
-    if (run_locked(script, NULL, &err) < 0)
-      sbx_warn("net", "delete table %s: %s", table, err.msg);
+    /* Retried: a table left by a transient failure outlives the daemon. */
+    int r = -1;
+    for (int attempt = 0; attempt < 3 && r < 0; attempt++)
+      if ((r = run_locked(script, NULL, &err)) < 0)
+        sbx_warn("net", "delete table %s: %s", table, err.msg);
     table[0] = '\0';
   }
   if (ctx) {
