@@ -499,15 +499,29 @@ static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_resu
   }
 }
 
+/* The result, retried: a write lost to a transient store error would
+ * leave the row running forever (a lasting outage is corrected by
+ * recovery at the next start).  A conflict (cancelled) is final. */
+static void store_result(struct sbx_core *core, struct sbx_execution_row *row,
+                         const struct collected *c, struct sbx_error *err)
+{
+  for (int attempt = 0; attempt < 4; attempt++) {
+    sbx_err_clear(err);
+    if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL,
+                                          c ? c->n : 0, err) == 0 ||
+        err->code == SBX_E_CONFLICT)
+      return;
+    sbx_error("execution", "storing the result of %s: %s", row->id, err->msg);
+    nanosleep(&(struct timespec){0, (10L << attempt) * 1000000L}, NULL);
+  }
+}
+
 static void finish(struct sbx_core *core, struct sbx_execution_row *row,
                    const struct collected *c)
 {
   struct sbx_error err = {0};
   row->finished_at = row->updated_at = sbx_wall_s();
-  if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL, c ? c->n : 0,
-                                        &err) < 0 &&
-      err.code != SBX_E_CONFLICT)
-    sbx_error("execution", "storing the result of %s: %s", row->id, err.msg);
+  store_result(core, row, c, &err);
   if (err.code == SBX_E_NONE) /* stored by this call → metrics + usage once */
     sbx_obs_execution_done(core, row);
   sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
@@ -561,8 +575,11 @@ static int job_start(struct sbx_core *core, struct job *j)
   if (sbx_core_profile_settle(core, j->plan.rq.profile) == SBX_PROFILE_PROBING)
     return -1;
   if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id,
-                                       sbx_wall_s(), &err) < 0)
-    return -1; /* cancelled while queued */
+                                       sbx_wall_s(), &err) < 0) {
+    if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) /* not a cancel: the store */
+      finish_error(core, &j->row, RS_INTERNAL, err.msg);
+    return -1;
+  }
   snprintf(j->row.status, sizeof j->row.status, "running");
   j->span = sbx_trace_op_begin_parked("sandbox.execution", j->row.id, j->row.tenant_id,
                                       j->row.profile, j->row.metadata_json); /* before env */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -515,13 +516,26 @@ int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, co
 
 /* ---- ending sessions ---- */
 
+/* The final status, retried: a write lost to a transient store error
+ * would leave the row "ready" for a sandbox that is gone (a lasting
+ * outage is corrected by recovery at the next start). */
+static void record_end(struct sbx_core *core, struct sbx_live_session *ls, const char *status,
+                       enum sbx_reason why)
+{
+  for (int attempt = 0; attempt < 4; attempt++) {
+    struct sbx_error err = {0};
+    if (core->store.ops->session_set_status(core->store.st, ls->tenant_id, ls->id, status,
+                                            sbx_reason_name(why), &err) == 0)
+      return;
+    sbx_warn("session", "recording %s as %s: %s", ls->id, status, err.msg);
+    nanosleep(&(struct timespec){0, (10L << attempt) * 1000000L}, NULL);
+  }
+}
+
 static void end_session(struct sbx_core *core, struct sbx_live_session *ls, const char *status,
                         enum sbx_reason why)
 {
-  struct sbx_error err = {0};
-  if (core->store.ops->session_set_status(core->store.st, ls->tenant_id, ls->id, status,
-                                          sbx_reason_name(why), &err) < 0)
-    sbx_warn("session", "recording %s as %s: %s", ls->id, status, err.msg);
+  record_end(core, ls, status, why);
   sbx_info("session", "%s %s (%s)", ls->id, status, sbx_reason_name(why));
   /* A delete through the API is audited by the dispatcher; endings the
    * daemon decides (expiry, a dead sandbox, shutdown) are audited here. */

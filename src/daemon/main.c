@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "daemon/commands.h"
 #include "image/image.h"
@@ -115,6 +116,11 @@ int main(int argc, char **argv)
       i += used - 1;
     }
     raise_fd_limit();
+    struct sbx_error err = {0};
+    if (sbx_fault_arm_from_env(&err) < 0) { /* before any thread: see fault.h */
+      fprintf(stderr, "sandboxd serve: %s\n", err.msg);
+      return 2;
+    }
     int rc = sbx_cmd_serve(&cfg);
     sbx_config_release(&cfg);
     return rc;

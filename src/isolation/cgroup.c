@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fault.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -51,6 +52,8 @@ static int cg_path(const struct sbx_cgroup *cg, int i, const char *file, char *b
 
 static int write_str(const struct sbx_cg_host *h, const char *path, const char *s)
 {
+  if (sbx_fault(SBX_FAULT_CGROUP_WRITE))
+    return -1;
   int fd = open(path, O_WRONLY | O_CLOEXEC | (h->fake ? O_CREAT | O_TRUNC : 0), 0644);
   if (fd < 0)
     return -1;

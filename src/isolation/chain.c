@@ -13,6 +13,8 @@
  * nothing half-built ever runs code. */
 #include "isolation/iso.h"
 
+#include "common/fault.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -105,7 +107,7 @@ void sbx_iso_child(const struct sbx_iso_plan *p)
   int image_fd = wait_parent(p);
   STEP(SBX_STEP_USERNS, sbx_userns_child_become_root());
   /* After the parent moved us: the cgroup ns root is our own cgroup. */
-  STEP(SBX_STEP_CGROUPNS, unshare(CLONE_NEWCGROUP));
+  STEP(SBX_STEP_CGROUPNS, sbx_fault(SBX_FAULT_UNSHARE) ? -1 : unshare(CLONE_NEWCGROUP));
   if (sbx_mount_build_root(p, image_fd, &step) < 0 || sbx_mount_pivot(&step) < 0)
     fail(step);
   /* An image root stays writable (copy-on-write into its upper tmpfs,

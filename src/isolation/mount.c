@@ -24,6 +24,8 @@
  * Runs after clone in a threaded process: raw syscalls only, no heap. */
 #include "isolation/iso.h"
 
+#include "common/fault.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -75,7 +77,7 @@ static int mount_at(int dirfd, const char *rel, const char *src, const char *typ
     return -1;
   char p[32];
   fd_path(fd, p);
-  int r = mount(src, p, type, flags, data);
+  int r = sbx_fault(SBX_FAULT_MOUNT) ? -1 : mount(src, p, type, flags, data);
   int e = errno;
   close(fd);
   errno = e;
@@ -444,7 +446,8 @@ int sbx_mount_build_root(const struct sbx_iso_plan *p, int image_fd, enum sbx_is
     return -1;
   *step = SBX_STEP_MOUNT_ROOT;
   umask(022);
-  if (mount("sbx-root", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, p->root_opts) < 0)
+  if (sbx_fault(SBX_FAULT_MOUNT) ||
+      mount("sbx-root", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, p->root_opts) < 0)
     return -1;
   int root = open("/tmp", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (root < 0)

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 
 #ifndef CLONE_NEWTIME
@@ -65,7 +66,7 @@ static int do_clone(struct spawn_req *r)
     ca.flags |= CLONE_INTO_CGROUP;
     ca.cgroup = (uint64_t)r->cg->v2_dirfd;
   }
-  long pid = syscall(SYS_clone3, &ca, sizeof ca);
+  long pid = sbx_fault(SBX_FAULT_CLONE) ? -1 : syscall(SYS_clone3, &ca, sizeof ca);
   if (pid == 0)
     sbx_iso_child(r->plan); /* never returns */
   if (pid < 0) {

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/fault.h"
 #include "common/log.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -71,7 +72,7 @@ static int run_locked(const char *script, char **out, struct sbx_error *err)
     nft_ctx_buffer_output(ctx);
     nft_ctx_buffer_error(ctx);
   }
-  int r = nft_run_cmd_from_buffer(ctx, script);
+  int r = sbx_fault(SBX_FAULT_NFT) ? -1 : nft_run_cmd_from_buffer(ctx, script);
   const char *o = nft_ctx_get_output_buffer(ctx); /* also resets it */
   const char *e = nft_ctx_get_error_buffer(ctx);
   if (r != 0) {
@@ -185,7 +186,7 @@ static char *base_script(const struct sbx_net_nft_params *p)
   return s;
 }
 
-int sbx_net_nft_delete_table(const char *tag)
+static int delete_table_once(const char *tag)
 {
   char script[128], *out = NULL;
   /* nft 1.0.6 has no "destroy": look first, so a missing table is not an error. */
@@ -200,6 +201,17 @@ int sbx_net_nft_delete_table(const char *tag)
     return 0;
   snprintf(script, sizeof script, "delete table inet sandboxd_%s\n", tag);
   return sbx_net_nft_run(script, NULL, NULL);
+}
+
+/* Retried: a table left by a transient failure at stop outlives the
+ * daemon (a start on the same state dir would remove it; a state dir
+ * that is gone never starts again). */
+int sbx_net_nft_delete_table(const char *tag)
+{
+  int r = -1;
+  for (int attempt = 0; attempt < 3 && r < 0; attempt++)
+    r = delete_table_once(tag);
+  return r;
 }
 
 int sbx_net_nft_init(const struct sbx_net_nft_params *p, struct sbx_error *err)
@@ -225,8 +237,11 @@ void sbx_net_nft_fini(void)
     char script[128];
     snprintf(script, sizeof script, "delete table inet %s\n", table);
     struct sbx_error err;
-    if (run_locked(script, NULL, &err) < 0)
-      sbx_warn("net", "delete table %s: %s", table, err.msg);
+    /* Retried: a table left by a transient failure outlives the daemon. */
+    int r = -1;
+    for (int attempt = 0; attempt < 3 && r < 0; attempt++)
+      if ((r = run_locked(script, NULL, &err)) < 0)
+        sbx_warn("net", "delete table %s: %s", table, err.msg);
     table[0] = '\0';
   }
   if (ctx) {
@@ -435,9 +450,12 @@ int sbx_net_nft_sandbox_del(const struct sbx_net_peer *peer)
            t, peer->ifname, a4, t, peer->ifname, a6, t, peer->ifname, t, peer->ifname, t,
            peer->ifname, t, id, t, id, t, id, t, id, t, id, t, id, t, id, t, id, t, id, t, id);
   struct sbx_error err;
-  int r = run_locked(s, NULL, &err);
-  if (r < 0)
-    sbx_warn("net", "remove rules of %s (%s): %s", peer->sandbox_id, peer->ifname, err.msg);
+  /* One transaction, all or nothing, so safe to run again: rules left
+   * here after a transient failure would outlive their sandbox. */
+  int r = -1;
+  for (int attempt = 0; attempt < 3 && r < 0; attempt++)
+    if ((r = run_locked(s, NULL, &err)) < 0)
+      sbx_warn("net", "remove rules of %s (%s): %s", peer->sandbox_id, peer->ifname, err.msg);
   pthread_mutex_unlock(&lock);
   return r;
 }

@@ -7,8 +7,8 @@
 - `profile`: parametrized over the usable profiles among process and
   container (env SANDBOXD_TEST_PROFILES=process,container restricts them;
   SANDBOXD_TEST_PROFILES=gvisor runs the suite against gVisor, see
-  docs/testing.md; SANDBOXD_TEST_REQUIRE_PROFILES=1 makes an unavailable
-  wanted profile a failure instead of a skip).  Unless gvisor is asked for, the daemons of the run get
+  docs/testing.md; SANDBOXD_TEST_REQUIRE_PROFILES=1 or CI=true makes an
+  unavailable wanted profile a failure instead of a skip).  Unless gvisor is asked for, the daemons of the run get
   SANDBOXD_RUNSC=/nonexistent/…, so gvisor is the suite's fail-closed
   example of an unavailable profile (test_gvisor.py starts its own daemons
   with the real runsc).
@@ -45,6 +45,14 @@ def wanted_profiles():
     if not env:
         return CANDIDATE_PROFILES
     return [p.strip() for p in env.split(",") if p.strip()]
+
+
+def require_profiles():
+    """A wanted profile that is unavailable fails instead of skipping: asked
+    for (make test-gvisor), and always in CI, where a wall that cannot be
+    built must not pass with no attack tried."""
+    return bool(os.environ.get("SANDBOXD_TEST_REQUIRE_PROFILES")) or \
+        os.environ.get("CI") == "true"
 
 
 def wanted_gvisor():
@@ -126,13 +134,11 @@ def profile_table(alice):
 def profile(request, profile_table):
     name = request.param
     p = profile_table.get(name)
-    if p is None:
-        pytest.skip(f"profile {name} not offered by this daemon")
-    if not p["available"]:
-        if os.environ.get("SANDBOXD_TEST_REQUIRE_PROFILES"):
-            pytest.fail(f"profile {name} unavailable: {p.get('reason')} "
-                        "(SANDBOXD_TEST_REQUIRE_PROFILES is set)")
-        pytest.skip(f"profile {name} unavailable: {p.get('reason')}")
+    if p is None or not p["available"]:
+        why = "not offered by this daemon" if p is None else f"unavailable: {p.get('reason')}"
+        if require_profiles():
+            pytest.fail(f"profile {name} {why} (SANDBOXD_TEST_REQUIRE_PROFILES or CI=true)")
+        pytest.skip(f"profile {name} {why}")
     return name
 
 

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 import imgworld as w
-from sbxtest import Daemon, reap_leftovers, sbx_bin
+from sbxtest import Daemon, reap_leftovers, sbx_bin, wait_until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="images need root")
 
@@ -241,13 +241,7 @@ def test_sse_pull_client_gone(imgd, keys, registry):
                       stream=True, timeout=120)
     assert r.status_code == 200
     r.close()
-    import time
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        listed = requests.get(imgd.url + "/v1/sandbox/images", headers=h, timeout=30).json()
-        if ref in [i["ref"] for i in listed["images"]]:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("the pull did not finish after the client left")
+    wait_until(lambda: ref in [i["ref"] for i in requests.get(
+        imgd.url + "/v1/sandbox/images", headers=h, timeout=30).json()["images"]], 60,
+        interval=0.2, what="the pull to finish after the client left")
     assert requests.get(imgd.url + "/healthz", timeout=5).status_code == 200

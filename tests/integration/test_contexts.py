@@ -163,11 +163,19 @@ def test_one_run_at_a_time_and_bad_requests(alice, csession):
     assert_error(alice.post(f"{base}/ctx_nothere/run", json={"code": "1"}), 404, "not_found")
     import threading
     slow = {}
+    # The slow run holds the interpreter until the test has seen the
+    # conflict, then is let go through a file (the files API, not a run).
+    gate = f"gate-{cid}"
+    code = (f"import os, time\nwhile not os.path.exists({gate!r}): time.sleep(0.02)\n'slow'")
     t = threading.Thread(target=lambda: slow.update(
-        r=alice.post(f"{base}/{cid}/run", json={"code": "import time; time.sleep(3); 'slow'"})))
+        r=alice.post(f"{base}/{cid}/run", json={"code": code})))
     t.start()
-    time.sleep(1)
+    wait_until(lambda: alice.get(f"{base}/{cid}").json()["status"] == "busy", 60,
+               what="the slow run to hold the interpreter")
     assert_error(alice.post(f"{base}/{cid}/run", json={"code": "1"}), 409, "conflict")
+    r = alice.put(f"/v1/sandbox/sessions/{sid}/files", params={"path": f"/work/{gate}"},
+                  data=b"go")
+    assert r.status_code in (200, 201, 204), r.text
     t.join()
     assert slow["r"].json()["result"] == "'slow'"
 

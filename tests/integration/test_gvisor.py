@@ -10,9 +10,11 @@ process, cgroup or bundle dir; files, archives, terminals and executions
 with files move their bytes through sbx-init (the fd-in forms)."""
 import glob
 import hashlib
+import json
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 
@@ -308,7 +310,13 @@ def test_pool_hands_over_prestarted_sandboxes():
         # prewarmed at start: one idle sandbox per gvisor profile key
         wait_until(lambda: len(pooled()) >= 2, 30, what="pool filled")
         idle = pooled()
-        time.sleep(1.5)  # let the refill thread settle
+
+        def all_running():  # started, not just laid out: what a hand-over takes
+            r = subprocess.run([REAL_RUNSC, "--root", os.path.join(d.state_dir, "gvisor-runsc"),
+                                "list", "--format", "json"], capture_output=True, text=True)
+            st = {x["id"]: x["status"] for x in json.loads(r.stdout or "null") or []}
+            return all(st.get(x) == "running" for x in idle)
+        wait_until(all_running, 60, what="the pooled sandboxes to run")
         t0 = time.monotonic()
         s = c.new_session("gvisor", limits={"memory": "128Mi"})
         took = time.monotonic() - t0
@@ -416,7 +424,7 @@ def test_broken_runsc_fails_closed(tmp_path, kind):
         assert_error(c.post("/v1/sandbox/executions",
                             json={"profile": "gvisor", "command": cmd}), 503,
                      "runtime_unavailable")
-        time.sleep(0.5)
+        time.sleep(0.5)  # the sleep is the test: a stray run would have left a trace
         # nothing ran: not on the host, not in the state dir, not anywhere
         assert not os.path.exists(f"/tmp/{mark}")
         assert not os.path.exists(f"/work/{mark}")

@@ -20,7 +20,7 @@ import imgworld
 import networld
 import test_network as tn
 from conftest import REAL_RUNSC
-from sbxtest import Daemon, assert_error, reap_leftovers
+from sbxtest import Daemon, assert_error, reap_leftovers, wait_until
 
 PROFILE = "gvisor"
 
@@ -271,10 +271,8 @@ def test_killed_daemon_leaves_nothing_after_restart(world, tmp_path_factory):
         assert len(held) == 1 and [l for l in tn.links() if tag in l]
         d.kill9()
         # its socketpair's daemon end is gone: the holder ends by itself
-        deadline = time.monotonic() + 10
-        while any(running(p) for p in held) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(running(p) for p in held)
+        wait_until(lambda: not any(running(p) for p in held), 10, interval=0.1,
+                   what="the holders to end")
         d.start()  # recovery: cgroups, bundles, veths, nft table of the last run
         assert not holders(d)
         assert not [l for l in tn.links() if tag in l]

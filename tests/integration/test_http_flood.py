@@ -210,7 +210,7 @@ def test_head_deadline_spares_long_polls_streams_and_tenant_uploads(daemon_facto
         try:
             s.sendall(head)
             for i in range(len(body)):
-                time.sleep(0.5)
+                time.sleep(0.5)  # the sleep is the test: a client this slow
                 s.sendall(body[i:i + 1])
             got = s.recv(4096)
         except OSError:

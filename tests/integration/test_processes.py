@@ -125,8 +125,9 @@ def test_replay_from_offset_after_reconnect(alice, session):
             got += chunk_bytes(d)
             if len(got) > 30:
                 break
-    r.close()  # the process keeps running without a reader
-    time.sleep(0.3)
+    r.close()  # the process keeps running without a reader: it writes on
+    wait_until(lambda: alice.get(proc_url(sid, pid)).json()["stdout_bytes"] > len(got) + 20, 30,
+               what="output written with no reader attached")
     r = alice.get(proc_url(sid, pid, "/output"), params={"stdout_offset": len(got),
                                                          "stderr_offset": 10 ** 9},
                   headers=SSE, stream=True)

@@ -172,7 +172,7 @@ def test_rate_limit_with_retry_after(qd):
     # The other tenant is unaffected, and health checks are never limited.
     assert other.get("/v1/sandbox/sessions").status_code == 200
     assert requests.get(qd.url + "/healthz", timeout=5).status_code == 200
-    time.sleep(retry)
+    time.sleep(retry)  # the sleep is the test: Retry-After is long enough
     assert c.get("/v1/sandbox/sessions").status_code == 200
 
 

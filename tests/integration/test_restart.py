@@ -180,7 +180,8 @@ def test_queued_executions_survive_sigterm(daemon_factory, any_profile):
 def test_nothing_stays_running_after_restarts(daemon_factory, any_profile):
     d, c = start_with_key(daemon_factory)
     ids = [c.new_execution(any_profile, command=sleeper(marker(), 30))["id"] for _ in range(3)]
-    time.sleep(0.5)
+    wait_until(lambda: all(c.get(f"/v1/sandbox/executions/{i}").json()["status"] == "running"
+                           for i in ids), 30, what="the three to be running")
     d.kill9()
     d2 = restart_same_state(daemon_factory, d)
     c2 = d2.client(c.key)

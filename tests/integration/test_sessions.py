@@ -208,7 +208,7 @@ def test_patch_ttl_extends_life(alice, profile):
     sid = s["id"]
     try:
         assert alice.patch(f"/v1/sandbox/sessions/{sid}", json={"ttl_s": 60}).status_code == 200
-        time.sleep(3.5)
+        time.sleep(3.5)  # the sleep is the test: past the old TTL, still ready
         assert alice.get(f"/v1/sandbox/sessions/{sid}").json()["status"] == "ready"
         assert alice.exec(sid, command=["true"])["status"] == "succeeded"
     finally:

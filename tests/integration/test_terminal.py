@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import struct
 import subprocess
 import termios
@@ -15,7 +16,7 @@ import time
 import pytest
 
 from sbxsse import SSE, chunk_bytes, collect
-from sbxtest import assert_error, sbx_bin, wait_until
+from sbxtest import assert_error, marker, sbx_bin, sleeper, wait_until, workload_procs
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def start_pty(client, sid, argv, cols=80, rows=24):
     return r.json()["pid"]
 
 
-def test_bash_driven_like_a_person(alice, term_session, gvisor_gap):
+def test_bash_driven_like_a_person(daemon, alice, term_session, gvisor_gap):
     gvisor_gap("terminal: after a resize bash -i echoes no further input and Ctrl-C "
                "never brings the prompt back (gVisor 2022 pty job control)")
     sid = term_session["id"]
@@ -72,11 +73,13 @@ def test_bash_driven_like_a_person(alice, term_session, gvisor_gap):
     s.wait_for("43 132")
     # A foreground job and Ctrl-C typed at the terminal: the tty's line
     # discipline signals its foreground process group, bash survives.
-    s.type("sleep 100\n")
-    time.sleep(0.5)
+    mark = marker()
+    s.type(shlex.join(sleeper(mark, 100)) + "\n")
+    wait_until(lambda: workload_procs(daemon, mark), 30, what="the foreground job to run")
     s.type("\x03")
     s.type("echo after-$((40+2))\n")
     s.wait_for("after-42")
+    assert not workload_procs(daemon, mark), "Ctrl-C did not end the foreground job"
     s.type("exit\n")
     p = wait_until(lambda: s.get()["status"] == "exited" and s.get(), 15, what="bash exit")
     assert p["exit_code"] == 0
@@ -173,7 +176,7 @@ def read_until(fd, want, timeout=20):
     return buf
 
 
-def test_sbx_exec_it(daemon, keys, term_session):
+def test_sbx_exec_it(daemon, keys, alice, term_session):
     env = dict(os.environ, SANDBOXD_URL=daemon.url, SANDBOXD_API_KEY=keys["alice"])
     pid, fd = pty.fork()
     if pid == 0:
@@ -185,7 +188,10 @@ def test_sbx_exec_it(daemon, keys, term_session):
         out = read_until(fd, b"hi-2")
         assert b"33 101" in out  # the local window's size went along
         set_size(fd, 40, 120)  # the window changes: SIGWINCH → resize
-        time.sleep(0.5)
+        procs = f"/v1/sandbox/sessions/{term_session['id']}/processes"
+        wait_until(lambda: any(p["pty"] == {"cols": 120, "rows": 40}
+                               for p in alice.get(procs).json()["processes"]), 30,
+                   what="the resize to reach the session's terminal")
         os.write(fd, b"stty size; exit 3\r")
         read_until(fd, b"40 120")
         status = wait_exit(pid)

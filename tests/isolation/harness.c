@@ -39,8 +39,7 @@ int h_setup(void)
 {
   const char *init = getenv("SBX_INIT_PATH"), *probe = getenv("SBX_PROBE_PATH");
   if (geteuid() != 0 || !init || !probe) {
-    printf("isolation: needs root, SBX_INIT_PATH and SBX_PROBE_PATH; skipped\n");
-    return 77;
+    return check_skip("isolation: needs root, SBX_INIT_PATH and SBX_PROBE_PATH");
   }
   if (load_probe(probe) < 0) {
     perror(probe);

@@ -789,9 +789,8 @@ int main(void)
   if (r)
     return r;
   if (access("/bin/busybox", X_OK) < 0) {
-    printf("isolation-overlay: needs busybox-static at /bin/busybox; skipped\n");
     h_teardown();
-    return 77;
+    return check_skip("isolation-overlay: needs busybox-static at /bin/busybox");
   }
   if (on_ovl)
     return autodetect_main();

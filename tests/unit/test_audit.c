@@ -344,12 +344,12 @@ static void test_metrics(void)
 
 int main(void)
 {
-  test_canonical();
-  test_details();
-  test_chain();
-  test_limiter();
-  test_times();
-  test_usage_store();
-  test_metrics();
+  CHECK_CASE(test_canonical);
+  CHECK_CASE(test_details);
+  CHECK_CASE(test_chain);
+  CHECK_CASE(test_limiter);
+  CHECK_CASE(test_times);
+  CHECK_CASE(test_usage_store);
+  CHECK_CASE(test_metrics);
   return check_finish("audit");
 }

@@ -157,9 +157,9 @@ static void test_envelope(void)
 
 int main(void)
 {
-  test_cpu();
-  test_bytes();
-  test_capture();
-  test_envelope();
+  CHECK_CASE(test_cpu);
+  CHECK_CASE(test_bytes);
+  CHECK_CASE(test_capture);
+  CHECK_CASE(test_envelope);
   return check_finish("test_common");
 }

@@ -140,10 +140,10 @@ static void remove_queued(void)
 
 int main(void)
 {
-  round_robin_and_fifo();
-  running_cap();
-  late_tenant_gets_the_next_turn();
-  bounds_and_reservations();
-  remove_queued();
+  CHECK_CASE(round_robin_and_fifo);
+  CHECK_CASE(running_cap);
+  CHECK_CASE(late_tenant_gets_the_next_turn);
+  CHECK_CASE(bounds_and_reservations);
+  CHECK_CASE(remove_queued);
   return check_finish("exec_queue");
 }

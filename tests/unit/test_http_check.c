@@ -90,8 +90,8 @@ static void test_segment_names(void)
 
 int main(void)
 {
-  test_target();
-  test_framing();
-  test_segment_names();
+  CHECK_CASE(test_target);
+  CHECK_CASE(test_framing);
+  CHECK_CASE(test_segment_names);
   return check_finish("http_check");
 }

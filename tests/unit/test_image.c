@@ -448,14 +448,14 @@ int main(void)
   char real[PATH_MAX];
   if (realpath(base, real))
     snprintf(base, sizeof base, "%s", real);
-  test_refs();
-  test_digests();
+  CHECK_CASE(test_refs);
+  CHECK_CASE(test_digests);
   if (geteuid() == 0) { /* owners, mknod and trusted.* xattrs need root */
-    test_hostile();
-    test_whiteouts();
-    test_store();
+    CHECK_CASE(test_hostile);
+    CHECK_CASE(test_whiteouts);
+    CHECK_CASE(test_store);
   } else {
-    printf("not root: unpack and store tests skipped\n");
+    check_skip_part("not root: unpack and store tests");
   }
   sbx_rm_rf(base);
   return check_finish("image");

@@ -1367,18 +1367,28 @@ static void test_dns(void)
   sbx_net_resolve_configure(NULL, NULL, &err);
 }
 
+static void test_resolve_upstream_v4(void)
+{
+  test_resolve_upstream(AF_INET);
+}
+
+static void test_resolve_upstream_v6(void)
+{
+  test_resolve_upstream(AF_INET6);
+}
+
 int main(void)
 {
-  test_policy_good();
-  test_policy_bad_entries();
-  test_policy_object();
-  test_policy_json();
-  test_policy_match();
-  test_closed();
-  test_registry();
-  test_resolve_config();
-  test_resolve_upstream(AF_INET);
-  test_resolve_upstream(AF_INET6);
-  test_dns();
+  CHECK_CASE(test_policy_good);
+  CHECK_CASE(test_policy_bad_entries);
+  CHECK_CASE(test_policy_object);
+  CHECK_CASE(test_policy_json);
+  CHECK_CASE(test_policy_match);
+  CHECK_CASE(test_closed);
+  CHECK_CASE(test_registry);
+  CHECK_CASE(test_resolve_config);
+  CHECK_CASE(test_resolve_upstream_v4);
+  CHECK_CASE(test_resolve_upstream_v6);
+  CHECK_CASE(test_dns);
   return check_finish("net");
 }

@@ -856,7 +856,7 @@ int main(void)
     ioctl(fd, SIOCSIFFLAGS, &ifr);
     close(fd);
   } else {
-    printf("not root or no netns: transparent-mode cases skipped\n");
+    check_skip_part("not root or no netns: transparent-mode cases");
   }
 
   test_sni();

@@ -791,8 +791,7 @@ static void sweep_crashed_runs(void)
 int main(void)
 {
   if (geteuid() != 0) {
-    printf("net_plumb: needs root, skipped\n");
-    return 77;
+    return check_skip("net_plumb: needs root");
   }
   signal(SIGPIPE, SIG_IGN);
   test_pool();

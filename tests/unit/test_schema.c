@@ -217,9 +217,9 @@ static void test_network_metadata(void)
 
 int main(void)
 {
-  test_exec();
-  test_limits();
-  test_host_max();
-  test_network_metadata();
+  CHECK_CASE(test_exec);
+  CHECK_CASE(test_limits);
+  CHECK_CASE(test_host_max);
+  CHECK_CASE(test_network_metadata);
   return check_finish("test_schema");
 }

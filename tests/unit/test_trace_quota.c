@@ -219,10 +219,10 @@ static void test_quota_config(void)
 
 int main(void)
 {
-  test_traceparent();
-  test_spans();
-  test_otlp_json();
-  test_bucket();
-  test_quota_config();
+  CHECK_CASE(test_traceparent);
+  CHECK_CASE(test_spans);
+  CHECK_CASE(test_otlp_json);
+  CHECK_CASE(test_bucket);
+  CHECK_CASE(test_quota_config);
   return check_finish("trace_quota");
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "store/postgres/pg_int.h"
 
 /* ---- connections ---- */
@@ -150,6 +151,12 @@ int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err)
   return ret;
 }
 
+static bool pg_is_write(PGresult *r)
+{
+  const char *cmd = PQcmdStatus(r);
+  return cmd && (!strncmp(cmd, "INSERT", 6) || !strncmp(cmd, "UPDATE", 6) || !strncmp(cmd, "DELETE", 6));
+}
+
 PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                bool binary_result, struct sbx_error *err)
 {
@@ -171,6 +178,11 @@ PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struc
   }
   PGresult *r = PQexecPrepared(c, name, p->n, p->v, p->len, p->fmt, binary_result ? 1 : 0);
   ExecStatusType s = PQresultStatus(r);
+  if (pg_is_write(r) && sbx_fault(SBX_FAULT_STORE_WRITE)) {
+    PQclear(r); /* the transaction is rolled back by pg_end */
+    sbx_err_sys(err, errno, "store: query");
+    return NULL;
+  }
   if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
     pg_fail(c, r, "query", err);
     PQclear(r);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "store/sqlite/sqlite_int.h"
 
 struct sbx_store *sq_lock(struct sbx_store *st)
@@ -58,6 +59,8 @@ static int is_busy(int rc)
 
 int sq_step(sqlite3_stmt *s)
 {
+  if (!sqlite3_stmt_readonly(s) && sbx_fault(SBX_FAULT_STORE_WRITE))
+    return SQLITE_IOERR_WRITE;
   for (int attempt = 0;; attempt++) {
     int rc = sqlite3_step(s);
     if (!is_busy(rc) || attempt >= SQ_BUSY_RETRIES)
@@ -128,7 +131,9 @@ void sq_rollback(struct sbx_store *st)
 
 int sq_fail(struct sbx_store *st, int rc, const char *what, struct sbx_error *err)
 {
-  const char *detail = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
+  /* errmsg describes the connection's last error, which rc may not be. */
+  bool own = st && st->db && sqlite3_extended_errcode(st->db) == rc;
+  const char *detail = own ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
   enum sbx_errcode code = SBX_E_INTERNAL;
   if ((rc & 0xff) == SQLITE_CONSTRAINT)
     code = SBX_E_CONFLICT;
