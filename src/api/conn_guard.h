@@ -9,7 +9,6 @@
 #ifndef SBX_API_CONN_GUARD_H
 #define SBX_API_CONN_GUARD_H
 
-
 #include "common/err.h"
 
 struct sbx_conn_guard;

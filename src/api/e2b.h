@@ -38,7 +38,8 @@ void sbx_e2b_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_err
 int sbx_e2b_authenticate(struct sbx_req *r, bool sandbox, struct sbx_error *err);
 /* The access token of sandbox sid for the key of who (stateless: an HMAC
  * under a secret drawn at start, so it dies with the daemon's sessions). */
-void sbx_e2b_token(const struct sbx_principal *who, const char *sid, char out[SBX_E2B_TOKEN_MAX]);
+void sbx_e2b_token(const struct sbx_principal *who, const char *sid,
+                   char out[SBX_E2B_TOKEN_MAX]);
 /* Operator templates, "NAME=PROFILE[:IMAGE],…", checked at start. */
 int sbx_e2b_configure(const char *templates, struct sbx_error *err);
 /* template → profile and image ("" = the profile's own); 404 if unknown. */

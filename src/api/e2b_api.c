@@ -25,9 +25,10 @@ int sbx_h_e2b_discovery(struct sbx_req *r, struct sbx_resp *out, struct sbx_erro
   sbx_e2b_origin(r, origin, sizeof origin);
   snprintf(api, sizeof api, "%s%s", origin, SBX_E2B_API_PREFIX);
   snprintf(sbx, sizeof sbx, "%s%s", origin, SBX_E2B_ENVD_PREFIX);
-  sbx_resp_json(out, 200, json_pack("{s:s, s:s, s:s, s:s, s:s}", "api_url", api, "sandbox_url",
-                                    sbx, "envd_version", SBX_E2B_ENVD_VERSION, "api_key_header",
-                                    "X-API-Key", "docs", "docs/compat/e2b.md"));
+  sbx_resp_json(out, 200,
+                json_pack("{s:s, s:s, s:s, s:s, s:s}", "api_url", api, "sandbox_url", sbx,
+                          "envd_version", SBX_E2B_ENVD_VERSION, "api_key_header", "X-API-Key",
+                          "docs", "docs/compat/e2b.md"));
   return 0;
 }
 
@@ -78,15 +79,17 @@ static json_t *sandbox_json(json_t *s)
   const char *status = json_string_value(json_object_get(s, "status"));
   const char *profile = json_string_value(json_object_get(s, "profile"));
   const char *image = json_string_value(json_object_get(s, "image"));
-  json_t *o = json_pack("{s:s, s:O?, s:s, s:O?, s:O?, s:I, s:I, s:I, s:o, s:s, s:s, s:n}",
-                        "templateID", tpl ? tpl : profile ? profile : "base", "sandboxID",
-                        json_object_get(s, "id"), "clientID", "sandboxd", "startedAt",
-                        json_object_get(s, "created_at"), "endAt",
-                        json_object_get(s, "expires_at"), "cpuCount", cpu_count(lim),
-                        "memoryMB", memory_mb(lim), "diskSizeMB", (json_int_t)0, "metadata",
-                        user_metadata(md), "state",
-                        status && !strcmp(status, "ready") ? "running" : "killed",
-                        "envdVersion", SBX_E2B_ENVD_VERSION, "domain");
+  json_t *o =
+      json_pack("{s:s, s:O?, s:s, s:O?, s:O?, s:I, s:I, s:I, s:o, s:s, s:s, s:n}", "templateID",
+                tpl       ? tpl
+                : profile ? profile
+                          : "base",
+                "sandboxID", json_object_get(s, "id"), "clientID", "sandboxd", "startedAt",
+                json_object_get(s, "created_at"), "endAt", json_object_get(s, "expires_at"),
+                "cpuCount", cpu_count(lim), "memoryMB", memory_mb(lim), "diskSizeMB",
+                (json_int_t)0, "metadata", user_metadata(md), "state",
+                status && !strcmp(status, "ready") ? "running" : "killed", "envdVersion",
+                SBX_E2B_ENVD_VERSION, "domain");
   if (o && profile) /* ours, beside E2B's fields: what the sandbox really is */
     json_object_set_new(o, "profile", json_string(profile));
   if (o && image)
@@ -113,7 +116,8 @@ static json_t *access_json(struct sbx_req *r, json_t *s)
 static int refuse_unsupported(json_t *body, struct sbx_error *err)
 {
   if (json_is_true(json_object_get(body, "autoPause")))
-    return unsupported(err, "autoPause", "sandboxes are never paused; they end at their timeout");
+    return unsupported(err, "autoPause",
+                       "sandboxes are never paused; they end at their timeout");
   if (json_array_size(json_object_get(body, "volumeMounts")))
     return unsupported(err, "volumeMounts", "volumes do not exist in sandboxd yet");
   json_t *mcp = json_object_get(body, "mcp");
@@ -136,8 +140,10 @@ static int str_map(json_t *v, const char *field, struct sbx_error *err)
   json_t *x;
   if (!json_is_object(v))
     return sbx_err_field(err, field, "%s must be an object of strings", field);
-  json_object_foreach(v, k, x) if (!json_is_string(x))
-      return sbx_err_field(err, field, "%s.%s must be a string", field, k);
+  json_object_foreach(v, k,
+                      x) if (!json_is_string(x)) return sbx_err_field(err, field,
+                                                                      "%s.%s must be a string",
+                                                                      field, k);
   return 0;
 }
 
@@ -387,7 +393,8 @@ int sbx_h_e2b_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
   if (get_ready(r, &s, err) < 0)
     return -1;
   json_decref(s);
-  return unsupported(err, "sandbox metrics", "read usage from GET /v1/sandbox/usage and the "
+  return unsupported(err, "sandbox metrics",
+                     "read usage from GET /v1/sandbox/usage and the "
                      "daemon's /metrics");
 }
 

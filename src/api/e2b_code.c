@@ -63,8 +63,10 @@ static const char *our_language(json_t *v, struct sbx_error *err)
     return "python";
   if (l && (!strcmp(l, "javascript") || !strcmp(l, "js") || !strcmp(l, "node")))
     return "node";
-  sbx_err_field(err, "language", "language %.40s is not available: sandboxd's contexts run "
-                "python and javascript", l ? l : "(not a string)");
+  sbx_err_field(err, "language",
+                "language %.40s is not available: sandboxd's contexts run "
+                "python and javascript",
+                l ? l : "(not a string)");
   sbx_err_fr(err, "Le langage %.40s n'est pas disponible (python, javascript)", l ? l : "?");
   return NULL;
 }
@@ -73,7 +75,10 @@ static json_t *context_json(json_t *c)
 {
   const char *l = json_string_value(json_object_get(c, "language"));
   return json_pack("{s:O, s:s, s:s}", "id", json_object_get(c, "id"), "language",
-                   l && !strcmp(l, "node") ? "javascript" : l ? l : "python", "cwd", "/work");
+                   l && !strcmp(l, "node") ? "javascript"
+                   : l                     ? l
+                                           : "python",
+                   "cwd", "/work");
 }
 
 static int new_context(struct sbx_req *r, const char *lang, json_t **ctx, struct sbx_error *err)
@@ -114,12 +119,15 @@ static void result_lines(struct lines *l, json_t *res)
   text_line(l, "stderr", json_object_get(res, "stderr"));
   json_t *o;
   size_t i;
-  json_array_foreach(json_object_get(res, "outputs"), i, o) {
+  json_array_foreach(json_object_get(res, "outputs"), i, o)
+  {
     const char *mt = json_string_value(json_object_get(o, "mime_type"));
-    const char *kind = !mt ? NULL : !strcmp(mt, "image/png") ? "png"
-                                  : !strcmp(mt, "image/jpeg") ? "jpeg"
-                                  : !strcmp(mt, "image/svg+xml") ? "svg"
-                                  : !strcmp(mt, "text/html") ? "html" : NULL;
+    const char *kind = !mt                            ? NULL
+                       : !strcmp(mt, "image/png")     ? "png"
+                       : !strcmp(mt, "image/jpeg")    ? "jpeg"
+                       : !strcmp(mt, "image/svg+xml") ? "svg"
+                       : !strcmp(mt, "text/html")     ? "html"
+                                                      : NULL;
     if (kind)
       line(l, json_pack("{s:s, s:O, s:b}", "type", "result", kind, json_object_get(o, "data"),
                         "is_main_result", 0));
@@ -129,9 +137,9 @@ static void result_lines(struct lines *l, json_t *res)
     line(l, json_pack("{s:s, s:O, s:b}", "type", "result", "text", main, "is_main_result", 1));
   const char *status = json_string_value(json_object_get(res, "status")) ?: "";
   if (json_is_object(e))
-    line(l, json_pack("{s:s, s:O, s:O, s:O}", "type", "error", "name", json_object_get(e, "name"),
-                      "value", json_object_get(e, "value"), "traceback",
-                      json_object_get(e, "traceback")));
+    line(l, json_pack("{s:s, s:O, s:O, s:O}", "type", "error", "name",
+                      json_object_get(e, "name"), "value", json_object_get(e, "value"),
+                      "traceback", json_object_get(e, "traceback")));
   else if (strcmp(status, "succeeded") != 0) /* timeout, killed: no exception of the code's */
     line(l, json_pack("{s:s, s:s, s:O?, s:s}", "type", "error", "name",
                       !strcmp(status, "timeout") ? "TimeoutError" : "ExecutionError", "value",
@@ -196,7 +204,8 @@ int sbx_h_e2b_execute(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
   if (rc == 0 && ctx && !json_is_null(ctx) && !json_is_string(ctx))
     rc = sbx_err_field(err, "context_id", "context_id must be a string");
   if (rc == 0 && json_object_size(envs))
-    rc = sbx_err_field(err, "env_vars", "per-run env_vars are not supported: set envs when the "
+    rc = sbx_err_field(err, "env_vars",
+                       "per-run env_vars are not supported: set envs when the "
                        "sandbox is created");
   json_t *run = rc == 0 ? json_pack("{s:O}", "code", code) : NULL;
   if (rc == 0)
@@ -242,8 +251,8 @@ int sbx_h_e2b_ctx_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
     return -1;
   }
   size_t i;
-  json_array_foreach(json_object_get(res, "contexts"), i, c) json_array_append_new(arr,
-                                                                                context_json(c));
+  json_array_foreach(json_object_get(res, "contexts"), i, c)
+      json_array_append_new(arr, context_json(c));
   json_decref(res);
   sbx_resp_json(out, 200, arr);
   return 0;

@@ -15,7 +15,8 @@
 
 #define MAX_TEMPLATES 64
 
-struct template {
+struct template
+{
   char name[64];
   char profile[64];
   char image[512];
@@ -59,18 +60,30 @@ bool sbx_e2b_connect_streaming(struct sbx_req *r)
 const char *sbx_e2b_connect_code(int code)
 {
   switch (code) {
-  case SBX_E_INVALID: return "invalid_argument";
-  case SBX_E_UNAUTHENTICATED: return "unauthenticated";
-  case SBX_E_FORBIDDEN: return "permission_denied";
-  case SBX_E_NOT_FOUND: return "not_found";
-  case SBX_E_METHOD: return "unimplemented";
-  case SBX_E_CONFLICT: return "failed_precondition";
-  case SBX_E_TOO_LARGE: return "resource_exhausted";
-  case SBX_E_QUOTA: return "resource_exhausted";
-  case SBX_E_RATE: return "resource_exhausted";
-  case SBX_E_RUNTIME_UNAVAILABLE: return "unavailable";
-  case SBX_E_NOT_READY: return "unavailable";
-  default: return "internal";
+  case SBX_E_INVALID:
+    return "invalid_argument";
+  case SBX_E_UNAUTHENTICATED:
+    return "unauthenticated";
+  case SBX_E_FORBIDDEN:
+    return "permission_denied";
+  case SBX_E_NOT_FOUND:
+    return "not_found";
+  case SBX_E_METHOD:
+    return "unimplemented";
+  case SBX_E_CONFLICT:
+    return "failed_precondition";
+  case SBX_E_TOO_LARGE:
+    return "resource_exhausted";
+  case SBX_E_QUOTA:
+    return "resource_exhausted";
+  case SBX_E_RATE:
+    return "resource_exhausted";
+  case SBX_E_RUNTIME_UNAVAILABLE:
+    return "unavailable";
+  case SBX_E_NOT_READY:
+    return "unavailable";
+  default:
+    return "internal";
   }
 }
 
@@ -216,7 +229,8 @@ static int add_template(const char *name, const char *profile, const char *image
                         struct sbx_error *err)
 {
   if (ntemplates >= MAX_TEMPLATES)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "e2b_templates: %d entries at most", MAX_TEMPLATES);
+    return sbx_err_set(err, SBX_E_INVALID, 0, "e2b_templates: %d entries at most",
+                       MAX_TEMPLATES);
   struct template *t = &templates[ntemplates];
   if (!*name || !*profile || strlen(name) >= sizeof t->name ||
       strlen(profile) >= sizeof t->profile || strlen(image) >= sizeof t->image)
@@ -248,8 +262,8 @@ int sbx_e2b_configure(const char *spec, struct sbx_error *err)
   for (char *tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
     char *eq = strchr(tok, '=');
     if (!eq)
-      return sbx_err_set(err, SBX_E_INVALID, 0, "e2b_templates: '%s' is not NAME=PROFILE[:IMAGE]",
-                         tok);
+      return sbx_err_set(err, SBX_E_INVALID, 0,
+                         "e2b_templates: '%s' is not NAME=PROFILE[:IMAGE]", tok);
     *eq = '\0';
     char *prof = eq + 1, *colon = strchr(prof, ':');
     if (colon)
@@ -273,7 +287,8 @@ int sbx_e2b_template(const char *name, char profile[64], char image[512], struct
   }
   sbx_err_set(err, SBX_E_NOT_FOUND, 0,
               "template '%.100s' not found: sandboxd maps templates to profiles with the "
-              "e2b_templates setting (built in: base, code-interpreter-v1)", name);
+              "e2b_templates setting (built in: base, code-interpreter-v1)",
+              name);
   return sbx_err_fr(err, "Modèle « %.100s » introuvable (réglage e2b_templates)", name);
 }
 
@@ -342,10 +357,12 @@ int sbx_e2b_unb64(json_t *s, char **out, size_t *len)
   if (!b)
     return -1;
   /* protobuf JSON accepts both alphabets, padded or not */
-  int variant = strpbrk(t, "-_") ? sodium_base64_VARIANT_URLSAFE : sodium_base64_VARIANT_ORIGINAL;
+  int variant =
+      strpbrk(t, "-_") ? sodium_base64_VARIANT_URLSAFE : sodium_base64_VARIANT_ORIGINAL;
   if (!strchr(t, '='))
-    variant = variant == sodium_base64_VARIANT_URLSAFE ? sodium_base64_VARIANT_URLSAFE_NO_PADDING
-                                                       : sodium_base64_VARIANT_ORIGINAL_NO_PADDING;
+    variant = variant == sodium_base64_VARIANT_URLSAFE
+                  ? sodium_base64_VARIANT_URLSAFE_NO_PADDING
+                  : sodium_base64_VARIANT_ORIGINAL_NO_PADDING;
   if (sodium_base642bin((unsigned char *)b, cap, t, tl, NULL, len, NULL, variant) != 0) {
     free(b);
     return -1;

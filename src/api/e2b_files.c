@@ -142,8 +142,7 @@ static int write_all(struct sbx_req *r, struct upload *u, json_t **res, struct s
   int rc = 0;
   for (size_t i = 0; i < u->n && rc == 0; i++) {
     struct part *p = &u->parts[i];
-    rc = sbx_files_write(ls, p->path, p->data ? p->data : "", p->len,
-                                err);
+    rc = sbx_files_write(ls, p->path, p->data ? p->data : "", p->len, err);
     char abs[4200];
     snprintf(abs, sizeof abs, "%s%s", p->path[0] == '/' ? "" : "/work/", p->path);
     const char *base = strrchr(abs, '/');
@@ -170,8 +169,8 @@ int sbx_h_e2b_files_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_err
   } else if (!u.default_path) {
     rc = sbx_err_field(err, "path", "an octet-stream upload needs ?path=");
   } else { /* the raw body is the one file's bytes */
-    u.parts[0] = (struct part){.path = strdup(u.default_path), .data = r->body,
-                               .len = r->body_len};
+    u.parts[0] =
+        (struct part){.path = strdup(u.default_path), .data = r->body, .len = r->body_len};
     u.n = 1;
     r->body = NULL; /* the part owns it now */
     r->body_len = 0;

@@ -45,10 +45,10 @@ static json_t *entry_json(const char *name, const char *path, const char *type, 
   permissions(type, mode, perm);
   sbx_format_time(mtime, t, sizeof t);
   snprintf(sz, sizeof sz, "%llu", (unsigned long long)size); /* int64 is a JSON string */
-  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "name", name, "type",
-                        file_type(type), "path", path, "size", sz, "mode",
-                        (json_int_t)(mode & 07777), "permissions", perm, "owner", "user",
-                        "group", "user", "modifiedTime", t);
+  json_t *o =
+      json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "name", name, "type",
+                file_type(type), "path", path, "size", sz, "mode", (json_int_t)(mode & 07777),
+                "permissions", perm, "owner", "user", "group", "user", "modifiedTime", t);
   if (link && *link)
     json_object_set_new(o, "symlinkTarget", json_string(link));
   return o;
@@ -85,10 +85,10 @@ static const char *msg_path(json_t *msg, const char *field, struct sbx_error *er
 }
 
 /* Runs op with the session's sandbox held; the message is consumed. */
-typedef int (*fs_op)(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err);
+typedef int (*fs_op)(struct sbx_live_session *ls, json_t *msg, json_t **res,
+                     struct sbx_error *err);
 
-static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op,
-                        struct sbx_error *err)
+static int with_sandbox(struct sbx_req *r, struct sbx_resp *out, fs_op op, struct sbx_error *err)
 {
   json_t *msg = sbx_e2b_connect_msg(r, err), *res = NULL;
   if (!msg)
@@ -138,7 +138,8 @@ static int op_list(struct sbx_live_session *ls, json_t *msg, json_t **res, struc
   return rc;
 }
 
-static int op_mkdir(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_mkdir(struct sbx_live_session *ls, json_t *msg, json_t **res,
+                    struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   struct sbx_stat st;
@@ -160,8 +161,8 @@ static int op_mkdir(struct sbx_live_session *ls, json_t *msg, json_t **res, stru
 
 static int op_move(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
 {
-  const char *from = msg_path(msg, "source", err), *to = from ? msg_path(msg, "destination", err)
-                                                               : NULL;
+  const char *from = msg_path(msg, "source", err),
+             *to = from ? msg_path(msg, "destination", err) : NULL;
   json_t *e;
   if (!to || sbx_files_move(ls, from, to, true, err) < 0 || stat_entry(ls, to, &e, err) < 0)
     return -1;
@@ -169,7 +170,8 @@ static int op_move(struct sbx_live_session *ls, json_t *msg, json_t **res, struc
   return 0;
 }
 
-static int op_remove(struct sbx_live_session *ls, json_t *msg, json_t **res, struct sbx_error *err)
+static int op_remove(struct sbx_live_session *ls, json_t *msg, json_t **res,
+                     struct sbx_error *err)
 {
   const char *path = msg_path(msg, "path", err);
   if (!path || sbx_files_remove(ls, path, err) < 0)
@@ -206,7 +208,8 @@ int sbx_h_e2b_fs_remove(struct sbx_req *r, struct sbx_resp *out, struct sbx_erro
 int sbx_h_e2b_fs_watchers(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
-  sbx_err_set(err, SBX_E_METHOD, 0, "polling watchers are not supported: use WatchDir, as the "
+  sbx_err_set(err, SBX_E_METHOD, 0,
+              "polling watchers are not supported: use WatchDir, as the "
               "JS SDK does");
   return sbx_err_fr(err, "Les observateurs par scrutation ne sont pas pris en charge");
 }
@@ -303,7 +306,9 @@ int sbx_h_e2b_fs_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
   json_decref(msg);
   struct sbx_resp tmp = {.fd = -1};
   sbx_sse_respond_raw(&tmp, w->sse, "application/connect+json", NULL, NULL);
-  struct sbx_watch_sink sink = {.event = sink_event, .gone = sink_gone, .end = sink_end,
+  struct sbx_watch_sink sink = {.event = sink_event,
+                                .gone = sink_gone,
+                                .end = sink_end,
                                 .ctx = w};
   struct sbx_sse *sse = w->sse;
   if (sbx_session_watch(r->core, &r->who, sbx_e2b_sid(r), w->dir, recursive, &sink, err) < 0) {

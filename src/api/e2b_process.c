@@ -103,11 +103,14 @@ static void deadline_passed(struct follower *f, bool client_gone)
   if (client_gone)
     return;
   size_t len = 0;
-  char *fr = sbx_e2b_frame(0x02, json_pack("{s:{s:s, s:s}}", "error", "code", "deadline_exceeded",
-                                           "message", f->kill_at_deadline
-                                               ? "the call's deadline passed: the process was "
-                                                 "killed"
-                                               : "the call's deadline passed"), &len);
+  char *fr =
+      sbx_e2b_frame(0x02,
+                    json_pack("{s:{s:s, s:s}}", "error", "code", "deadline_exceeded", "message",
+                              f->kill_at_deadline
+                                  ? "the call's deadline passed: the process was "
+                                    "killed"
+                                  : "the call's deadline passed"),
+                    &len);
   send_frame(f->sse, fr, len);
 }
 
@@ -223,8 +226,9 @@ static json_t *start_body(json_t *msg, bool *pty, struct sbx_error *err)
     json_t *size = json_object_get(pt, "size");
     json_int_t cols = json_integer_value(json_object_get(size, "cols"));
     json_int_t rows = json_integer_value(json_object_get(size, "rows"));
-    json_object_set_new(b, "pty", json_pack("{s:I, s:I}", "cols", cols > 0 ? cols : 80, "rows",
-                                            rows > 0 ? rows : 24));
+    json_object_set_new(b, "pty",
+                        json_pack("{s:I, s:I}", "cols", cols > 0 ? cols : 80, "rows",
+                                  rows > 0 ? rows : 24));
   }
   return b;
 }
@@ -262,7 +266,8 @@ static int selected_pid(json_t *msg, char pid[16], struct sbx_error *err)
 {
   json_t *sel = json_object_get(msg, "process"), *p = json_object_get(sel, "pid");
   if (json_object_get(sel, "tag")) {
-    sbx_err_set(err, SBX_E_NOT_FOUND, 0, "no process has that tag: sandboxd names processes "
+    sbx_err_set(err, SBX_E_NOT_FOUND, 0,
+                "no process has that tag: sandboxd names processes "
                 "by pid only");
     return sbx_err_fr(err, "Aucun processus n'a cette étiquette");
   }
@@ -305,9 +310,9 @@ int sbx_h_e2b_proc_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_erro
     return -1;
   }
   size_t i;
-  json_array_foreach(json_object_get(res, "processes"), i, p)
-      if (!strcmp(json_string_value(json_object_get(p, "status")) ?: "", "running"))
-          json_array_append_new(arr, process_info(p));
+  json_array_foreach(json_object_get(res, "processes"), i,
+                     p) if (!strcmp(json_string_value(json_object_get(p, "status")) ?: "",
+                                    "running")) json_array_append_new(arr, process_info(p));
   json_decref(res);
   sbx_resp_json(out, 200, json_pack("{s:o}", "processes", arr));
   return 0;
@@ -332,8 +337,8 @@ int sbx_h_e2b_proc_input(struct sbx_req *r, struct sbx_resp *out, struct sbx_err
   if (!msg)
     return -1;
   json_t *in = json_object_get(msg, "input");
-  json_t *b = json_object_get(in, "stdin") ? json_object_get(in, "stdin")
-                                           : json_object_get(in, "pty");
+  json_t *b =
+      json_object_get(in, "stdin") ? json_object_get(in, "stdin") : json_object_get(in, "pty");
   int rc = selected_pid(msg, pid, err);
   if (rc == 0 && sbx_e2b_unb64(b, &data, &len) < 0)
     rc = sbx_err_field(err, "input", "input.stdin or input.pty must be base64 bytes");
@@ -364,8 +369,9 @@ static const char *signal_name(json_t *s)
   if (n && !strncmp(n, "SIGNAL_", 7))
     return n + 7;
   if (json_is_integer(s))
-    return json_integer_value(s) == 9 ? "SIGKILL" : json_integer_value(s) == 15 ? "SIGTERM"
-                                                                                 : NULL;
+    return json_integer_value(s) == 9    ? "SIGKILL"
+           : json_integer_value(s) == 15 ? "SIGTERM"
+                                         : NULL;
   return NULL;
 }
 
@@ -395,8 +401,9 @@ int sbx_h_e2b_proc_update(struct sbx_req *r, struct sbx_resp *out, struct sbx_er
     return -1;
   int rc = selected_pid(msg, pid, err);
   json_t *size = json_object_get(json_object_get(msg, "pty"), "size");
-  json_t *body = json_pack("{s:I, s:I}", "cols", json_integer_value(json_object_get(size, "cols")),
-                           "rows", json_integer_value(json_object_get(size, "rows")));
+  json_t *body =
+      json_pack("{s:I, s:I}", "cols", json_integer_value(json_object_get(size, "cols")), "rows",
+                json_integer_value(json_object_get(size, "rows")));
   json_decref(msg);
   if (rc == 0)
     rc = sbx_process_resize(r->core, &r->who, sbx_e2b_sid(r), pid, body, &res, err);
@@ -407,7 +414,8 @@ int sbx_h_e2b_proc_update(struct sbx_req *r, struct sbx_resp *out, struct sbx_er
 int sbx_h_e2b_proc_stream_input(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   (void)out, (void)r;
-  sbx_err_set(err, SBX_E_METHOD, 0, "StreamInput (client streaming) is not supported: use "
+  sbx_err_set(err, SBX_E_METHOD, 0,
+              "StreamInput (client streaming) is not supported: use "
               "SendInput, as the SDKs do");
   return sbx_err_fr(err, "StreamInput n'est pas pris en charge : utilisez SendInput");
 }

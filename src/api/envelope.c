@@ -24,7 +24,8 @@ static const struct {
     {SBX_E_QUOTA, 429, "quota_exceeded", "Quota dépassé"},
     {SBX_E_RATE, 429, "rate_limited", "Trop de requêtes"},
     {SBX_E_INTERNAL, 500, "internal", "Erreur interne"},
-    {SBX_E_RUNTIME_UNAVAILABLE, 503, "runtime_unavailable", "Environnement d'exécution indisponible"},
+    {SBX_E_RUNTIME_UNAVAILABLE, 503, "runtime_unavailable",
+     "Environnement d'exécution indisponible"},
     {SBX_E_NOT_READY, 503, "not_ready", "Service pas encore prêt"},
     {SBX_E_BAD_GATEWAY, 502, "bad_gateway", "Passerelle incorrecte"},
 };
@@ -51,13 +52,13 @@ void sbx_envelope_lang(const char *accept_language, char out[3])
   while (*p) {
     while (*p == ' ' || *p == ',')
       p++;
-    if (strncasecmp(p, "fr", 2) == 0 && (p[2] == '\0' || p[2] == '-' || p[2] == ';' ||
-                                         p[2] == ',' || p[2] == '_')) {
+    if (strncasecmp(p, "fr", 2) == 0 &&
+        (p[2] == '\0' || p[2] == '-' || p[2] == ';' || p[2] == ',' || p[2] == '_')) {
       strcpy(out, "fr");
       return;
     }
-    if (strncasecmp(p, "en", 2) == 0 && (p[2] == '\0' || p[2] == '-' || p[2] == ';' ||
-                                         p[2] == ',' || p[2] == '_'))
+    if (strncasecmp(p, "en", 2) == 0 &&
+        (p[2] == '\0' || p[2] == '-' || p[2] == ';' || p[2] == ',' || p[2] == '_'))
       return;
     p = strchr(p, ',');
     if (!p)
@@ -79,9 +80,10 @@ json_t *sbx_envelope_build(const struct sbx_error *err, const char *lang, const 
   if ((err->code == SBX_E_QUOTA || err->code == SBX_E_RATE) && colon) {
     /* core/quota.h: the limit breached travels as "NAME:VALUE". */
     double v = strtod(colon + 1, NULL);
-    json_object_set_new(details, "limit", json_stringn(err->field, (size_t)(colon - err->field)));
-    json_object_set_new(details, "value", v == (double)(json_int_t)v ? json_integer((json_int_t)v)
-                                                                     : json_real(v));
+    json_object_set_new(details, "limit",
+                        json_stringn(err->field, (size_t)(colon - err->field)));
+    json_object_set_new(details, "value",
+                        v == (double)(json_int_t)v ? json_integer((json_int_t)v) : json_real(v));
   } else if (err->field[0]) {
     json_object_set_new(details, "field", json_string(err->field));
   }

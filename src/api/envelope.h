@@ -11,6 +11,7 @@ const char *sbx_envelope_code_name(enum sbx_errcode code);
 /* "fr" or "en" from an Accept-Language header (NULL → "en"). */
 void sbx_envelope_lang(const char *accept_language, char out[3]);
 /* New reference to {"error":{…}}. */
-json_t *sbx_envelope_build(const struct sbx_error *err, const char *lang, const char *request_id);
+json_t *sbx_envelope_build(const struct sbx_error *err, const char *lang,
+                           const char *request_id);
 
 #endif

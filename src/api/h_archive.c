@@ -66,8 +66,8 @@ int sbx_h_archive_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
   if (!dir || limits(r, &lim, err) < 0)
     return -1;
   json_t *res = NULL;
-  if (sbx_archive_extract(r->core, &r->who, r->params[0], dir, r->body, r->body_len, &lim,
-                          &res, err) < 0)
+  if (sbx_archive_extract(r->core, &r->who, r->params[0], dir, r->body, r->body_len, &lim, &res,
+                          err) < 0)
     return -1;
   sbx_resp_json(out, 201, res);
   return 0;

@@ -42,7 +42,8 @@ int sbx_h_execution_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_erro
     wait_s = strtod(w, &end);
     if (*end || end == w || !(wait_s >= 0 && wait_s <= 60)) {
       sbx_err_field(err, "wait_s", "wait_s must be a number of seconds from 0 to 60");
-      return sbx_err_fr(err, "Requête invalide : wait_s doit être un nombre de secondes de 0 à 60");
+      return sbx_err_fr(err,
+                        "Requête invalide : wait_s doit être un nombre de secondes de 0 à 60");
     }
   }
   json_t *res;

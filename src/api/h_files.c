@@ -35,7 +35,8 @@ int sbx_h_files_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *e
   sbx_session_release(r->core, ls);
   if (rc < 0)
     return -1;
-  sbx_resp_json(out, 201, json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)r->body_len));
+  sbx_resp_json(out, 201,
+                json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)r->body_len));
   return 0;
 }
 
@@ -83,8 +84,8 @@ static json_t *stat_json(const char *path, const struct sbx_stat *st)
     abs[--n] = '\0';
   char name[256];
   snprintf(name, sizeof name, "%s", base_of(abs));
-  json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", name, "path", abs, "type",
-                        st->type, "size", (json_int_t)st->size, "mtime", (json_int_t)st->mtime);
+  json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", name, "path", abs, "type", st->type,
+                        "size", (json_int_t)st->size, "mtime", (json_int_t)st->mtime);
   put_mode(o, st->mode);
   if (!strcmp(st->type, "symlink"))
     json_object_set_new(o, "link_target", json_string(st->link_target));

@@ -55,8 +55,8 @@ static void on_progress(void *ud, const char *what, uint64_t done, uint64_t tota
     return;
   snprintf(ps->blob, sizeof ps->blob, "%s", what ? what : "");
   ps->last_ms = now;
-  json_t *ev = json_pack("{s:s, s:I, s:I}", "blob", ps->blob, "done", (json_int_t)done,
-                         "total", (json_int_t)total);
+  json_t *ev = json_pack("{s:s, s:I, s:I}", "blob", ps->blob, "done", (json_int_t)done, "total",
+                         (json_int_t)total);
   /* The final event of a blob waits for room; the others may be dropped. */
   if (ev && final)
     sbx_sse_push_wait(ps->sse, "progress", ev, 1000);

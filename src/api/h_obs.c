@@ -268,8 +268,8 @@ void sbx_api_audit(struct sbx_req *r, const struct sbx_resp *resp, const struct 
   sbx_core_usage_tenant(&r->who);
   char key[96];
   bool admin_only = r->route && r->route->auth == SBX_AUTH_ADMIN && !r->who.admin;
-  if (err && (err->code == SBX_E_UNAUTHENTICATED ||
-              (err->code == SBX_E_FORBIDDEN && admin_only))) {
+  if (err &&
+      (err->code == SBX_E_UNAUTHENTICATED || (err->code == SBX_E_FORBIDDEN && admin_only))) {
     char addr[64];
     sbx_req_client_addr(r, addr, sizeof addr);
     snprintf(key, sizeof key, "src:%s", addr); /* per client address, tenant or not */

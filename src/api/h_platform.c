@@ -29,8 +29,10 @@ int sbx_h_profiles(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *er
   const struct sbx_profile_set *set = sbx_core_profiles(r->core);
   json_t *arr = json_array();
   for (size_t i = 0; i < set->count; i++)
-    json_array_append_new(arr, sbx_profile_json(set, &set->items[i],
-                                                strcmp(set->items[i].name, set->default_name) == 0));
-  sbx_resp_json(out, 200, json_pack("{s:o, s:s}", "profiles", arr, "default", set->default_name));
+    json_array_append_new(arr,
+                          sbx_profile_json(set, &set->items[i],
+                                           strcmp(set->items[i].name, set->default_name) == 0));
+  sbx_resp_json(out, 200,
+                json_pack("{s:o, s:s}", "profiles", arr, "default", set->default_name));
   return 0;
 }

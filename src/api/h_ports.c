@@ -116,7 +116,8 @@ static void add_line(struct hdr_ctx *h, const char *name, const char *value)
   }
   char *line = NULL;
   /* curl's syntax for a header with an empty value is "Name;". */
-  int n = value && *value ? asprintf(&line, "%s: %s", name, value) : asprintf(&line, "%s;", name);
+  int n =
+      value && *value ? asprintf(&line, "%s: %s", name, value) : asprintf(&line, "%s;", name);
   if (n < 0)
     h->bad = true;
   else
@@ -214,8 +215,12 @@ int sbx_h_port_proxy(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *
   struct sbx_proxy *p = NULL;
   if (rc == 0) {
     h.lines[h.n] = NULL;
-    struct sbx_proxy_req preq = {.fd = fd, .method = r->method, .url = url,
-                                 .headers = h.lines, .body = r->body, .body_len = r->body_len,
+    struct sbx_proxy_req preq = {.fd = fd,
+                                 .method = r->method,
+                                 .url = url,
+                                 .headers = h.lines,
+                                 .body = r->body,
+                                 .body_len = r->body_len,
                                  .head_timeout_ms = HEAD_TIMEOUT_MS,
                                  .client_fd = sbx_req_client_fd(r)};
     rc = sbx_proxy_start(&preq, &p, err);

@@ -17,7 +17,6 @@
 #define FOLLOW_QUEUE_BYTES (1u << 20)
 #define POLL_MS 1000 /* how often a silent follower checks its client */
 
-
 int sbx_api_process_start(struct sbx_req *r, struct sbx_resp *out, json_t *body,
                           struct sbx_error *err)
 {
@@ -62,8 +61,10 @@ static int parse_offsets(struct sbx_req *r, uint64_t off[2], struct sbx_error *e
     unsigned long long n = strtoull(v, &end, 10);
     if (errno || end == v || *end || v[0] == '-') {
       sbx_err_field(err, names[i], "%s must be a byte offset (an integer ≥ 0)", names[i]);
-      return sbx_err_fr(err, "Requête invalide : %s doit être un décalage en octets (entier "
-                        "≥ 0)", names[i]);
+      return sbx_err_fr(err,
+                        "Requête invalide : %s doit être un décalage en octets (entier "
+                        "≥ 0)",
+                        names[i]);
     }
     if (i == 0)
       off[0] = off[1] = n;
@@ -97,10 +98,10 @@ static bool send_chunk(struct follower *f, const struct sbx_proc_chunk *c)
 {
   const char *name = c->stream == 2 ? "stderr" : "stdout";
   if (c->gap_from < c->offset &&
-      !push_all(f->sse, "gap", json_pack("{s:s, s:I, s:I, s:I}", "stream", name, "from",
-                                         (json_int_t)c->gap_from, "to", (json_int_t)c->offset,
-                                         "dropped_bytes",
-                                         (json_int_t)(c->offset - c->gap_from))))
+      !push_all(f->sse, "gap",
+                json_pack("{s:s, s:I, s:I, s:I}", "stream", name, "from",
+                          (json_int_t)c->gap_from, "to", (json_int_t)c->offset, "dropped_bytes",
+                          (json_int_t)(c->offset - c->gap_from))))
     return false;
   if (c->len == 0) /* nothing kept past the gap */
     return true;

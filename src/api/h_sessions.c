@@ -25,7 +25,8 @@ int sbx_h_session_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
   const char *cursor;
   json_t *res;
   if (sbx_api_page(r, &limit, &cursor, err) < 0 ||
-      sbx_session_list(r->core, &r->who, sbx_req_query(r, "status"), cursor, limit, &res, err) < 0)
+      sbx_session_list(r->core, &r->who, sbx_req_query(r, "status"), cursor, limit, &res, err) <
+          0)
     return -1;
   sbx_resp_json(out, 200, res);
   return 0;

@@ -85,8 +85,7 @@ int sbx_api_exec_stream(struct sbx_req *r, struct sbx_resp *out, json_t *body,
   /* Wired up first: the exec may end before this handler returns. */
   sbx_sse_respond(out, es->sse, on_gone, (void *)(uintptr_t)es->token);
   struct sbx_exec_sink sink = {.output = on_output, .exit = on_end, .ctx = es};
-  if (sbx_session_exec_stream(r->core, &r->who, r->params[0], body, &sink, es->token, err) <
-      0) {
+  if (sbx_session_exec_stream(r->core, &r->who, r->params[0], body, &sink, es->token, err) < 0) {
     unrespond(out);
     sbx_sse_unref(es->sse);
     free(es);

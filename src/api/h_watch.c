@@ -50,10 +50,12 @@ int sbx_h_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
    * the producer's; on failure it is released as if the client left. */
   struct sbx_resp tmp = {.fd = -1};
   sbx_sse_respond(&tmp, s, NULL, NULL);
-  struct sbx_watch_sink sink = {.event = sink_event, .gone = sink_gone, .end = sink_end,
+  struct sbx_watch_sink sink = {.event = sink_event,
+                                .gone = sink_gone,
+                                .end = sink_end,
                                 .ctx = s};
-  if (sbx_session_watch(r->core, &r->who, r->params[0], dir, flag(r, "recursive"), &sink,
-                        err) < 0) {
+  if (sbx_session_watch(r->core, &r->who, r->params[0], dir, flag(r, "recursive"), &sink, err) <
+      0) {
     tmp.stream_free(tmp.stream_ctx);
     sbx_sse_unref(s);
     return -1;

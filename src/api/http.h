@@ -31,20 +31,26 @@ struct sbx_req {
   const struct sbx_route *route;
   char params[SBX_MAX_PARAMS][256]; /* {id}, {pid}, … in route order */
   int nparams;
-  const char *rest;      /* a final {name*} segment: the rest of path (into it), else NULL */
-  char *body;            /* bounded by the server's body limit */
+  const char *rest; /* a final {name*} segment: the rest of path (into it), else NULL */
+  char *body;       /* bounded by the server's body limit */
   size_t body_len;
   size_t body_cap;
   bool body_too_large;
   char request_id[40];
-  char lang[3];          /* "en" | "fr" from Accept-Language */
+  char lang[3]; /* "en" | "fr" from Accept-Language */
   struct sbx_principal who;
   uint64_t start_ns;
   int status_sent;       /* for metrics/logs */
   struct sbx_span *span; /* the request's server span (obs/trace.h), ended at completion */
 };
 
-enum sbx_resp_kind { SBX_RESP_JSON, SBX_RESP_BYTES, SBX_RESP_FD, SBX_RESP_EMPTY, SBX_RESP_STREAM };
+enum sbx_resp_kind {
+  SBX_RESP_JSON,
+  SBX_RESP_BYTES,
+  SBX_RESP_FD,
+  SBX_RESP_EMPTY,
+  SBX_RESP_STREAM
+};
 
 /* A streamed body: the callback is called from the connection's thread and
  * may block; it returns bytes written into buf, 0 to wait-and-retry never
@@ -56,12 +62,12 @@ typedef long (*sbx_stream_fn)(void *ctx, uint64_t pos, char *buf, size_t max);
 struct sbx_resp {
   int status;
   enum sbx_resp_kind kind;
-  json_t *json;          /* SBX_RESP_JSON: owned, decref'd after sending */
-  char *bytes;           /* SBX_RESP_BYTES: owned, freed after sending */
+  json_t *json; /* SBX_RESP_JSON: owned, decref'd after sending */
+  char *bytes;  /* SBX_RESP_BYTES: owned, freed after sending */
   size_t len;
-  int fd;                /* SBX_RESP_FD: owned; sent from offset 0, len bytes */
+  int fd; /* SBX_RESP_FD: owned; sent from offset 0, len bytes */
   const char *content_type;
-  sbx_stream_fn stream;  /* SBX_RESP_STREAM */
+  sbx_stream_fn stream; /* SBX_RESP_STREAM */
   void *stream_ctx;
   void (*stream_free)(void *ctx);
   char location[256];

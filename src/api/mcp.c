@@ -193,12 +193,15 @@ static bool origin_ok(struct sbx_req *r, struct sbx_resp *out)
   const char *origin = sbx_req_header(r, "Origin");
   bool loop = on_loopback(r);
   const char *auth = origin ? strstr(origin, "://") : NULL;
-  bool bad = (loop && (!host || !loopback_name(host))) ||
-             (origin && strcmp(origin, "null") &&
-              (!auth || !((host && !strcasecmp(auth + 3, host)) || (loop && loopback_name(auth + 3)))));
+  bool bad =
+      (loop && (!host || !loopback_name(host))) ||
+      (origin && strcmp(origin, "null") &&
+       (!auth || !((host && !strcasecmp(auth + 3, host)) || (loop && loopback_name(auth + 3)))));
   if (bad)
-    sbx_resp_json(out, 403, rpc_error(NULL, -32000, "Host or Origin not allowed "
-                                                     "(DNS rebinding protection)"));
+    sbx_resp_json(out, 403,
+                  rpc_error(NULL, -32000,
+                            "Host or Origin not allowed "
+                            "(DNS rebinding protection)"));
   return !bad;
 }
 
@@ -254,8 +257,8 @@ static json_t *dispatch_request(struct sbx_req *r, const char *method, json_t *i
 static json_t *parse_message(struct sbx_req *r, struct sbx_resp *out)
 {
   json_error_t je;
-  json_t *msg = r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je)
-                            : NULL;
+  json_t *msg =
+      r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
   if (!msg) {
     char m[300];
     snprintf(m, sizeof m, "parse error: %s", r->body_len ? je.text : "empty body");
@@ -263,21 +266,20 @@ static json_t *parse_message(struct sbx_req *r, struct sbx_resp *out)
     return NULL;
   }
   json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
-  const char *why = json_is_array(msg) ? "batches are not supported (one message per POST)"
-                    : !json_is_object(msg) ? "a JSON-RPC message is an object"
-                    : !json_is_string(json_object_get(msg, "jsonrpc")) ||
-                            strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0")
-                        ? "jsonrpc must be \"2.0\""
-                    : id && !json_is_string(id) && !json_is_integer(id)
-                        ? "id must be a string or an integer"
-                    : params && !json_is_object(params) ? "params must be an object"
-                    : json_object_get(msg, "method") &&
-                            !json_is_string(json_object_get(msg, "method"))
-                        ? "method must be a string"
-                    : !json_object_get(msg, "method") && !json_object_get(msg, "result") &&
-                            !json_object_get(msg, "error")
-                        ? "a message needs a method (or, answering us, a result or an error)"
-                        : NULL;
+  const char *why =
+      json_is_array(msg)     ? "batches are not supported (one message per POST)"
+      : !json_is_object(msg) ? "a JSON-RPC message is an object"
+      : !json_is_string(json_object_get(msg, "jsonrpc")) ||
+              strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0")
+          ? "jsonrpc must be \"2.0\""
+      : id && !json_is_string(id) && !json_is_integer(id) ? "id must be a string or an integer"
+      : params && !json_is_object(params)                 ? "params must be an object"
+      : json_object_get(msg, "method") && !json_is_string(json_object_get(msg, "method"))
+          ? "method must be a string"
+      : !json_object_get(msg, "method") && !json_object_get(msg, "result") &&
+              !json_object_get(msg, "error")
+          ? "a message needs a method (or, answering us, a result or an error)"
+          : NULL;
   if (why) {
     reply(r, out, 400, rpc_error(json_is_object(msg) ? id : NULL, RPC_INVALID_REQUEST, why),
           NULL);
@@ -287,8 +289,7 @@ static json_t *parse_message(struct sbx_req *r, struct sbx_resp *out)
   return msg;
 }
 
-static int handle_initialize(struct sbx_req *r, struct sbx_resp *out, json_t *id,
-                             json_t *params)
+static int handle_initialize(struct sbx_req *r, struct sbx_resp *out, json_t *id, json_t *params)
 {
   const char *version;
   json_t *res = initialize_result(params, &version);
@@ -310,8 +311,9 @@ static bool check_session(struct sbx_req *r, struct sbx_resp *out, json_t *id)
   }
   if (!sid || !*sid) {
     reply(r, out, 400,
-          rpc_error(id, RPC_INVALID_REQUEST, "Mcp-Session-Id header is required after "
-                                             "initialize"),
+          rpc_error(id, RPC_INVALID_REQUEST,
+                    "Mcp-Session-Id header is required after "
+                    "initialize"),
           NULL);
     return false;
   }
@@ -355,8 +357,10 @@ int sbx_h_mcp_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *
     return 0;
   const char *sid = sbx_req_header(r, "Mcp-Session-Id");
   if (!sid || !*sid) {
-    sbx_resp_json(out, 400, rpc_error(NULL, RPC_INVALID_REQUEST, "Mcp-Session-Id header is "
-                                                                 "required"));
+    sbx_resp_json(out, 400,
+                  rpc_error(NULL, RPC_INVALID_REQUEST,
+                            "Mcp-Session-Id header is "
+                            "required"));
     return 0;
   }
   if (!session_use(r->who.tenant_id, sid, true)) {

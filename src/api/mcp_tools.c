@@ -26,10 +26,10 @@
 #define READ_MAX (1024u * 1024)         /* bytes one session_read_file returns */
 #define COLLECT_FILE_MAX (1024u * 1024) /* bytes of one collected file inlined */
 #define COLLECT_TOTAL_MAX (8u * 1024 * 1024)
-#define RUN_WAIT_MAX_S (2 * 3600.0)     /* a one-shot run is waited for at most this */
-#define STREAM_QUEUE_BYTES (4u << 20)   /* progress events not yet read (then dropped) */
-#define STREAM_END_WAIT_MS 60000        /* a slow reader still gets the final response */
-#define PROGRESS_TEXT_MAX 4096          /* output bytes quoted in one progress message */
+#define RUN_WAIT_MAX_S (2 * 3600.0)   /* a one-shot run is waited for at most this */
+#define STREAM_QUEUE_BYTES (4u << 20) /* progress events not yet read (then dropped) */
+#define STREAM_END_WAIT_MS 60000      /* a slow reader still gets the final response */
+#define PROGRESS_TEXT_MAX 4096        /* output bytes quoted in one progress message */
 
 typedef json_t *(*tool_fn)(struct sbx_req *r, json_t *args, struct sbx_error *err);
 
@@ -38,9 +38,9 @@ typedef json_t *(*tool_fn)(struct sbx_req *r, json_t *args, struct sbx_error *er
 static json_t *text_result(json_t *structured, bool is_error)
 {
   char *txt = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(9));
-  json_t *res = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text",
-                          txt ? txt : "{}", "structuredContent", structured, "isError",
-                          is_error);
+  json_t *res =
+      json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text",
+                txt ? txt : "{}", "structuredContent", structured, "isError", is_error);
   free(txt);
   return res;
 }
@@ -134,13 +134,15 @@ static void inline_files(struct sbx_req *r, const char *id, json_t *ex)
 {
   size_t i, total = 0;
   json_t *f;
-  json_array_foreach(json_object_get(ex, "files"), i, f) {
+  json_array_foreach(json_object_get(ex, "files"), i, f)
+  {
     const char *path = json_string_value(json_object_get(f, "path"));
     json_int_t size = json_integer_value(json_object_get(f, "size"));
     if (!path || size < 0 || (size_t)size > COLLECT_FILE_MAX ||
         total + (size_t)size > COLLECT_TOTAL_MAX) {
-      json_object_set_new(f, "omitted", json_string("too large to inline; read it with "
-                                                    "GET /v1/sandbox/executions/{id}/files"));
+      json_object_set_new(f, "omitted",
+                          json_string("too large to inline; read it with "
+                                      "GET /v1/sandbox/executions/{id}/files"));
       continue;
     }
     void *data = NULL;
@@ -278,7 +280,8 @@ static json_t *tool_write_file(struct sbx_req *r, json_t *args, struct sbx_error
   size_t len = 0;
   if (!path || sbx_schema_path(path, "path", err) < 0 || content_arg(args, &data, &len, err) < 0)
     return NULL;
-  struct sbx_live_session *ls = sbx_session_acquire_cap(r->core, &r->who, id, SBX_CAP_FILES, err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, id, SBX_CAP_FILES, err);
   int rc = ls ? sbx_files_write(ls, path, data, len, err) : -1;
   if (ls)
     sbx_session_release(r->core, ls);
@@ -304,8 +307,8 @@ static int read_bounded(int fd, uint64_t size, char **out, struct sbx_error *err
       continue;
     if (n <= 0) {
       free(buf);
-      return n < 0 ? sbx_err_sys(err, errno, "read") : sbx_err_set(err, SBX_E_CONFLICT, 0,
-                                                                    "the file shrank while read");
+      return n < 0 ? sbx_err_sys(err, errno, "read")
+                   : sbx_err_set(err, SBX_E_CONFLICT, 0, "the file shrank while read");
     }
     got += (size_t)n;
   }
@@ -319,7 +322,8 @@ static json_t *tool_read_file(struct sbx_req *r, json_t *args, struct sbx_error 
   const char *path = id ? str_arg(args, "path", true, err) : NULL;
   if (!path || sbx_schema_path(path, "path", err) < 0)
     return NULL;
-  struct sbx_live_session *ls = sbx_session_acquire_cap(r->core, &r->who, id, SBX_CAP_FILES, err);
+  struct sbx_live_session *ls =
+      sbx_session_acquire_cap(r->core, &r->who, id, SBX_CAP_FILES, err);
   if (!ls)
     return NULL;
   _cleanup_close_ int fd = -1;
@@ -361,9 +365,8 @@ static void on_output(void *ctx, int stream, const char *data, size_t len, uint6
                    (int)(len < PROGRESS_TEXT_MAX ? len : PROGRESS_TEXT_MAX), data);
   json_t *msg = json_stringn(text, (size_t)n); /* NULL unless UTF-8 (binary: no text) */
   json_t *ev = json_pack("{s:s, s:s, s:{s:O, s:I, s:o*}}", "jsonrpc", "2.0", "method",
-                         "notifications/progress", "params", "progressToken",
-                         es->progress_token, "progress", (json_int_t)es->progress, "message",
-                         msg);
+                         "notifications/progress", "params", "progressToken", es->progress_token,
+                         "progress", (json_int_t)es->progress, "message", msg);
   if (ev && sbx_sse_push(es->sse, "message", ev) < 0)
     sbx_exec_stream_cancel(es->token); /* the client left: its exec goes too */
 }
@@ -430,18 +433,27 @@ int sbx_mcp_tool_stream(struct sbx_req *r, struct sbx_resp *out, json_t *id, jso
 
 /* ---- the table ---- */
 
-#define S_SESSION_ID "\"session_id\":{\"type\":\"string\",\"description\":\"A session id (ses_…) from session_create\"}"
-#define S_ENV "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Environment variables\"}"
-#define S_LANG "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"node\",\"bash\"],\"description\":\"Interpreter for code\"}"
+#define S_SESSION_ID                                                                            \
+  "\"session_id\":{\"type\":\"string\",\"description\":\"A session id (ses_…) from session_create\"}"
+#define S_ENV                                                                                   \
+  "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Environment variables\"}"
+#define S_LANG                                                                                  \
+  "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"node\",\"bash\"],\"description\":\"Interpreter for code\"}"
 #define S_CODE "\"code\":{\"type\":\"string\",\"description\":\"Source to run with language\"}"
-#define S_CMD "\"command\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1,\"description\":\"argv to run instead of language+code\"}"
+#define S_CMD                                                                                   \
+  "\"command\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1,\"description\":\"argv to run instead of language+code\"}"
 #define S_STDIN "\"stdin\":{\"type\":\"string\",\"description\":\"Text fed to standard input\"}"
-#define S_TIMEOUT "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Wall-clock limit in seconds; the whole process tree is killed at it\"}"
-#define S_LIMITS "\"limits\":{\"type\":\"object\",\"description\":\"cpu (\\\"500m\\\"), memory (\\\"256Mi\\\"), disk, pids, timeout_s, output_bytes; never above the profile's ceiling\"}"
-#define S_PROFILE "\"profile\":{\"type\":\"string\",\"description\":\"Isolation profile (container, gvisor, … see GET /v1/sandbox/profiles)\"}"
+#define S_TIMEOUT                                                                               \
+  "\"timeout_s\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Wall-clock limit in seconds; the whole process tree is killed at it\"}"
+#define S_LIMITS                                                                                \
+  "\"limits\":{\"type\":\"object\",\"description\":\"cpu (\\\"500m\\\"), memory (\\\"256Mi\\\"), disk, pids, timeout_s, output_bytes; never above the profile's ceiling\"}"
+#define S_PROFILE                                                                               \
+  "\"profile\":{\"type\":\"string\",\"description\":\"Isolation profile (container, gvisor, … see GET /v1/sandbox/profiles)\"}"
 #define S_IMAGE "\"image\":{\"type\":\"string\",\"description\":\"Root filesystem image\"}"
-#define S_NETWORK "\"network\":{\"type\":\"object\",\"description\":\"Egress policy, e.g. {\\\"egress\\\":\\\"allowlist\\\",\\\"allow\\\":[\\\"pypi.org\\\"]}; default none\"}"
-#define S_PATH "\"path\":{\"type\":\"string\",\"description\":\"Path inside the sandbox; relative paths are under /work\"}"
+#define S_NETWORK                                                                               \
+  "\"network\":{\"type\":\"object\",\"description\":\"Egress policy, e.g. {\\\"egress\\\":\\\"allowlist\\\",\\\"allow\\\":[\\\"pypi.org\\\"]}; default none\"}"
+#define S_PATH                                                                                  \
+  "\"path\":{\"type\":\"string\",\"description\":\"Path inside the sandbox; relative paths are under /work\"}"
 
 static const struct tool {
   const char *name;
@@ -462,8 +474,8 @@ static const struct tool {
      "\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]}},\"required\":"
      "[\"path\",\"content\"],\"additionalProperties\":false}},"
      "\"collect\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Glob "
-     "patterns of files to return, e.g. /work/out/*\"}," S_STDIN "," S_ENV "," S_TIMEOUT "," S_LIMITS
-     "," S_PROFILE "," S_IMAGE "," S_NETWORK "},\"additionalProperties\":false}",
+     "patterns of files to return, e.g. /work/out/*\"}," S_STDIN "," S_ENV "," S_TIMEOUT
+     "," S_LIMITS "," S_PROFILE "," S_IMAGE "," S_NETWORK "},\"additionalProperties\":false}",
      tool_run_code, false, false},
     {"session_create", "Create a session",
      "Create a sandbox session that keeps its files and state between calls until deleted "
@@ -511,12 +523,12 @@ json_t *sbx_mcp_tools_list(void)
   for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
     const struct tool *t = &tools[i];
     json_t *schema = json_loads(t->schema, 0, NULL); /* a literal: a typo fails the tests */
-    json_array_append_new(
-        arr, json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b}}", "name", t->name, "title",
-                       t->title, "description", t->description, "inputSchema",
-                       schema ? schema : json_object(), "annotations", "title", t->title,
-                       "readOnlyHint", t->read_only, "destructiveHint", t->destructive,
-                       "openWorldHint", 0));
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b}}", "name",
+                                         t->name, "title", t->title, "description",
+                                         t->description, "inputSchema",
+                                         schema ? schema : json_object(), "annotations", "title",
+                                         t->title, "readOnlyHint", t->read_only,
+                                         "destructiveHint", t->destructive, "openWorldHint", 0));
   }
   return arr;
 }

@@ -17,10 +17,10 @@
 
 #include "common/util.h"
 
-#define RING_CAP (256u * 1024)     /* body bytes in flight, per exchange */
-#define MAX_HEADERS 200u           /* upstream response headers kept */
+#define RING_CAP (256u * 1024) /* body bytes in flight, per exchange */
+#define MAX_HEADERS 200u       /* upstream response headers kept */
 #define MAX_HEADER_BYTES (64u * 1024)
-#define HANGUP_POLL_MS 1000        /* how often a waiting stream checks its client */
+#define HANGUP_POLL_MS 1000 /* how often a waiting stream checks its client */
 
 struct sbx_proxy {
   pthread_mutex_t lock;
@@ -52,20 +52,39 @@ static bool name_in(const char *name, const char *const *list)
 
 bool sbx_proxy_drop_request_header(const char *name)
 {
-  static const char *const drop[] = {
-      "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-      "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Host",
-      "Content-Length", "Expect", "Authorization", "Forwarded", NULL};
+  static const char *const drop[] = {"Connection",
+                                     "Keep-Alive",
+                                     "Proxy-Authenticate",
+                                     "Proxy-Authorization",
+                                     "Proxy-Connection",
+                                     "TE",
+                                     "Trailer",
+                                     "Transfer-Encoding",
+                                     "Upgrade",
+                                     "Host",
+                                     "Content-Length",
+                                     "Expect",
+                                     "Authorization",
+                                     "Forwarded",
+                                     NULL};
   return name_in(name, drop) || strncasecmp(name, "X-Forwarded-", 12) == 0;
 }
 
 static bool drop_response_header(const char *name)
 {
   /* Framing is ours (chunked), and so is the request id. */
-  static const char *const drop[] = {
-      "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-      "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
-      "X-Request-Id", NULL};
+  static const char *const drop[] = {"Connection",
+                                     "Keep-Alive",
+                                     "Proxy-Authenticate",
+                                     "Proxy-Authorization",
+                                     "Proxy-Connection",
+                                     "TE",
+                                     "Trailer",
+                                     "Transfer-Encoding",
+                                     "Upgrade",
+                                     "Content-Length",
+                                     "X-Request-Id",
+                                     NULL};
   return name_in(name, drop);
 }
 
@@ -99,8 +118,8 @@ static void add_header(struct sbx_proxy *p, const char *line, size_t len)
   if (drop_response_header(name))
     return;
   /* Values may be Latin-1: stored as bytes, never parsed as JSON text. */
-  json_array_append_new(p->headers, json_pack("[s, o]", name,
-                                              json_stringn_nocheck(v, (size_t)(end - v))));
+  json_array_append_new(p->headers,
+                        json_pack("[s, o]", name, json_stringn_nocheck(v, (size_t)(end - v))));
   p->header_bytes += len;
 }
 
@@ -190,10 +209,7 @@ static int sock_opt(void *ud, curl_socket_t fd, curlsocktype purpose)
   return CURL_SOCKOPT_ALREADY_CONNECTED;
 }
 
-static int close_socket(void *ud, curl_socket_t fd)
-{
-  return close(fd);
-}
+static int close_socket(void *ud, curl_socket_t fd) { return close(fd); }
 
 static void *run(void *arg)
 {
@@ -236,15 +252,15 @@ static CURLcode setup(struct sbx_proxy *p, const struct sbx_proxy_req *req)
     p->hdrs = n;
   }
   CURLcode rc = CURLE_OK;
-#define SET(opt, val) \
-  if (!rc)            \
+#define SET(opt, val)                                                                           \
+  if (!rc)                                                                                      \
   rc = curl_easy_setopt(c, opt, val)
   SET(CURLOPT_URL, req->url);
   SET(CURLOPT_PROTOCOLS_STR, "http");
-  SET(CURLOPT_PROXY, "");       /* never an environment proxy: the fd is the route */
+  SET(CURLOPT_PROXY, ""); /* never an environment proxy: the fd is the route */
   SET(CURLOPT_NOSIGNAL, 1L);
   SET(CURLOPT_FOLLOWLOCATION, 0L);
-  SET(CURLOPT_PATH_AS_IS, 1L);  /* the path is the client's, dot segments included */
+  SET(CURLOPT_PATH_AS_IS, 1L); /* the path is the client's, dot segments included */
   SET(CURLOPT_FORBID_REUSE, 1L);
   SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
   SET(CURLOPT_HTTPHEADER, p->hdrs);
@@ -328,21 +344,27 @@ static int upstream_failed(struct sbx_proxy *p, enum head_fail why, unsigned tim
                            struct sbx_error *err)
 {
   if (why == HF_TIMEOUT) {
-    sbx_err_set(err, SBX_E_BAD_GATEWAY, ETIMEDOUT, "the server inside the sandbox sent no "
-                "response within %u ms", timeout_ms);
+    sbx_err_set(err, SBX_E_BAD_GATEWAY, ETIMEDOUT,
+                "the server inside the sandbox sent no "
+                "response within %u ms",
+                timeout_ms);
     return sbx_err_fr(err, "Le serveur dans le bac à sable n'a pas répondu en %u ms",
                       timeout_ms);
   }
   if (why == HF_STATUS) {
-    sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "the server inside the sandbox answered with "
-                "status %ld", p->status);
+    sbx_err_set(err, SBX_E_BAD_GATEWAY, 0,
+                "the server inside the sandbox answered with "
+                "status %ld",
+                p->status);
     return sbx_err_fr(err, "Le serveur dans le bac à sable a répondu avec le statut %ld",
                       p->status);
   }
   /* The transfer ended (the thread is done writing errbuf). */
   const char *what = p->errbuf[0] ? p->errbuf : curl_easy_strerror(p->result);
-  sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "the server inside the sandbox did not answer "
-              "properly: %s", what);
+  sbx_err_set(err, SBX_E_BAD_GATEWAY, 0,
+              "the server inside the sandbox did not answer "
+              "properly: %s",
+              what);
   return sbx_err_fr(err, "Le serveur dans le bac à sable n'a pas répondu correctement : %s",
                     what);
 }
@@ -367,7 +389,8 @@ int sbx_proxy_start(const struct sbx_proxy_req *req, struct sbx_proxy **out,
   while (!p->head_done && !p->done && w != ETIMEDOUT)
     w = pthread_cond_timedwait(&p->cond, &p->lock, &until);
   enum head_fail why = !p->head_done ? (p->done ? HF_TRANSFER : HF_TIMEOUT)
-                       : (p->status < 200 || p->status > 599) ? HF_STATUS : HF_NONE;
+                       : (p->status < 200 || p->status > 599) ? HF_STATUS
+                                                              : HF_NONE;
   pthread_mutex_unlock(&p->lock);
   if (why != HF_NONE) {
     upstream_failed(p, why, req->head_timeout_ms, err);

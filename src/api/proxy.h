@@ -23,14 +23,14 @@
 struct sbx_proxy;
 
 struct sbx_proxy_req {
-  int fd;                  /* connected socket; consumed (even on failure) */
-  const char *method;      /* GET, HEAD, POST, … */
-  const char *url;         /* "http://127.0.0.1:PORT/path?query", already encoded */
-  char *const *headers;    /* "Name: value" lines, NULL-terminated (already filtered) */
-  const char *body;        /* may be NULL */
+  int fd;               /* connected socket; consumed (even on failure) */
+  const char *method;   /* GET, HEAD, POST, … */
+  const char *url;      /* "http://127.0.0.1:PORT/path?query", already encoded */
+  char *const *headers; /* "Name: value" lines, NULL-terminated (already filtered) */
+  const char *body;     /* may be NULL */
   size_t body_len;
   unsigned head_timeout_ms; /* for the response head */
-  int client_fd;           /* polled for a hang-up while waiting for the body; -1: none */
+  int client_fd;            /* polled for a hang-up while waiting for the body; -1: none */
 };
 
 /* Sends the request and waits for the response head.  0: *out is the

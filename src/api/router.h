@@ -11,15 +11,20 @@
 
 /* E2B_KEY: our key in X-API-Key; E2B_SANDBOX: a sandbox's access token
  * (api/e2b.h).  Both answer in E2B's error shapes. */
-enum sbx_auth { SBX_AUTH_NONE, SBX_AUTH_KEY, SBX_AUTH_ADMIN, SBX_AUTH_E2B_KEY,
-                SBX_AUTH_E2B_SANDBOX };
+enum sbx_auth {
+  SBX_AUTH_NONE,
+  SBX_AUTH_KEY,
+  SBX_AUTH_ADMIN,
+  SBX_AUTH_E2B_KEY,
+  SBX_AUTH_E2B_SANDBOX
+};
 
 struct sbx_route {
-  const char *method;   /* "GET", …, "*" for any */
-  const char *pattern;  /* "/v1/sandbox/sessions/{id}"; a final "{rest*}" eats the remainder */
+  const char *method;  /* "GET", …, "*" for any */
+  const char *pattern; /* "/v1/sandbox/sessions/{id}"; a final "{rest*}" eats the remainder */
   sbx_handler_fn handler;
   enum sbx_auth auth;
-  const char *name;     /* stable label for metrics */
+  const char *name; /* stable label for metrics */
 };
 
 /* Finds the route for method+path.  Fills r->params.  Returns the route, or

@@ -236,7 +236,8 @@ static struct MHD_Response *build_response(struct sbx_resp *resp)
     MHD_add_response_header(m, "Content-Type", ctype);
   size_t i;
   json_t *h;
-  json_array_foreach(m ? resp->headers : NULL, i, h) { /* e.g. proxied upstream headers */
+  json_array_foreach(m ? resp->headers : NULL, i, h)
+  { /* e.g. proxied upstream headers */
     const char *k = json_string_value(json_array_get(h, 0));
     const char *v = json_string_value(json_array_get(h, 1));
     if (k && v)
@@ -478,7 +479,8 @@ static int check_framing(struct sbx_req *r, struct sbx_error *err)
   if (!why)
     return 0;
   sbx_err_field(err, field, "malformed request framing: %s", why);
-  return sbx_err_fr(err, "Requête invalide : en-têtes de longueur du corps ambigus ou invalides (%s)",
+  return sbx_err_fr(err,
+                    "Requête invalide : en-têtes de longueur du corps ambigus ou invalides (%s)",
                     field);
 }
 
@@ -500,13 +502,14 @@ static int check_target(struct api_req *a, struct sbx_error *err)
   struct sbx_req *r = &a->r;
   if (strlen(r->path) >= sizeof r->path - 1) {
     sbx_err_field(err, "url", "the request path is longer than %zu bytes", sizeof r->path - 2);
-    return sbx_err_fr(err, "Requête invalide : chemin de plus de %zu octets", sizeof r->path - 2);
+    return sbx_err_fr(err, "Requête invalide : chemin de plus de %zu octets",
+                      sizeof r->path - 2);
   }
   bool wrong;
   const struct sbx_route *rt = sbx_route_match(r->method, r->path, r, &wrong);
   struct sbx_target_fault f;
-  if (!a->target || sbx_http_check_target(a->target, !(rt && rt->handler == sbx_h_port_proxy),
-                                          &f) == 0)
+  if (!a->target ||
+      sbx_http_check_target(a->target, !(rt && rt->handler == sbx_h_port_proxy), &f) == 0)
     return 0;
   char name[64] = "query", shown[64];
   bool named = false;
@@ -529,7 +532,8 @@ static int check_target(struct api_req *a, struct sbx_error *err)
     sbx_err_field(err, shown, "path parameter '%s' holds %s", shown, f.kind);
   else
     sbx_err_field(err, shown, "path segment %zu holds %s", f.segment + 1, f.kind);
-  return sbx_err_fr(err, "Requête invalide : « %s » ne se décode pas (encodage %% ou UTF-8 invalide)",
+  return sbx_err_fr(err,
+                    "Requête invalide : « %s » ne se décode pas (encodage %% ou UTF-8 invalide)",
                     shown);
 }
 
@@ -600,7 +604,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->status_sent)
     return MHD_YES;
   sbx_conn_guard_disarm(srv->guard, slot_of(c)); /* the whole request is in */
-  sbx_core_request_enter(r->span); /* core's spans are children of the request's */
+  sbx_core_request_enter(r->span);               /* core's spans are children of the request's */
   enum MHD_Result ret = dispatch(srv, a);
   sbx_core_request_leave(r->span);
   return ret;
@@ -649,7 +653,8 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ss, sockl
     memmove(host, host + 1, hl - 2);
     host[hl - 2] = '\0';
   }
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
   struct addrinfo *res;
   int rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
@@ -693,12 +698,16 @@ static void log_limits(const struct sbx_server_config *cfg, unsigned max_conn)
 {
   struct rlimit rl = {0};
   getrlimit(RLIMIT_NOFILE, &rl);
-  sbx_info("http", "up to %u connections (%u per client address, 0 = no limit), request head "
-           "due within %u s, fd limit %llu", max_conn, cfg->max_connections_per_client,
-           cfg->head_timeout_s, (unsigned long long)rl.rlim_cur);
+  sbx_info("http",
+           "up to %u connections (%u per client address, 0 = no limit), request head "
+           "due within %u s, fd limit %llu",
+           max_conn, cfg->max_connections_per_client, cfg->head_timeout_s,
+           (unsigned long long)rl.rlim_cur);
   if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_conn + 1024)
-    sbx_warn("http", "the fd limit (%llu) leaves little room beyond max_connections (%u): "
-             "raise LimitNOFILE / ulimit -n", (unsigned long long)rl.rlim_cur, max_conn);
+    sbx_warn("http",
+             "the fd limit (%llu) leaves little room beyond max_connections (%u): "
+             "raise LimitNOFILE / ulimit -n",
+             (unsigned long long)rl.rlim_cur, max_conn);
 }
 
 int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
@@ -724,14 +733,15 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
                    MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
-  srv->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_connections_per_client,
-      MHD_OPTION_THREAD_STACK_SIZE, CONN_STACK_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
-      IDLE_TIMEOUT_S, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+  srv->mhd =
+      MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
+                       mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                       MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_CONNECTION,
+                       on_connection, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                       MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                       cfg->max_connections_per_client, MHD_OPTION_THREAD_STACK_SIZE,
+                       CONN_STACK_BYTES, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
+                       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
   if (!srv->mhd) {
     sbx_conn_guard_free(srv->guard);
     free(srv);

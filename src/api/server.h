@@ -16,11 +16,11 @@ struct sbx_server;
 #define SBX_SERVER_MAX_CONNECTIONS 4096u /* when max_connections is 0 */
 
 struct sbx_server_config {
-  const char *listen;     /* "127.0.0.1:8080", "[::1]:0", ":8080" */
-  size_t max_body_bytes;  /* larger bodies → 413 */
-  unsigned max_connections; /* beyond it a new connection is closed at once */
+  const char *listen;                  /* "127.0.0.1:8080", "[::1]:0", ":8080" */
+  size_t max_body_bytes;               /* larger bodies → 413 */
+  unsigned max_connections;            /* beyond it a new connection is closed at once */
   unsigned max_connections_per_client; /* per client IP address; 0 = no limit */
-  unsigned head_timeout_s; /* from accept (or the previous response) to a complete request
+  unsigned head_timeout_s;   /* from accept (or the previous response) to a complete request
                             * head (and body, unless authenticated); 0 = no deadline */
   const char *e2b_templates; /* E2B template mapping, "NAME=PROFILE[:IMAGE],…" (api/e2b.h) */
 };

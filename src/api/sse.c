@@ -18,10 +18,10 @@ struct sbx_sse {
   int refs;
   struct sse_item *head, *tail;
   size_t queued, max;
-  size_t head_off;   /* bytes of head already sent */
+  size_t head_off; /* bytes of head already sent */
   bool finished;
   bool gone;
-  bool raw;          /* another framing over the same queue: no keep-alive comments */
+  bool raw; /* another framing over the same queue: no keep-alive comments */
   void (*on_gone)(void *);
   void *on_gone_ctx;
 };

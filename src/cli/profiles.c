@@ -60,12 +60,11 @@ static json_t *profile_row(json_t *p)
 
 static void print_table(json_t *profiles)
 {
-  static const char *const headers[] = {"NAME", "DRIVER", "STATE", "CPU", "MEMORY", "DISK",
-                                        "PIDS", "REASON"};
+  static const char *const headers[] = {"NAME",   "DRIVER", "STATE", "CPU",
+                                        "MEMORY", "DISK",   "PIDS",  "REASON"};
   json_t *rows = json_array(), *p;
   size_t i;
-  json_array_foreach(profiles, i, p)
-  json_array_append_new(rows, profile_row(p));
+  json_array_foreach(profiles, i, p) json_array_append_new(rows, profile_row(p));
   sbx_cli_table(headers, 8, rows);
   json_decref(rows);
 }

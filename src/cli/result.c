@@ -75,8 +75,9 @@ static void note_truncation(json_t *result, const char *name)
     return;
   snprintf(key, sizeof key, "%s_dropped_bytes", name);
   json_int_t dropped = json_integer_value(json_object_get(result, key));
-  fprintf(stderr, "sbx: note: %s was truncated (%" JSON_INTEGER_FORMAT
-                  " bytes dropped from the middle)\n",
+  fprintf(stderr,
+          "sbx: note: %s was truncated (%" JSON_INTEGER_FORMAT
+          " bytes dropped from the middle)\n",
           name, dropped);
 }
 
@@ -89,8 +90,8 @@ static void note_stop(json_t *result)
     return;
   json_t *e = json_object_get(result, "error");
   const char *code = json_is_string(e) ? NULL : json_string_value(json_object_get(e, "code"));
-  const char *msg =
-      json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
+  const char *msg = json_is_string(e) ? json_string_value(e)
+                                      : json_string_value(json_object_get(e, "message"));
   const char *reason = str_member(result, "reason");
   if (msg)
     fprintf(stderr, "sbx: %s: %s\n", code ? code : status, msg);

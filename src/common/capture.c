@@ -87,8 +87,8 @@ char *sbx_capture_flatten(const struct sbx_capture *c, size_t *len)
   if (n == 0) /* released: no buffers at all */
     return out;
   memcpy(out, c->head, c->head_len);
-  size_t first = c->tail_cap - c->tail_start < c->tail_len ? c->tail_cap - c->tail_start
-                                                            : c->tail_len;
+  size_t first =
+      c->tail_cap - c->tail_start < c->tail_len ? c->tail_cap - c->tail_start : c->tail_len;
   memcpy(out + c->head_len, c->tail + c->tail_start, first);
   memcpy(out + c->head_len + first, c->tail, c->tail_len - first);
   out[n] = '\0';

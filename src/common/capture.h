@@ -12,15 +12,15 @@
 #include <stdint.h>
 
 struct sbx_capture {
-  size_t cap;        /* total bytes kept at most */
-  size_t head_cap;   /* cap / 2 */
-  size_t tail_cap;   /* cap - head_cap */
-  char *head;        /* head_cap bytes */
+  size_t cap;      /* total bytes kept at most */
+  size_t head_cap; /* cap / 2 */
+  size_t tail_cap; /* cap - head_cap */
+  char *head;      /* head_cap bytes */
   size_t head_len;
   char *tail;        /* ring of tail_cap bytes */
   size_t tail_start; /* index of the oldest byte in the ring */
   size_t tail_len;
-  uint64_t total;    /* bytes seen */
+  uint64_t total; /* bytes seen */
 };
 
 /* Allocates cap bytes. Returns -1 on ENOMEM. */

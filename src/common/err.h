@@ -31,16 +31,16 @@ enum sbx_errcode {
 
 struct sbx_error {
   enum sbx_errcode code;
-  int errnum;          /* errno behind the failure, 0 if none */
-  char field[64];      /* JSON field at fault (SBX_E_INVALID), "" if none */
-  char msg[512];       /* English, human readable */
-  char msg_fr[512];    /* French, if the raiser wrote one ("" → envelope.c
+  int errnum;       /* errno behind the failure, 0 if none */
+  char field[64];   /* JSON field at fault (SBX_E_INVALID), "" if none */
+  char msg[512];    /* English, human readable */
+  char msg_fr[512]; /* French, if the raiser wrote one ("" → envelope.c
                         * builds one from a per-code sentence + msg) */
 };
 
 /* Fill err (may be NULL) and return -1.  printf-style message. */
-int sbx_err_set(struct sbx_error *err, enum sbx_errcode code, int errnum,
-                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int sbx_err_set(struct sbx_error *err, enum sbx_errcode code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Same, naming the JSON field at fault (code is SBX_E_INVALID). */
 int sbx_err_field(struct sbx_error *err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -52,7 +52,8 @@ int sbx_err_prefix(struct sbx_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sbx_err_clear(struct sbx_error *err);
 /* Sets the French message of an error already filled.  Returns -1. */
-int sbx_err_fr(struct sbx_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sbx_err_fr(struct sbx_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* A request field of the wrong JSON type / with a bad value: 400
  * invalid_request naming field, one English and one French sentence
  * ("field must be <want>", "field: <why>").  Return -1. */

@@ -17,12 +17,9 @@
 
 #ifdef SBX_FAULT_INJECTION
 static const char *const point_names[SBX_FAULT__COUNT] = {
-    [SBX_FAULT_CLONE] = "clone",
-    [SBX_FAULT_UNSHARE] = "unshare",
-    [SBX_FAULT_MOUNT] = "mount",
-    [SBX_FAULT_CGROUP_WRITE] = "cgroup_write",
-    [SBX_FAULT_NFT] = "nft",
-    [SBX_FAULT_STORE_WRITE] = "store_write",
+    [SBX_FAULT_CLONE] = "clone", [SBX_FAULT_UNSHARE] = "unshare",
+    [SBX_FAULT_MOUNT] = "mount", [SBX_FAULT_CGROUP_WRITE] = "cgroup_write",
+    [SBX_FAULT_NFT] = "nft",     [SBX_FAULT_STORE_WRITE] = "store_write",
     [SBX_FAULT_ALLOC] = "alloc",
 };
 
@@ -108,10 +105,7 @@ bool sbx_fault(enum sbx_fault_point p)
 
 /* jansson's allocator while "alloc" is armed: every JSON value the daemon
  * builds or parses goes through here. */
-static void *fault_malloc(size_t n)
-{
-  return sbx_fault(SBX_FAULT_ALLOC) ? NULL : malloc(n);
-}
+static void *fault_malloc(size_t n) { return sbx_fault(SBX_FAULT_ALLOC) ? NULL : malloc(n); }
 
 static int parse_errno(const char *s, int *out)
 {

@@ -71,10 +71,20 @@ static const struct {
   const char *suffix;
   uint64_t mult;
 } byte_suffixes[] = {
-    {"Ki", 1ULL << 10}, {"Mi", 1ULL << 20}, {"Gi", 1ULL << 30}, {"Ti", 1ULL << 40},
-    {"Pi", 1ULL << 50}, {"Ei", 1ULL << 60}, {"k", 1000ULL}, {"K", 1000ULL},
-    {"M", 1000000ULL}, {"G", 1000000000ULL}, {"T", 1000000000000ULL},
-    {"P", 1000000000000000ULL}, {"E", 1000000000000000000ULL}, {"", 1},
+    {"Ki", 1ULL << 10},
+    {"Mi", 1ULL << 20},
+    {"Gi", 1ULL << 30},
+    {"Ti", 1ULL << 40},
+    {"Pi", 1ULL << 50},
+    {"Ei", 1ULL << 60},
+    {"k", 1000ULL},
+    {"K", 1000ULL},
+    {"M", 1000000ULL},
+    {"G", 1000000000ULL},
+    {"T", 1000000000000ULL},
+    {"P", 1000000000000000ULL},
+    {"E", 1000000000000000000ULL},
+    {"", 1},
 };
 
 int sbx_parse_bytes(const char *s, uint64_t *out)

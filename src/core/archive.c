@@ -23,9 +23,8 @@
 #define CHUNK (64 * 1024)
 
 struct sbx_live_session *sbx_session_acquire_cap(struct sbx_core *core,
-                                                 const struct sbx_principal *who,
-                                                 const char *id, uint32_t cap,
-                                                 struct sbx_error *err)
+                                                 const struct sbx_principal *who, const char *id,
+                                                 uint32_t cap, struct sbx_error *err)
 {
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls || (ls->sb->driver->caps & cap))
@@ -35,8 +34,8 @@ struct sbx_live_session *sbx_session_acquire_cap(struct sbx_core *core,
   sbx_err_set(err, SBX_E_CONFLICT, 0,
               "session %s runs on the %s driver, which has no %s capability", id, drv,
               sbx_cap_name(cap));
-  sbx_err_fr(err, "La session %s tourne sur le pilote %s, qui n'offre pas la capacité %s",
-             id, drv, sbx_cap_name(cap));
+  sbx_err_fr(err, "La session %s tourne sur le pilote %s, qui n'offre pas la capacité %s", id,
+             drv, sbx_cap_name(cap));
   return NULL;
 }
 
@@ -46,11 +45,11 @@ struct sbx_archive_out {
   struct archive *a;
   struct sbx_dirent *ents;
   size_t n, next;
-  size_t dirlen;          /* strlen of D ("/" → 0, so names never start with '/') */
-  int fd;                 /* file being copied, or -1 */
-  uint64_t left;          /* its bytes still to send */
+  size_t dirlen; /* strlen of D ("/" → 0, so names never start with '/') */
+  int fd;        /* file being copied, or -1 */
+  uint64_t left; /* its bytes still to send */
   uint64_t total, max_bytes;
-  char *out;              /* what libarchive produced and the client has not read */
+  char *out; /* what libarchive produced and the client has not read */
   size_t olen, ooff, ocap;
   bool done;
   char chunk[CHUNK];
@@ -221,11 +220,14 @@ static int check_size(struct sbx_archive_out *o, const char *dir, struct sbx_err
       sum += o->ents[i].size;
   if (sum <= o->max_bytes)
     return 0;
-  sbx_err_set(err, SBX_E_TOO_LARGE, 0, "%s holds %llu bytes of files, over the archive limit "
-              "of %llu", dir, (unsigned long long)sum, (unsigned long long)o->max_bytes);
-  return sbx_err_fr(err, "%s contient %llu octets de fichiers, au-delà de la limite de %llu "
-                    "d'une archive", dir, (unsigned long long)sum,
-                    (unsigned long long)o->max_bytes);
+  sbx_err_set(err, SBX_E_TOO_LARGE, 0,
+              "%s holds %llu bytes of files, over the archive limit "
+              "of %llu",
+              dir, (unsigned long long)sum, (unsigned long long)o->max_bytes);
+  return sbx_err_fr(err,
+                    "%s contient %llu octets de fichiers, au-delà de la limite de %llu "
+                    "d'une archive",
+                    dir, (unsigned long long)sum, (unsigned long long)o->max_bytes);
 }
 
 static int start_writer(struct sbx_archive_out *o, struct sbx_error *err)

@@ -27,7 +27,7 @@
 #define MAX_NAME 4000 /* an entry name, so D + "/" + name fits a path */
 
 struct names {
-  char **v; /* normalised names seen (for links) */
+  char **v;   /* normalised names seen (for links) */
   bool *link; /* is v[i] a symlink of the archive */
   bool *file; /* is v[i] a regular file of the archive */
   size_t n, cap;
@@ -159,8 +159,10 @@ static int check_type(struct archive_entry *e, const char *name, const struct na
     struct sbx_error tmp = {0};
     ssize_t i = norm_name(hl, t, sizeof t, &tmp) < 0 ? -1 : names_find(s, t);
     if (i < 0 || !s->file[i])
-      return bad_entry(err, name, "a hard link to something other than an earlier file of "
-                       "the archive", "un lien physique vers autre chose qu'un fichier "
+      return bad_entry(err, name,
+                       "a hard link to something other than an earlier file of "
+                       "the archive",
+                       "un lien physique vers autre chose qu'un fichier "
                        "précédent de l'archive");
     return 0;
   }
@@ -176,8 +178,10 @@ static int check_type(struct archive_entry *e, const char *name, const struct na
     return 0;
   }
   default:
-    return bad_entry(err, name, "a device, FIFO or socket (only files, directories and "
-                     "links are extracted)", "un périphérique, FIFO ou socket");
+    return bad_entry(err, name,
+                     "a device, FIFO or socket (only files, directories and "
+                     "links are extracted)",
+                     "un périphérique, FIFO ou socket");
   }
 }
 
@@ -231,8 +235,10 @@ int sbx_archive_validate(const void *data, size_t len, const struct sbx_archive_
       r = limit_err(err, "entries", lim->max_entries);
     else if (file && (bytes += (uint64_t)archive_entry_size(e)) > lim->max_bytes)
       r = limit_err(err, "bytes of files", (unsigned long long)lim->max_bytes);
-    else if (*name && names_add(&s, name, archive_entry_filetype(e) == AE_IFLNK &&
-                                              !archive_entry_hardlink(e), file) < 0)
+    else if (*name &&
+             names_add(&s, name,
+                       archive_entry_filetype(e) == AE_IFLNK && !archive_entry_hardlink(e),
+                       file) < 0)
       r = sbx_err_sys(err, ENOMEM, "archive");
   }
   if (r == 0 && h != ARCHIVE_EOF)
@@ -281,8 +287,8 @@ static int write_fd(int fd, const char *path, const void *p, size_t n, struct sb
   if (sbx_write_all(fd, p, n) == (ssize_t)n)
     return 0;
   int e = errno;
-  return sbx_err_set(err, e == ENOSPC || e == EDQUOT || e == EFBIG ? SBX_E_TOO_LARGE
-                                                                 : SBX_E_INTERNAL,
+  return sbx_err_set(err,
+                     e == ENOSPC || e == EDQUOT || e == EFBIG ? SBX_E_TOO_LARGE : SBX_E_INTERNAL,
                      e, "write %s: %s", path, strerror(e));
 }
 
@@ -447,8 +453,8 @@ int sbx_archive_extract(struct sbx_core *core, const struct sbx_principal *who, 
     r = extract_all(x, data, len, err);
   }
   if (r == 0)
-    *out = json_pack("{s:s, s:I, s:I}", "path", dir, "entries", (json_int_t)x->entries,
-                     "bytes", (json_int_t)x->bytes);
+    *out = json_pack("{s:s, s:I, s:I}", "path", dir, "entries", (json_int_t)x->entries, "bytes",
+                     (json_int_t)x->bytes);
   free(x);
   sbx_session_release(core, ls);
   return r;

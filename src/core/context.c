@@ -134,14 +134,18 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
   c->dead_quota = false;
   switch (c->kill) {
   case SBX_CTX_KILL_QUOTA:
-    snprintf(c->dead_why, sizeof c->dead_why, "the tenant's CPU seconds of the day "
-             "(cpu_seconds_per_day) are used up: the %s interpreter was stopped", lang);
+    snprintf(c->dead_why, sizeof c->dead_why,
+             "the tenant's CPU seconds of the day "
+             "(cpu_seconds_per_day) are used up: the %s interpreter was stopped",
+             lang);
     c->dead_reason = SBX_RS_CANCELLED;
     c->dead_quota = true;
     return;
   case SBX_CTX_KILL_TIMEOUT:
-    snprintf(c->dead_why, sizeof c->dead_why, "a run exceeded its timeout: the %s "
-             "interpreter was killed and its state is lost; restart the context", lang);
+    snprintf(c->dead_why, sizeof c->dead_why,
+             "a run exceeded its timeout: the %s "
+             "interpreter was killed and its state is lost; restart the context",
+             lang);
     c->dead_reason = SBX_RS_TIMEOUT;
     return;
   case SBX_CTX_KILL_RESTART:
@@ -153,7 +157,8 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
     c->dead_reason = SBX_RS_CANCELLED;
     return;
   case SBX_CTX_KILL_PROTOCOL:
-    snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter did not follow the driver "
+    snprintf(c->dead_why, sizeof c->dead_why,
+             "the %s interpreter did not follow the driver "
              "protocol (no hello in time, a stuck stdin or a reply too large) and was killed",
              lang);
     c->dead_reason = SBX_RS_CANCELLED;
@@ -164,7 +169,8 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
   if (rc < 0) {
     snprintf(c->dead_why, sizeof c->dead_why, "%s", err->msg);
   } else if (res->reason == SBX_RS_SHEPHERD_LOST) {
-    snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter's supervisor in the sandbox "
+    snprintf(c->dead_why, sizeof c->dead_why,
+             "the %s interpreter's supervisor in the sandbox "
              "was killed (by a kill -1 from inside?): its state is lost; restart the context",
              lang);
   } else if (res->status == SBX_ST_KILLED && res->reason != SBX_RS_SIGNAL) {
@@ -172,8 +178,10 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
              sbx_reason_name(res->reason));
   } else if (!was_ready) {
     /* It never said hello: what it printed says why (e.g. not installed). */
-    snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter did not start (exit %d): "
-             "%.180s", lang, res->exit_code, res->stderr_buf ? res->stderr_buf : "");
+    snprintf(c->dead_why, sizeof c->dead_why,
+             "the %s interpreter did not start (exit %d): "
+             "%.180s",
+             lang, res->exit_code, res->stderr_buf ? res->stderr_buf : "");
   } else if (res->signal) {
     snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter was killed by signal %d%s",
              lang, res->signal, res->status == SBX_ST_OOM_KILLED ? " (out of memory)" : "");
@@ -223,10 +231,14 @@ static void run_interpreter(struct sbx_context *c, struct sbx_exec_slot *slot)
     sbx_err_sys(&err, errno ? errno : ENOMEM, "context %s: interpreter pipes", c->id);
   } else {
     struct sbx_exec_live live = {.stdin_fd = stdin_r, .on_started = on_started};
-    struct sbx_exec_request req = {
-        .argv = interpreter_argv(c->language), .env = env, .cwd = "/work",
-        .output_cap = 4096, .cancel = &slot->cancel, .on_output = on_output,
-        .on_output_ctx = c, .live = &live};
+    struct sbx_exec_request req = {.argv = interpreter_argv(c->language),
+                                   .env = env,
+                                   .cwd = "/work",
+                                   .output_cap = 4096,
+                                   .cancel = &slot->cancel,
+                                   .on_output = on_output,
+                                   .on_output_ctx = c,
+                                   .live = &live};
     rc = sbx_sandbox_exec(c->ls->sb, &req, &res, &err);
   }
   sbx_strv_free(env);
@@ -308,9 +320,9 @@ static void *ctx_thread(void *arg)
   while (turn(c))
     ;
   unlist(c);
-  sbx_ctx_unref(c);                /* the thread's */
+  sbx_ctx_unref(c); /* the thread's */
   sbx_res_fds_give(ls->tenant_id, ls->id, SBX_RES_FDS_CONTEXT);
-  sbx_session_release(core, ls);   /* may destroy the sandbox: after the last use */
+  sbx_session_release(core, ls); /* may destroy the sandbox: after the last use */
   pthread_mutex_lock(&reg_lock);
   nthreads--;
   pthread_cond_broadcast(&reg_cond);
@@ -497,8 +509,10 @@ static int await_ready(struct sbx_context *c, bool delete_on_failure, struct sbx
   enum sbx_ctx_state st = c->state;
   bool failed = st == SBX_CTX_STARTING || st == SBX_CTX_DEAD;
   if (st == SBX_CTX_STARTING) {
-    sbx_err_set(err, SBX_E_INTERNAL, ETIMEDOUT, "the %s interpreter did not start within "
-                "%d s", c->language, START_TIMEOUT_MS / 1000);
+    sbx_err_set(err, SBX_E_INTERNAL, ETIMEDOUT,
+                "the %s interpreter did not start within "
+                "%d s",
+                c->language, START_TIMEOUT_MS / 1000);
     if (!delete_on_failure)
       sbx_ctx_poke_locked(c, SBX_CTX_KILL_PROTOCOL);
   } else if (st == SBX_CTX_DEAD) {
@@ -551,8 +565,8 @@ int sbx_context_create(struct sbx_core *core, const struct sbx_principal *who, c
 
 /* The session (with the contexts capability) and its context cid. */
 static struct sbx_context *lookup(struct sbx_core *core, const struct sbx_principal *who,
-                                  const char *sid, const char *cid,
-                                  struct sbx_live_session **ls, struct sbx_error *err)
+                                  const char *sid, const char *cid, struct sbx_live_session **ls,
+                                  struct sbx_error *err)
 {
   *ls = sbx_session_acquire_cap(core, who, sid, SBX_CAP_CONTEXTS, err);
   if (!*ls)
@@ -610,8 +624,8 @@ int sbx_context_delete(struct sbx_core *core, const struct sbx_principal *who, c
   return 0;
 }
 
-int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who,
-                        const char *sid, const char *cid, json_t **out, struct sbx_error *err)
+int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                        const char *cid, json_t **out, struct sbx_error *err)
 {
   if (sbx_quota_cpu_check(core, who, err) < 0) /* a new interpreter burns CPU */
     return -1;
@@ -630,8 +644,10 @@ int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who,
   bool began = c->incarnation != inc;
   pthread_mutex_unlock(&c->lock);
   int rc = began ? await_ready(c, false, err)
-                 : sbx_err_set(err, SBX_E_CONFLICT, 0, "context %s could not be restarted "
-                               "(its session is ending)", cid);
+                 : sbx_err_set(err, SBX_E_CONFLICT, 0,
+                               "context %s could not be restarted "
+                               "(its session is ending)",
+                               cid);
   if (rc == 0)
     *out = ctx_json(c);
   sbx_ctx_unref(c);

@@ -24,50 +24,56 @@
 #include "core/internal.h"
 
 #define SBX_CTX_NONCE_LEN 32
-#define SBX_CTX_MAX_FRAME (48u << 20) /* a reply (PNGs in base64 included) */
+#define SBX_CTX_MAX_FRAME (48u << 20)  /* a reply (PNGs in base64 included) */
 #define SBX_CTX_STRAY_CAP (64u * 1024) /* non-frame output kept per run and stream */
 
 enum sbx_ctx_state { SBX_CTX_STARTING, SBX_CTX_READY, SBX_CTX_BUSY, SBX_CTX_DEAD };
 
 /* Why the daemon killed the interpreter (so a dying run can say why). */
-enum sbx_ctx_kill { SBX_CTX_KILL_NONE, SBX_CTX_KILL_TIMEOUT, SBX_CTX_KILL_RESTART,
-                    SBX_CTX_KILL_DELETE, SBX_CTX_KILL_PROTOCOL, SBX_CTX_KILL_QUOTA };
+enum sbx_ctx_kill {
+  SBX_CTX_KILL_NONE,
+  SBX_CTX_KILL_TIMEOUT,
+  SBX_CTX_KILL_RESTART,
+  SBX_CTX_KILL_DELETE,
+  SBX_CTX_KILL_PROTOCOL,
+  SBX_CTX_KILL_QUOTA
+};
 
 struct sbx_context {
   char id[40];
-  char language[8];            /* "python" | "node" */
+  char language[8]; /* "python" | "node" */
   struct sbx_core *core;
   struct sbx_live_session *ls; /* a reference, held by the thread */
   int64_t created_at;
-  int refs;                    /* registry lock */
-  bool listed;                 /* registry lock: in the registry */
-  struct sbx_context *next;    /* registry lock */
+  int refs;                 /* registry lock */
+  bool listed;              /* registry lock: in the registry */
+  struct sbx_context *next; /* registry lock */
 
   pthread_mutex_t lock;
-  pthread_cond_t cond;         /* (L) any change below */
-  enum sbx_ctx_state state;    /* (L) */
-  bool want_restart, deleted;  /* (L) */
-  enum sbx_ctx_kill kill;      /* (L) set before firing the slot's token */
-  struct sbx_exec_slot *slot;  /* (L) the current one, NULL between them */
-  int stdin_w;                 /* (L) write end of the interpreter's stdin, or -1 */
-  int stdin_r;                 /* (L) its read end until sbx-init has it, or -1 */
-  bool ended;                  /* (L) the thread is done: no interpreter will start */
-  int wake_fd;                 /* eventfd: restart / delete while dead */
-  uint64_t incarnation;        /* (L) interpreters started so far */
+  pthread_cond_t cond;               /* (L) any change below */
+  enum sbx_ctx_state state;          /* (L) */
+  bool want_restart, deleted;        /* (L) */
+  enum sbx_ctx_kill kill;            /* (L) set before firing the slot's token */
+  struct sbx_exec_slot *slot;        /* (L) the current one, NULL between them */
+  int stdin_w;                       /* (L) write end of the interpreter's stdin, or -1 */
+  int stdin_r;                       /* (L) its read end until sbx-init has it, or -1 */
+  bool ended;                        /* (L) the thread is done: no interpreter will start */
+  int wake_fd;                       /* eventfd: restart / delete while dead */
+  uint64_t incarnation;              /* (L) interpreters started so far */
   char nonce[SBX_CTX_NONCE_LEN + 1]; /* (L) this interpreter's */
-  char dead_why[256];          /* (L) why the last interpreter ended */
-  enum sbx_reason dead_reason; /* (L) */
-  bool dead_quota;             /* (L) killed because the CPU quota is used up: reason "quota" */
-  uint64_t execution_count;    /* (L) runs answered by this interpreter */
-  char version[32];            /* (L) the interpreter's, from its hello */
+  char dead_why[256];                /* (L) why the last interpreter ended */
+  enum sbx_reason dead_reason;       /* (L) */
+  bool dead_quota;          /* (L) killed because the CPU quota is used up: reason "quota" */
+  uint64_t execution_count; /* (L) runs answered by this interpreter */
+  char version[32];         /* (L) the interpreter's, from its hello */
 
   /* (L) the run in progress */
-  uint64_t seq;                /* the request's sequence number */
-  json_t *reply;               /* its reply once it came */
-  bool proto_error;            /* the driver broke the protocol */
-  char *frame;                 /* pending stdout bytes (a frame being read) */
+  uint64_t seq;     /* the request's sequence number */
+  json_t *reply;    /* its reply once it came */
+  bool proto_error; /* the driver broke the protocol */
+  char *frame;      /* pending stdout bytes (a frame being read) */
   size_t frame_len, frame_cap;
-  char *stray[2];              /* non-frame stdout / stderr of this run */
+  char *stray[2]; /* non-frame stdout / stderr of this run */
   size_t stray_len[2];
   uint64_t stray_dropped[2];
 };

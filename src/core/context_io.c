@@ -173,8 +173,7 @@ int sbx_ctx_send_locked(struct sbx_context *c, json_t *req, unsigned timeout_ms,
   if (off == len + 1)
     return 0;
   if (c->stdin_w < 0 || e == EPIPE)
-    return sbx_err_set(err, SBX_E_CONFLICT, EPIPE, "context %s: its interpreter is gone",
-                       c->id);
+    return sbx_err_set(err, SBX_E_CONFLICT, EPIPE, "context %s: its interpreter is gone", c->id);
   return sbx_err_set(err, SBX_E_INTERNAL, e, "context %s: cannot send the code: %s", c->id,
                      strerror(e));
 }

@@ -44,8 +44,10 @@ static int parse_run(json_t *body, uint64_t max_s, struct run_args *a, struct sb
     if (!json_is_number(t) || !(v > 0) || !isfinite(v) || (max_s && v > (double)max_s)) {
       sbx_err_field(err, "timeout_s", "timeout_s must be a number of seconds > 0 and <= %llu",
                     (unsigned long long)max_s);
-      return sbx_err_fr(err, "Requête invalide : timeout_s doit être un nombre de secondes "
-                        "> 0 et <= %llu", (unsigned long long)max_s);
+      return sbx_err_fr(err,
+                        "Requête invalide : timeout_s doit être un nombre de secondes "
+                        "> 0 et <= %llu",
+                        (unsigned long long)max_s);
     }
     a->timeout_s = v;
   }
@@ -63,10 +65,14 @@ static int claim_locked(struct sbx_context *c, struct sbx_error *err)
     return 0;
   }
   if (c->state == SBX_CTX_DEAD) {
-    sbx_err_set(err, SBX_E_CONFLICT, 0, "context %s is dead (%s); POST …/contexts/%s/restart "
-                "starts a fresh interpreter", c->id, c->dead_why, c->id);
-    return sbx_err_fr(err, "Le contexte %s est mort (%s) ; POST …/contexts/%s/restart "
-                      "démarre un nouvel interpréteur", c->id, c->dead_why, c->id);
+    sbx_err_set(err, SBX_E_CONFLICT, 0,
+                "context %s is dead (%s); POST …/contexts/%s/restart "
+                "starts a fresh interpreter",
+                c->id, c->dead_why, c->id);
+    return sbx_err_fr(err,
+                      "Le contexte %s est mort (%s) ; POST …/contexts/%s/restart "
+                      "démarre un nouvel interpréteur",
+                      c->id, c->dead_why, c->id);
   }
   sbx_err_set(err, SBX_E_CONFLICT, 0, "context %s is %s: one run at a time", c->id,
               c->state == SBX_CTX_BUSY ? "busy with another run" : "still starting");
@@ -83,7 +89,8 @@ static json_t *checked_outputs(json_t *reply)
 {
   json_t *arr = json_array(), *o;
   size_t i;
-  json_array_foreach(json_object_get(reply, "outputs"), i, o) {
+  json_array_foreach(json_object_get(reply, "outputs"), i, o)
+  {
     const char *mt = json_string_value(json_object_get(o, "mime_type"));
     const char *data = json_string_value(json_object_get(o, "data"));
     if (mt && data)
@@ -100,8 +107,8 @@ static json_t *checked_error(json_t *reply)
   const char *n = json_string_value(json_object_get(e, "name"));
   const char *v = json_string_value(json_object_get(e, "value"));
   const char *tb = json_string_value(json_object_get(e, "traceback"));
-  return json_pack("{s:s, s:s, s:s}", "name", n ? n : "Error", "value", v ? v : "",
-                   "traceback", tb ? tb : "");
+  return json_pack("{s:s, s:s, s:s}", "name", n ? n : "Error", "value", v ? v : "", "traceback",
+                   tb ? tb : "");
 }
 
 /* stdout/stderr: what the driver captured, then what went around it. */
@@ -129,11 +136,11 @@ static json_t *result_json(struct sbx_context *c, json_t *reply, const char *sta
                            const char *reason, json_t *error, uint64_t ms)
 {
   const char *res = reply ? json_string_value(json_object_get(reply, "result")) : NULL;
-  json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "status", status, "reason",
-                        reason, "result", res ? json_string(res) : json_null(), "outputs",
-                        reply ? checked_outputs(reply) : json_array(), "error", error,
-                        "duration_ms", (json_int_t)ms, "execution_count",
-                        (json_int_t)c->execution_count);
+  json_t *o =
+      json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "status", status, "reason", reason,
+                "result", res ? json_string(res) : json_null(), "outputs",
+                reply ? checked_outputs(reply) : json_array(), "error", error, "duration_ms",
+                (json_int_t)ms, "execution_count", (json_int_t)c->execution_count);
   set_stream(o, "stdout", reply, c, 0);
   set_stream(o, "stderr", reply, c, 1);
   return o;
@@ -150,8 +157,7 @@ static void kill_and_wait_locked(struct sbx_context *c, enum sbx_ctx_kill why, u
 }
 
 /* After the wait: what became of the run (lock held). */
-static json_t *outcome_locked(struct sbx_context *c, uint64_t inc, double timeout_s,
-                              uint64_t t0)
+static json_t *outcome_locked(struct sbx_context *c, uint64_t inc, double timeout_s, uint64_t t0)
 {
   if (c->reply && c->incarnation == inc) {
     json_t *ec = json_object_get(c->reply, "execution_count");
@@ -169,17 +175,21 @@ static json_t *outcome_locked(struct sbx_context *c, uint64_t inc, double timeou
     kill_and_wait_locked(c, SBX_CTX_KILL_PROTOCOL, inc);
     return result_json(c, NULL, "error", "protocol",
                        err_obj("ProtocolError", "the interpreter broke the driver protocol "
-                               "and was killed; restart the context"), sbx_now_ms() - t0);
+                                                "and was killed; restart the context"),
+                       sbx_now_ms() - t0);
   }
   if (alive) {
     kill_and_wait_locked(c, SBX_CTX_KILL_TIMEOUT, inc);
     char msg[256];
-    snprintf(msg, sizeof msg, "the run exceeded timeout_s (%g s): the interpreter was killed "
-             "and its state is lost; restart the context", timeout_s);
+    snprintf(msg, sizeof msg,
+             "the run exceeded timeout_s (%g s): the interpreter was killed "
+             "and its state is lost; restart the context",
+             timeout_s);
     return result_json(c, NULL, "timeout", "timeout", err_obj("Timeout", msg),
                        sbx_now_ms() - t0);
   }
-  return result_json(c, NULL, "killed", c->dead_quota ? "quota" : sbx_reason_name(c->dead_reason),
+  return result_json(c, NULL, "killed",
+                     c->dead_quota ? "quota" : sbx_reason_name(c->dead_reason),
                      err_obj("InterpreterDied", c->dead_why), sbx_now_ms() - t0);
 }
 

@@ -63,7 +63,8 @@ int sbx_core_profile_ready(struct sbx_core *core, const struct sbx_profile *p,
   sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
               "profile '%s' (driver %s) is not usable yet: the driver's start probe is still "
               "running after %u s of waiting; retry shortly (GET /v1/sandbox/profiles shows "
-              "its state)", p->name, p->driver_name, wait_s);
+              "its state)",
+              p->name, p->driver_name, wait_s);
   return sbx_err_fr(err,
                     "Le profil « %s » (pilote %s) n'est pas encore utilisable : la sonde de "
                     "démarrage du pilote tourne encore après %u s d'attente ; réessayez sous "
@@ -105,8 +106,8 @@ static int copy_driver_settings(struct sbx_core *core, const struct sbx_core_con
   if (!(core->drv_settings = calloc(n, sizeof *core->drv_settings)))
     return sbx_err_sys(err, ENOMEM, "driver settings");
   for (size_t i = 0; i < n; i++)
-    core->drv_settings[i] = (struct sbx_driver_setting){cfg->driver_settings[i].key,
-                                                        cfg->driver_settings[i].value};
+    core->drv_settings[i] =
+        (struct sbx_driver_setting){cfg->driver_settings[i].key, cfg->driver_settings[i].value};
   core->drv_env.settings = core->drv_settings;
   core->drv_env.nsettings = n;
   return 0;
@@ -136,10 +137,13 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     goto fail;
   }
   core->drv_env = (struct sbx_driver_env){
-      .state_dir = core->state_dir, .init_path = cfg->init_path, .runsc_path = cfg->runsc_path,
+      .state_dir = core->state_dir,
+      .init_path = cfg->init_path,
+      .runsc_path = cfg->runsc_path,
       .unsafe_process_enabled = cfg->unsafe_process_driver,
       .probe_timeout_ms = (cfg->probe_timeout_s ? cfg->probe_timeout_s : 10) * 1000u,
-      .kvm_probe_timeout_ms = (cfg->gvisor_kvm_timeout_s ? cfg->gvisor_kvm_timeout_s : 2) * 1000u,
+      .kvm_probe_timeout_ms =
+          (cfg->gvisor_kvm_timeout_s ? cfg->gvisor_kvm_timeout_s : 2) * 1000u,
       .kvm_off = cfg->gvisor_kvm_off};
   if (copy_driver_settings(core, cfg, err) < 0)
     goto fail;
@@ -150,7 +154,7 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     goto fail;
   if (sbx_obs_core_start(core, err) < 0) /* metric gauges, FinOps outbox */
     goto fail;
-  sbx_core_net_start(core); /* before any sandbox can ask for an allowlist */
+  sbx_core_net_start(core);    /* before any sandbox can ask for an allowlist */
   sbx_core_images_start(core); /* the image store under the state dir */
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
@@ -223,7 +227,10 @@ bool sbx_core_is_stopping(struct sbx_core *core)
   return s;
 }
 
-const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core) { return &core->profiles; }
+const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core)
+{
+  return &core->profiles;
+}
 
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
 {

@@ -31,19 +31,19 @@ struct sbx_core_setting {
 };
 
 struct sbx_core_config {
-  const char *state_dir;        /* absolute */
-  const char *database_url;     /* NULL/"" → SQLite under state_dir */
-  const char *init_path;        /* sbx-init binary */
+  const char *state_dir;    /* absolute */
+  const char *database_url; /* NULL/"" → SQLite under state_dir */
+  const char *init_path;    /* sbx-init binary */
   const char *runsc_path;
   bool unsafe_process_driver;
-  const char *default_profile;  /* "container" */
-  unsigned workers;             /* execution workers */
-  unsigned queue_max;           /* queued executions before 429 */
+  const char *default_profile;   /* "container" */
+  unsigned workers;              /* execution workers */
+  unsigned queue_max;            /* queued executions before 429 */
   unsigned queue_max_per_tenant; /* one tenant's queued executions before 429 (0: 256) */
-  unsigned workers_per_tenant;  /* one tenant's running executions (0: workers-1, min 1) */
-  int64_t default_ttl_s;        /* session TTL when the request gives none */
+  unsigned workers_per_tenant;   /* one tenant's running executions (0: workers-1, min 1) */
+  int64_t default_ttl_s;         /* session TTL when the request gives none */
   int64_t max_ttl_s;
-  int64_t idle_timeout_s;       /* 0: no idle expiry */
+  int64_t idle_timeout_s; /* 0: no idle expiry */
   unsigned reaper_interval_ms;
   unsigned max_sessions_per_tenant;
   struct sbx_profile *profiles; /* operator-defined, merged over built-ins */
@@ -52,8 +52,8 @@ struct sbx_core_config {
   const char *finops_url;        /* FinOps endpoint for usage records (NULL: none) */
   bool metrics_auth;             /* GET /metrics needs an admin key */
   /* Egress policy (net/net.h sbx_net_config) */
-  const char *const *resolve;    /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
-  const char *dns_upstream;      /* NULL/"": pinned names only */
+  const char *const *resolve;        /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
+  const char *dns_upstream;          /* NULL/"": pinned names only */
   const char *net_pool4, *net_pool6; /* NULL/"": the net module's defaults */
   /* Pull an image a request names when it is not in the store
    * (SBX_IMAGE_PULL_MISSING, 0) or answer 404 (SBX_IMAGE_PULL_NEVER) */
@@ -196,8 +196,8 @@ int sbx_files_move(struct sbx_live_session *ls, const char *from, const char *to
                    struct sbx_error *err);
 int sbx_files_remove(struct sbx_live_session *ls, const char *path, struct sbx_error *err);
 /* A TCP connection to port on the sandbox's own loopback (sbx_sandbox_connect). */
-int sbx_ports_connect(struct sbx_live_session *ls, unsigned port, unsigned timeout_ms, int *fd_out,
-                      struct sbx_error *err);
+int sbx_ports_connect(struct sbx_live_session *ls, unsigned port, unsigned timeout_ms,
+                      int *fd_out, struct sbx_error *err);
 
 /* Executions (core/execution.c). */
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
@@ -272,7 +272,7 @@ int sbx_signal_parse(const char *name);
  * bytes [gap_from, offset) of its stream. */
 struct sbx_proc;
 struct sbx_proc_chunk {
-  int stream;          /* 1 stdout, 2 stderr */
+  int stream; /* 1 stdout, 2 stderr */
   size_t len;
   uint64_t offset;
   uint64_t gap_from;
@@ -289,14 +289,13 @@ int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk 
 /* sbx_session_acquire, then 409 conflict unless the session's driver has
  * capability `cap` (SBX_CAP_*). */
 struct sbx_live_session *sbx_session_acquire_cap(struct sbx_core *core,
-                                                 const struct sbx_principal *who,
-                                                 const char *id, uint32_t cap,
-                                                 struct sbx_error *err);
+                                                 const struct sbx_principal *who, const char *id,
+                                                 uint32_t cap, struct sbx_error *err);
 
 /* Bounds of one archive; a request may lower them, never raise them. */
 struct sbx_archive_limits {
-  size_t max_entries;  /* files + dirs + links (→ 413) */
-  uint64_t max_bytes;  /* sum of regular file sizes (→ 413) */
+  size_t max_entries; /* files + dirs + links (→ 413) */
+  uint64_t max_bytes; /* sum of regular file sizes (→ 413) */
 };
 #define SBX_ARCHIVE_MAX_ENTRIES 100000u
 #define SBX_ARCHIVE_MAX_BYTES (1ull << 30)
@@ -365,8 +364,8 @@ int sbx_context_get(struct sbx_core *core, const struct sbx_principal *who, cons
 int sbx_context_delete(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                        const char *cid, struct sbx_error *err);
 /* Kills the interpreter (state lost) and starts a fresh one, same id. */
-int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who,
-                        const char *sid, const char *cid, json_t **out, struct sbx_error *err);
+int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                        const char *cid, json_t **out, struct sbx_error *err);
 /* body {code, timeout_s} → the run result (context_run.c). */
 int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                     const char *cid, json_t *body, json_t **out, struct sbx_error *err);

@@ -139,8 +139,7 @@ enum sbx_exec_queue_full sbx_exec_queue_reserve(struct sbx_exec_queue *q, int64_
   return SBX_EXQ_OK;
 }
 
-void sbx_exec_queue_commit(struct sbx_exec_queue *q, struct sbx_exec_slot_rsv *r,
-                           const char *id)
+void sbx_exec_queue_commit(struct sbx_exec_queue *q, struct sbx_exec_slot_rsv *r, const char *id)
 {
   struct tenant *t = r->t;
   snprintf(r->it.id, sizeof r->it.id, "%s", id);

@@ -24,8 +24,8 @@
 #define MAX_COLLECT_FILE_BYTES (16u << 20)
 #define MAX_COLLECT_TOTAL_BYTES (64u << 20)
 
-static const char *const exec_fields[] = {"profile", "image", "command", "language", "code",
-                                          "files", "collect", "stdin", "env", "limits",
+static const char *const exec_fields[] = {"profile", "image",    "command", "language", "code",
+                                          "files",   "collect",  "stdin",   "env",      "limits",
                                           "network", "metadata", NULL};
 
 /* The parsed request: what create validates and what a worker runs. */
@@ -51,7 +51,8 @@ static int parse_files(json_t *files, struct sbx_error *err)
     return sbx_err_field(err, "files", "files must be an array of at most 1024 objects");
   size_t i;
   json_t *f;
-  json_array_foreach(files, i, f) {
+  json_array_foreach(files, i, f)
+  {
     char field[48];
     snprintf(field, sizeof field, "files[%zu]", i);
     static const char *const allowed[] = {"path", "content", "encoding", "mode", NULL};
@@ -93,7 +94,8 @@ static int parse_collect(json_t *collect, struct sbx_error *err)
     return sbx_err_field(err, "collect", "collect must be an array of at most 32 glob strings");
   size_t i;
   json_t *g;
-  json_array_foreach(collect, i, g) {
+  json_array_foreach(collect, i, g)
+  {
     char field[32];
     snprintf(field, sizeof field, "collect[%zu]", i);
     if (!json_is_string(g))
@@ -138,8 +140,8 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
 {
   json_t *files = json_array();
   for (size_t i = 0; i < row->nfiles; i++)
-    json_array_append_new(files, json_pack("{s:s, s:I, s:s}", "path", row->files[i].path,
-                                           "size", (json_int_t)row->files[i].size, "sha256",
+    json_array_append_new(files, json_pack("{s:s, s:I, s:s}", "path", row->files[i].path, "size",
+                                           (json_int_t)row->files[i].size, "sha256",
                                            row->files[i].sha256));
   bool final = strcmp(row->status, "queued") != 0 && strcmp(row->status, "running") != 0;
   bool signalled = row->signal != 0;
@@ -148,8 +150,8 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
       "s:o, s:o}",
       "id", row->id, "status", row->status, "reason",
       row->reason[0] ? json_string(row->reason) : json_null(), "profile", row->profile,
-      "exit_code", final && !signalled && row->exit_code >= 0 ? json_integer(row->exit_code)
-                                                              : json_null(),
+      "exit_code",
+      final && !signalled && row->exit_code >= 0 ? json_integer(row->exit_code) : json_null(),
       "signal", signalled ? json_integer(row->signal) : json_null(), "stdout_truncated",
       row->stdout_truncated, "stderr_truncated", row->stderr_truncated, "stdout_dropped_bytes",
       (json_int_t)row->stdout_dropped, "stderr_dropped_bytes", (json_int_t)row->stderr_dropped,
@@ -189,10 +191,14 @@ static int queue_full_error(struct sbx_core *core, enum sbx_exec_queue_full why,
                       core->cfg.queue_max);
   }
   unsigned n = core->cfg.queue_max_per_tenant;
-  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant has %u executions queued and "
-              "may have %u; retry when some have started", n, n);
-  sbx_err_fr(err, "Quota dépassé : ce locataire a %u exécutions en attente et peut en avoir "
-             "%u ; réessayez quand certaines auront démarré", n, n);
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: this tenant has %u executions queued and "
+              "may have %u; retry when some have started",
+              n, n);
+  sbx_err_fr(err,
+             "Quota dépassé : ce locataire a %u exécutions en attente et peut en avoir "
+             "%u ; réessayez quand certaines auront démarré",
+             n, n);
   snprintf(err->field, sizeof err->field, "queued_executions:%u", n); /* details (quota.h) */
   return -1;
 }
@@ -201,8 +207,8 @@ static int queue_reserve(struct sbx_core *core, int64_t tenant, bool force,
                          struct sbx_exec_slot_rsv **rsv, struct sbx_error *err)
 {
   pthread_mutex_lock(&core->q_lock);
-  enum sbx_exec_queue_full why = core->exq ? sbx_exec_queue_reserve(core->exq, tenant, force, rsv)
-                                           : SBX_EXQ_FULL_TOTAL;
+  enum sbx_exec_queue_full why =
+      core->exq ? sbx_exec_queue_reserve(core->exq, tenant, force, rsv) : SBX_EXQ_FULL_TOTAL;
   pthread_mutex_unlock(&core->q_lock);
   return why == SBX_EXQ_OK ? 0 : queue_full_error(core, why, err);
 }
@@ -255,12 +261,15 @@ static int plan_admit(struct sbx_core *core, const struct exec_plan *plan, struc
   bool moves_files = json_array_size(plan->files) > 0 || json_array_size(plan->collect) > 0;
   if (!moves_files || (prof->driver->caps & SBX_CAP_FILES))
     return 0;
-  sbx_err_set(err, SBX_E_CONFLICT, 0, "profile '%s' (driver %s) cannot move files in or out "
+  sbx_err_set(err, SBX_E_CONFLICT, 0,
+              "profile '%s' (driver %s) cannot move files in or out "
               "of its sandboxes: drop files/collect or use another profile",
               prof->name, prof->driver_name);
-  return sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou "
+  return sbx_err_fr(err,
+                    "Le profil « %s » (pilote %s) ne peut pas copier de fichiers dans ou "
                     "hors de ses bacs à sable : retirez files/collect ou choisissez un autre "
-                    "profil", prof->name, prof->driver_name);
+                    "profil",
+                    prof->name, prof->driver_name);
 }
 
 /* Stores the queued row and hands it to the queue (rsv is then taken). */
@@ -279,8 +288,8 @@ static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, js
     return -1;
   queue_commit(core, *rsv, row->id);
   *rsv = NULL;
-  *out = json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile",
-                   row->profile);
+  *out =
+      json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile", row->profile);
   return 0;
 }
 
@@ -370,7 +379,8 @@ static int write_inputs(struct sbx_sandbox *sb, json_t *files, struct sbx_error 
 {
   size_t i;
   json_t *f;
-  json_array_foreach(files, i, f) {
+  json_array_foreach(files, i, f)
+  {
     const char *path = json_string_value(json_object_get(f, "path"));
     json_t *content = json_object_get(f, "content"), *enc = json_object_get(f, "encoding");
     size_t n = json_string_length(content), len = n;
@@ -425,12 +435,13 @@ static void collect_outputs(struct sbx_sandbox *sb, json_t *collect, struct coll
   c->blobs = calloc(MAX_COLLECT_FILES, sizeof *c->blobs);
   size_t i;
   json_t *g;
-  json_array_foreach(collect, i, g) {
+  json_array_foreach(collect, i, g)
+  {
     char **paths = NULL;
     size_t n = 0;
     struct sbx_error err = {0};
-    if (!c->blobs || sbx_sandbox_glob(sb, json_string_value(g), &paths, &n, MAX_COLLECT_FILES,
-                                      &err) < 0) {
+    if (!c->blobs ||
+        sbx_sandbox_glob(sb, json_string_value(g), &paths, &n, MAX_COLLECT_FILES, &err) < 0) {
       if (err.code != SBX_E_NOT_FOUND)
         snprintf(warn, warnlen, "collect %s: %s", json_string_value(g), err.msg);
       continue;
@@ -507,8 +518,8 @@ static void store_result(struct sbx_core *core, struct sbx_execution_row *row,
 {
   for (int attempt = 0; attempt < 4; attempt++) {
     sbx_err_clear(err);
-    if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL,
-                                          c ? c->n : 0, err) == 0 ||
+    if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL, c ? c->n : 0,
+                                          err) == 0 ||
         err->code == SBX_E_CONFLICT)
       return;
     sbx_error("execution", "storing the result of %s: %s", row->id, err->msg);
@@ -564,8 +575,8 @@ static int job_start(struct sbx_core *core, struct job *j)
   j->body = json_loads(j->row.request_json ? j->row.request_json : "", 0, NULL);
   if (!j->body || plan_parse(core, j->body, &j->plan, &err) < 0) {
     /* A profile gone from this daemon's configuration, or limits over its new maxima. */
-    finish_error(core, &j->row, strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE
-                                                                  : RS_INVALID_REQUEST,
+    finish_error(core, &j->row,
+                 strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE : RS_INVALID_REQUEST,
                  err.msg[0] ? err.msg : "stored request unreadable");
     return -1;
   }
@@ -574,8 +585,8 @@ static int job_start(struct sbx_core *core, struct job *j)
    * Stopping: it stays queued for the next start. */
   if (sbx_core_profile_settle(core, j->plan.rq.profile) == SBX_PROFILE_PROBING)
     return -1;
-  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id,
-                                       sbx_wall_s(), &err) < 0) {
+  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id, sbx_wall_s(),
+                                       &err) < 0) {
     if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) /* not a cancel: the store */
       finish_error(core, &j->row, RS_INTERNAL, err.msg);
     return -1;
@@ -616,8 +627,10 @@ static int job_prepare(struct sbx_core *core, struct job *j)
     finish_error(core, &j->row, RS_RUNTIME_UNAVAILABLE, err.msg);
     return -1;
   }
-  struct sbx_box_want want = {.id = j->row.id, .tenant_id = j->row.tenant_id,
-                              .rq = &j->plan.rq, .exec = &j->plan.spec,
+  struct sbx_box_want want = {.id = j->row.id,
+                              .tenant_id = j->row.tenant_id,
+                              .rq = &j->plan.rq,
+                              .exec = &j->plan.spec,
                               .default_command = j->plan.default_command};
   enum sbx_box_stage failed;
   if (sbx_core_sandbox_up(core, &want, &j->box, &failed, &err) < 0) {
@@ -645,9 +658,10 @@ static void job_run(struct sbx_core *core, struct job *j)
   if (sbx_run_spec(j->box.sb, &j->plan.spec, j->env, lim->timeout_s * 1000, lim->output_bytes,
                    &j->run->cancel, res, &err) < 0) {
     /* Writing a long `code` into a full sandbox, or the run's own cause. */
-    finish_error(core, &j->row, disk_full(&err)                 ? RS_DISK
-                                : res->reason != SBX_RS_NONE ? sbx_reason_name(res->reason)
-                                                             : RS_SANDBOX_LOST,
+    finish_error(core, &j->row,
+                 disk_full(&err)              ? RS_DISK
+                 : res->reason != SBX_RS_NONE ? sbx_reason_name(res->reason)
+                                              : RS_SANDBOX_LOST,
                  err.msg);
     return;
   }
@@ -723,17 +737,18 @@ int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err)
   /* One worker stays free for the other tenants however long one
    * tenant's executions are (a single worker must still serve someone). */
   core->tenant_running_cap = core->cfg.workers_per_tenant ? core->cfg.workers_per_tenant
-                             : core->cfg.workers > 1 ? core->cfg.workers - 1
-                                                     : 1;
+                             : core->cfg.workers > 1      ? core->cfg.workers - 1
+                                                          : 1;
   pthread_mutex_lock(&core->q_lock);
   core->exq = sbx_exec_queue_new(core->cfg.queue_max, per_tenant);
   pthread_mutex_unlock(&core->q_lock);
   core->workers = calloc(core->cfg.workers, sizeof *core->workers);
   if (!core->exq || !core->workers)
     return sbx_err_sys(err, ENOMEM, "workers");
-  sbx_info("execution", "%u workers, at most %u running and %u queued per tenant, %u queued "
-           "in all", core->cfg.workers, core->tenant_running_cap, per_tenant,
-           core->cfg.queue_max);
+  sbx_info("execution",
+           "%u workers, at most %u running and %u queued per tenant, %u queued "
+           "in all",
+           core->cfg.workers, core->tenant_running_cap, per_tenant, core->cfg.queue_max);
   for (unsigned i = 0; i < core->cfg.workers; i++) {
     int rc = pthread_create(&core->workers[i], NULL, worker_main, core);
     if (rc != 0)
@@ -848,7 +863,8 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
   if (core->store.ops->execution_get(core->store.st, who->tenant_id, id, &row, err) < 0)
     return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
   if (strcmp(row.status, "queued") == 0) {
-    struct sbx_exec_result res = {.status = SBX_ST_KILLED, .reason = SBX_RS_CANCELLED,
+    struct sbx_exec_result res = {.status = SBX_ST_KILLED,
+                                  .reason = SBX_RS_CANCELLED,
                                   .exit_code = -1};
     snprintf(res.error, sizeof res.error, "cancelled before it started");
     fill_final(&row, &res, NULL);

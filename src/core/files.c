@@ -54,8 +54,8 @@ int sbx_files_remove(struct sbx_live_session *ls, const char *path, struct sbx_e
   return sbx_sandbox_remove(sbx_live_sandbox(ls), path, err);
 }
 
-int sbx_ports_connect(struct sbx_live_session *ls, unsigned port, unsigned timeout_ms, int *fd_out,
-                      struct sbx_error *err)
+int sbx_ports_connect(struct sbx_live_session *ls, unsigned port, unsigned timeout_ms,
+                      int *fd_out, struct sbx_error *err)
 {
   return sbx_sandbox_connect(sbx_live_sandbox(ls), port, timeout_ms, fd_out, err);
 }

@@ -43,11 +43,14 @@ int sbx_core_image_check(const struct sbx_profile *p, json_t *v, char ref_out[SB
   if (sbx_image_ref_parse(text, "image", &ref, err) < 0)
     return -1;
   if (!(p->driver->caps & SBX_CAP_IMAGES)) {
-    sbx_err_field(err, "image", "profile '%s' (driver %s) runs the host pack only; use a "
-                  "profile whose capabilities list images", p->name, p->driver_name);
-    return sbx_err_fr(err, "Le profil « %s » (pilote %s) n'exécute que le paquet hôte ; "
-                      "choisissez un profil dont les capacités incluent images", p->name,
-                      p->driver_name);
+    sbx_err_field(err, "image",
+                  "profile '%s' (driver %s) runs the host pack only; use a "
+                  "profile whose capabilities list images",
+                  p->name, p->driver_name);
+    return sbx_err_fr(err,
+                      "Le profil « %s » (pilote %s) n'exécute que le paquet hôte ; "
+                      "choisissez un profil dont les capacités incluent images",
+                      p->name, p->driver_name);
   }
   snprintf(ref_out, SBX_IMAGE_REF_MAX, "%s", ref.canonical);
   return 0;
@@ -145,11 +148,11 @@ static long lookup_id(const struct sbx_image *img, const char *file, const char 
     if (strncmp(line, name, nlen) != 0 || line[nlen] != ':')
       continue;
     char *save = NULL, *tok = strtok_r(line, ":", &save); /* name */
-    tok = strtok_r(NULL, ":", &save);                       /* password */
-    tok = tok ? strtok_r(NULL, ":", &save) : NULL;          /* id */
+    tok = strtok_r(NULL, ":", &save);                     /* password */
+    tok = tok ? strtok_r(NULL, ":", &save) : NULL;        /* id */
     if (tok)
       id = strtol(tok, NULL, 10);
-    tok = tok ? strtok_r(NULL, ":", &save) : NULL;          /* passwd: gid */
+    tok = tok ? strtok_r(NULL, ":", &save) : NULL; /* passwd: gid */
     if (gid_out && tok)
       *gid_out = strtol(tok, NULL, 10);
   }
@@ -190,10 +193,14 @@ static int image_user(const struct sbx_image *img, uint32_t *uid, uint32_t *gid,
   else if (group)
     g = lookup_id(img, "etc/group", group, NULL);
   if (u < 0 || (group && g < 0)) {
-    sbx_err_field(err, "image", "image %s runs as user '%s', which its /etc/passwd or "
-                  "/etc/group does not define", img->ref, img->user);
-    return sbx_err_fr(err, "L'image %s s'exécute en tant que « %s », que son /etc/passwd "
-                      "ou /etc/group ne définit pas", img->ref, img->user);
+    sbx_err_field(err, "image",
+                  "image %s runs as user '%s', which its /etc/passwd or "
+                  "/etc/group does not define",
+                  img->ref, img->user);
+    return sbx_err_fr(err,
+                      "L'image %s s'exécute en tant que « %s », que son /etc/passwd "
+                      "ou /etc/group ne définit pas",
+                      img->ref, img->user);
   }
   if (g < 0)
     g = u; /* numeric uid without a group: Docker uses gid 0; we never run as root */
@@ -203,10 +210,14 @@ static int image_user(const struct sbx_image *img, uint32_t *uid, uint32_t *gid,
     if (g == 0 && u <= 65535)
       g = u; /* group root: the user's own id instead */
     else {
-      sbx_err_field(err, "image", "image %s runs as %ld:%ld, outside the sandbox's ids "
-                    "(1 to 65535)", img->ref, u, g);
-      return sbx_err_fr(err, "L'image %s s'exécute en tant que %ld:%ld, hors des "
-                        "identifiants du bac à sable (1 à 65535)", img->ref, u, g);
+      sbx_err_field(err, "image",
+                    "image %s runs as %ld:%ld, outside the sandbox's ids "
+                    "(1 to 65535)",
+                    img->ref, u, g);
+      return sbx_err_fr(err,
+                        "L'image %s s'exécute en tant que %ld:%ld, hors des "
+                        "identifiants du bac à sable (1 à 65535)",
+                        img->ref, u, g);
     }
   }
   *uid = (uint32_t)u;
@@ -295,12 +306,15 @@ static int resolve_interpreter(const struct sbx_image *img, struct sbx_exec_spec
                                                                : bash;
   char *path = find_interpreter(img, spec->language, names);
   if (!path) {
-    sbx_err_field(err, "language", "image %s has no %s interpreter (looked for %s%s%s on its "
-                  "PATH); use an image that has one, or a command", img->ref, spec->language,
-                  names[0], names[1] ? " and " : "", names[1] ? names[1] : "");
-    return sbx_err_fr(err, "L'image %s n'a pas d'interpréteur %s (cherché : %s%s%s dans son "
-                      "PATH) ; choisissez une image qui en a un, ou une commande", img->ref,
-                      spec->language, names[0], names[1] ? " et " : "",
+    sbx_err_field(err, "language",
+                  "image %s has no %s interpreter (looked for %s%s%s on its "
+                  "PATH); use an image that has one, or a command",
+                  img->ref, spec->language, names[0], names[1] ? " and " : "",
+                  names[1] ? names[1] : "");
+    return sbx_err_fr(err,
+                      "L'image %s n'a pas d'interpréteur %s (cherché : %s%s%s dans son "
+                      "PATH) ; choisissez une image qui en a un, ou une commande",
+                      img->ref, spec->language, names[0], names[1] ? " et " : "",
                       names[1] ? names[1] : "");
   }
   free(spec->argv[0]);
@@ -313,8 +327,7 @@ static int default_command(const struct sbx_image *img, struct sbx_exec_spec *sp
 {
   size_t n = sbx_strv_len(img->entrypoint) + sbx_strv_len(img->cmd);
   if (n == 0) {
-    sbx_err_field(err, "command", "image %s has no Entrypoint or Cmd: give a command",
-                  img->ref);
+    sbx_err_field(err, "command", "image %s has no Entrypoint or Cmd: give a command", img->ref);
     return sbx_err_fr(err, "L'image %s n'a ni Entrypoint ni Cmd : donnez une commande",
                       img->ref);
   }
@@ -345,7 +358,8 @@ int sbx_core_image_exec(const struct sbx_image *img, struct sbx_exec_spec *spec,
     return -1;
   if (spec->language && !use_default_command && resolve_interpreter(img, spec, err) < 0)
     return -1;
-  if (!spec->cwd && img->workdir && img->workdir[0] == '/' && !(spec->cwd = strdup(img->workdir)))
+  if (!spec->cwd && img->workdir && img->workdir[0] == '/' &&
+      !(spec->cwd = strdup(img->workdir)))
     return sbx_err_sys(err, ENOMEM, "cwd");
   return 0;
 }

@@ -5,10 +5,7 @@
 #include "core/internal.h"
 #include "image/image.h"
 
-int sbx_core_image_list(json_t **out, struct sbx_error *err)
-{
-  return sbx_image_list(out, err);
-}
+int sbx_core_image_list(json_t **out, struct sbx_error *err) { return sbx_image_list(out, err); }
 
 int sbx_core_image_ref_check(const char *ref, const char *field, struct sbx_error *err)
 {

@@ -32,14 +32,14 @@ struct sbx_live_session {
   const struct sbx_profile *profile;
   struct sbx_sandbox *sb;
   struct sbx_limits limits;
-  char **env;                  /* session env "K=V" (from the create request) */
-  int refs;                    /* guarded by core->sess_lock */
+  char **env; /* session env "K=V" (from the create request) */
+  int refs;   /* guarded by core->sess_lock */
   bool dying;
   enum sbx_reason dying_reason;
   struct sbx_exec_slot *execs; /* guarded by core->sess_lock */
   int64_t expires_at;          /* guarded by core->sess_lock */
   int64_t last_used_at;
-  int64_t last_touch_stored;   /* when last_used_at last reached the store */
+  int64_t last_touch_stored;    /* when last_used_at last reached the store */
   struct sbx_proc_table *procs; /* background processes (core/process.c); own lock */
   /* The egress policy in force and, once it was ever an
    * allowlist, the sandbox's link to the host (NULL on the none path).
@@ -81,15 +81,15 @@ struct sbx_core {
   size_t nsessions;
 
   pthread_mutex_t q_lock;
-  pthread_cond_t q_cond;        /* work available / stopping */
-  pthread_cond_t done_cond;     /* an execution reached a final status */
-  struct sbx_exec_queue *exq;   /* the scheduler (core/exec_queue.h), under q_lock */
-  unsigned tenant_running_cap;  /* cfg.workers_per_tenant or workers-1 (at least 1) */
+  pthread_cond_t q_cond;       /* work available / stopping */
+  pthread_cond_t done_cond;    /* an execution reached a final status */
+  struct sbx_exec_queue *exq;  /* the scheduler (core/exec_queue.h), under q_lock */
+  unsigned tenant_running_cap; /* cfg.workers_per_tenant or workers-1 (at least 1) */
   struct sbx_running_exec *running;
   pthread_t *workers;
   unsigned nworkers;
   bool stopping;
-  bool stopped;                 /* sbx_core_stop ran */
+  bool stopped; /* sbx_core_stop ran */
 
   pthread_t reaper;
   bool reaper_started;
@@ -219,7 +219,7 @@ int sbx_core_sandbox_parse(struct sbx_core *core, json_t *body, struct sbx_sandb
 void sbx_core_sandbox_req_free(struct sbx_sandbox_req *rq);
 /* What a sandbox holds while it lives; down releases it in reverse. */
 struct sbx_core_box {
-  struct sbx_image *image;        /* NULL: host pack */
+  struct sbx_image *image; /* NULL: host pack */
   struct sbx_sandbox *sb;
   struct sbx_net_attachment *net; /* NULL on the none path */
 };
@@ -296,8 +296,7 @@ void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, 
 /* After an exec of ls ended; recorded: its usage record (res->cpu_seconds)
  * was stored. */
 void sbx_session_cpu_exec_done(struct sbx_core *core, struct sbx_live_session *ls,
-                               int64_t tenant, const struct sbx_exec_result *res,
-                               bool recorded);
+                               int64_t tenant, const struct sbx_exec_result *res, bool recorded);
 /* The one place an exec of a live session is finished (buffered, streamed,
  * background): its span's status, its metrics and usage record (ran: a
  * result the command produced, not a failure to start it), the session's

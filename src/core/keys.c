@@ -17,7 +17,8 @@ int sbx_keys_create(struct sbx_store_handle *st, const char *tenant, bool admin,
                     struct sbx_error *err)
 {
   if (!tenant || !*tenant || strlen(tenant) > 100)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "a tenant name of 1 to 100 characters is required");
+    return sbx_err_set(err, SBX_E_INVALID, 0,
+                       "a tenant name of 1 to 100 characters is required");
   for (const char *p = tenant; *p; p++)
     if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') ||
           (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
@@ -49,7 +50,8 @@ int sbx_keys_create(struct sbx_store_handle *st, const char *tenant, bool admin,
 
 static int unauthenticated(struct sbx_error *err)
 {
-  sbx_err_set(err, SBX_E_UNAUTHENTICATED, 0, "a valid API key is required "
+  sbx_err_set(err, SBX_E_UNAUTHENTICATED, 0,
+              "a valid API key is required "
               "(Authorization: Bearer sbx_…)");
   return sbx_err_fr(err, "Une clé d'API valide est requise (Authorization: Bearer sbx_…)");
 }

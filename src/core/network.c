@@ -164,12 +164,15 @@ int sbx_core_net_check(const struct sbx_profile *profile, const struct sbx_net_p
   if (!policy || policy->egress == SBX_NET_EGRESS_NONE)
     return 0;
   if (!(profile->driver->caps & SBX_CAP_EGRESS)) {
-    sbx_err_field(err, "network.egress", "profile '%s' (driver %s) cannot enforce an egress "
+    sbx_err_field(err, "network.egress",
+                  "profile '%s' (driver %s) cannot enforce an egress "
                   "allowlist; use a profile whose capabilities list egress_allowlist",
                   profile->name, profile->driver_name);
-    return sbx_err_fr(err, "Le profil « %s » (pilote %s) ne peut pas appliquer de liste "
+    return sbx_err_fr(err,
+                      "Le profil « %s » (pilote %s) ne peut pas appliquer de liste "
                       "d'accès sortants ; choisissez un profil dont les capacités incluent "
-                      "egress_allowlist", profile->name, profile->driver_name);
+                      "egress_allowlist",
+                      profile->name, profile->driver_name);
   }
   char why[256];
   if (!sbx_net_available(why, sizeof why)) {
@@ -199,7 +202,8 @@ void sbx_core_net_prepare(struct sbx_core_net_prep *prep, const struct sbx_profi
                           const char *sandbox_id, int64_t tenant_id,
                           const struct sbx_net_policy *policy, struct sbx_sandbox_spec *spec)
 {
-  *prep = (struct sbx_core_net_prep){.sandbox_id = sandbox_id, .tenant_id = tenant_id,
+  *prep = (struct sbx_core_net_prep){.sandbox_id = sandbox_id,
+                                     .tenant_id = tenant_id,
                                      .policy = policy};
   if (!policy || policy->egress != SBX_NET_EGRESS_ALLOWLIST ||
       !(profile->driver->caps & SBX_CAP_EGRESS_AT_START))
@@ -223,7 +227,7 @@ int sbx_core_net_attach(const char *sandbox_id, int64_t tenant_id, struct sbx_sa
 {
   *out = NULL;
   if (!policy || policy->egress == SBX_NET_EGRESS_NONE)
-    return 0; /* the none path: nothing to do, nothing to pay */
+    return 0;              /* the none path: nothing to do, nothing to pay */
   if (prep && prep->att) { /* the driver's create linked it already */
     *out = prep->att;
     prep->att = NULL;

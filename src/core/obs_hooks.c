@@ -45,7 +45,8 @@ int sbx_obs_core_start(struct sbx_core *core, struct sbx_error *err)
   struct sbx_outbox_config oc = {.url = core->cfg.finops_url};
   if (sbx_outbox_start(&core->store, &oc, err) < 0)
     return -1;
-  struct sbx_metrics_gauges g = {.sessions_active = sessions_active, .pool_idle = pool_idle,
+  struct sbx_metrics_gauges g = {.sessions_active = sessions_active,
+                                 .pool_idle = pool_idle,
                                  .ctx = core};
   sbx_metrics_set_gauges(&g);
   return 0;
@@ -71,13 +72,18 @@ void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
   /* The session's metadata (project/agent/run) as PATCH last stored it. */
   _cleanup_free_ char *md = sbx_session_metadata(ls);
   struct sbx_error err = {0};
-  struct sbx_usage_input in = {
-      .tenant_id = ls->tenant_id, .tenant = who ? who->tenant : NULL, .kind = "exec",
-      .source_id = ls->id, .profile = ls->profile->name, .status = status,
-      .metadata_json = md, .cpu_seconds = res->cpu_seconds,
-      /* Same estimate as executions: peak memory × duration. */
-      .memory_mb_seconds = (double)res->memory_peak_bytes / 1048576.0 * dur,
-      .duration_seconds = dur};
+  struct sbx_usage_input in = {.tenant_id = ls->tenant_id,
+                               .tenant = who ? who->tenant : NULL,
+                               .kind = "exec",
+                               .source_id = ls->id,
+                               .profile = ls->profile->name,
+                               .status = status,
+                               .metadata_json = md,
+                               .cpu_seconds = res->cpu_seconds,
+                               /* Same estimate as executions: peak memory × duration. */
+                               .memory_mb_seconds =
+                                   (double)res->memory_peak_bytes / 1048576.0 * dur,
+                               .duration_seconds = dur};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the usage of an exec in %s: %s", ls->id, err.msg);
 }
@@ -86,11 +92,15 @@ void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_ro
 {
   sbx_metrics_execution(row->profile, row->status, row->cpu_seconds, row->duration_seconds);
   struct sbx_error err = {0};
-  struct sbx_usage_input in = {
-      .tenant_id = row->tenant_id, .kind = "execution", .source_id = row->id,
-      .profile = row->profile, .status = row->status, .metadata_json = row->metadata_json,
-      .cpu_seconds = row->cpu_seconds, .memory_mb_seconds = row->memory_mb_seconds,
-      .duration_seconds = row->duration_seconds};
+  struct sbx_usage_input in = {.tenant_id = row->tenant_id,
+                               .kind = "execution",
+                               .source_id = row->id,
+                               .profile = row->profile,
+                               .status = row->status,
+                               .metadata_json = row->metadata_json,
+                               .cpu_seconds = row->cpu_seconds,
+                               .memory_mb_seconds = row->memory_mb_seconds,
+                               .duration_seconds = row->duration_seconds};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the usage of %s: %s", row->id, err.msg);
 }

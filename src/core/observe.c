@@ -77,10 +77,7 @@ int sbx_core_usage_report(struct sbx_core *core, const struct sbx_principal *who
   return sbx_usage_report(sbx_core_store(core), who->tenant_id, group_by, from, to, out, err);
 }
 
-char *sbx_core_metrics_render(size_t *len)
-{
-  return sbx_metrics_render(len);
-}
+char *sbx_core_metrics_render(size_t *len) { return sbx_metrics_render(len); }
 
 struct sbx_span *sbx_core_request_begin(const char *method, const char *traceparent)
 {
@@ -97,17 +94,8 @@ void sbx_core_request_tenant(struct sbx_span *s, const char *tenant)
   sbx_span_set_str(s, "sandbox.tenant", tenant);
 }
 
-void sbx_core_request_enter(struct sbx_span *s)
-{
-  sbx_span_enter(s);
-}
+void sbx_core_request_enter(struct sbx_span *s) { sbx_span_enter(s); }
 
-void sbx_core_request_leave(struct sbx_span *s)
-{
-  sbx_span_leave(s);
-}
+void sbx_core_request_leave(struct sbx_span *s) { sbx_span_leave(s); }
 
-void sbx_core_request_end(struct sbx_span *s, int status)
-{
-  sbx_trace_request_end(s, status);
-}
+void sbx_core_request_end(struct sbx_span *s, int status) { sbx_trace_request_end(s, status); }

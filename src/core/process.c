@@ -65,8 +65,8 @@ void sbx_proc_unref(struct sbx_proc *p)
   free(p);
 }
 
-static struct sbx_proc *proc_new(const struct sbx_exec_spec *spec, size_t bufcap,
-                                 int64_t tenant, uint64_t mem)
+static struct sbx_proc *proc_new(const struct sbx_exec_spec *spec, size_t bufcap, int64_t tenant,
+                                 uint64_t mem)
 {
   struct sbx_proc *p = calloc(1, sizeof *p);
   if (!p) {
@@ -161,10 +161,14 @@ static int table_add(struct sbx_proc_table *t, struct sbx_proc *p, struct sbx_er
     running += !proc_done(q);
   if (running >= SBX_PROC_MAX_RUNNING) {
     pthread_mutex_unlock(&t->lock);
-    sbx_err_set(err, SBX_E_QUOTA, 0, "this session already runs %u background processes "
-                "(the limit)", running);
-    return sbx_err_fr(err, "Cette session exécute déjà %u processus en arrière-plan (la "
-                      "limite)", running);
+    sbx_err_set(err, SBX_E_QUOTA, 0,
+                "this session already runs %u background processes "
+                "(the limit)",
+                running);
+    return sbx_err_fr(err,
+                      "Cette session exécute déjà %u processus en arrière-plan (la "
+                      "limite)",
+                      running);
   }
   evict_exited_locked(t);
   sbx_proc_ref(p);
@@ -230,7 +234,7 @@ struct proc_job {
   struct sbx_core *core;
   struct sbx_live_session *ls; /* the thread's reference */
   struct sbx_exec_slot *slot;
-  struct sbx_proc *proc;       /* the thread's reference */
+  struct sbx_proc *proc; /* the thread's reference */
   struct sbx_exec_spec spec;
   char **env;
   uint64_t timeout_ms;
@@ -318,10 +322,10 @@ static void reclaim_ended(struct sbx_core *core, int64_t tenant, uint64_t need)
   pthread_mutex_unlock(&core->sess_lock);
 }
 
-static size_t reserve_output(struct sbx_core *core, int64_t tenant, size_t bufcap,
-                             uint64_t *got)
+static size_t reserve_output(struct sbx_core *core, int64_t tenant, size_t bufcap, uint64_t *got)
 {
-  uint64_t want = 2 * (uint64_t)bufcap, min = 2 * (uint64_t)(bufcap < MIN_BUF ? bufcap : MIN_BUF);
+  uint64_t want = 2 * (uint64_t)bufcap,
+           min = 2 * (uint64_t)(bufcap < MIN_BUF ? bufcap : MIN_BUF);
   if (sbx_res_mem_room(core, tenant) < 8 * want)
     reclaim_ended(core, tenant, 8 * want);
   *got = sbx_res_mem_take(core, tenant, want, min);
@@ -366,13 +370,19 @@ static void *proc_main(void *arg)
 {
   struct proc_job *job = arg;
   struct sbx_proc *p = job->proc;
-  struct sbx_exec_live live = {.stdin_fd = p->stdin_r, .pty = p->pty, .cols = p->cols,
-                               .rows = p->rows, .on_started = on_started};
+  struct sbx_exec_live live = {.stdin_fd = p->stdin_r,
+                               .pty = p->pty,
+                               .cols = p->cols,
+                               .rows = p->rows,
+                               .on_started = on_started};
   /* The process's own buffers keep the output; the exec's capture only
    * needs to exist. */
-  struct sbx_exec_request tmpl = {.timeout_ms = job->timeout_ms, .output_cap = 2,
-                                  .cancel = &job->slot->cancel, .on_output = on_output,
-                                  .on_output_ctx = p, .live = &live};
+  struct sbx_exec_request tmpl = {.timeout_ms = job->timeout_ms,
+                                  .output_cap = 2,
+                                  .cancel = &job->slot->cancel,
+                                  .on_output = on_output,
+                                  .on_output_ctx = p,
+                                  .live = &live};
   struct sbx_exec_result res = {0};
   struct sbx_error err = {0};
   pthread_mutex_lock(&p->lock);
@@ -438,10 +448,12 @@ static int check_caps(struct sbx_live_session *ls, const struct sbx_exec_spec *s
 {
   if (!spec->pty || (ls->sb->driver->caps & SBX_CAP_TERMINAL))
     return 0;
-  sbx_err_set(err, SBX_E_CONFLICT, 0, "the %s driver of this session has no terminal "
+  sbx_err_set(err, SBX_E_CONFLICT, 0,
+              "the %s driver of this session has no terminal "
               "capability: pty is not available (use a container session)",
               ls->sb->driver->name);
-  return sbx_err_fr(err, "Le pilote %s de cette session n'a pas la capacité terminal : pty "
+  return sbx_err_fr(err,
+                    "Le pilote %s de cette session n'a pas la capacité terminal : pty "
                     "n'est pas disponible (utilisez une session container)",
                     ls->sb->driver->name);
 }
@@ -493,8 +505,8 @@ static int wait_started(struct sbx_proc *p, json_t **out, struct sbx_error *err)
 static int parse_start(struct sbx_core *core, struct sbx_live_session *ls, json_t *body,
                        struct sbx_exec_spec *spec, struct sbx_error *err)
 {
-  static const char *const allowed[] = {"command", "language", "code", "stdin", "env",
-                                        "cwd", "timeout_s", "background", "pty", NULL};
+  static const char *const allowed[] = {"command", "language",  "code",       "stdin", "env",
+                                        "cwd",     "timeout_s", "background", "pty",   NULL};
   (void)core;
   if (sbx_schema_only(body, "", allowed, err) < 0 ||
       sbx_schema_exec(body, ls->profile->max.timeout_s, true, spec, err) < 0)

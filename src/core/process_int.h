@@ -17,27 +17,27 @@
  * start, new output and the end. */
 struct sbx_proc {
   pthread_mutex_t lock;
-  pthread_cond_t cond;       /* CLOCK_MONOTONIC */
-  pthread_mutex_t in_lock;   /* serialises stdin writers (never held with lock) */
+  pthread_cond_t cond;     /* CLOCK_MONOTONIC */
+  pthread_mutex_t in_lock; /* serialises stdin writers (never held with lock) */
   int refs;
-  pid_t pid;                 /* inside the sandbox; 0 until started */
-  json_t *command;           /* argv as a JSON array */
+  pid_t pid;       /* inside the sandbox; 0 until started */
+  json_t *command; /* argv as a JSON array */
   bool pty;
   unsigned cols, rows;
-  int stdin_w;               /* pipe write end (no pty); -1 once closed */
-  int stdin_r;               /* its read end until the workload has it */
-  int ctl_fd, pty_fd;        /* from on_started; -1 before and after the end */
+  int stdin_w;        /* pipe write end (no pty); -1 once closed */
+  int stdin_r;        /* its read end until the workload has it */
+  int ctl_fd, pty_fd; /* from on_started; -1 before and after the end */
   bool started, done;
   int64_t started_at, finished_at;
   struct sbx_capture cap[2]; /* stdout, stderr: head + tail, never blocking */
   json_t *result;            /* once done: the result, without the output (in cap) */
   int64_t tenant;
-  uint64_t mem;              /* retained-output bytes reserved (core/resources.c) */
-  unsigned fds;              /* daemon fds charged to its session (core/resources.c) */
+  uint64_t mem;               /* retained-output bytes reserved (core/resources.c) */
+  unsigned fds;               /* daemon fds charged to its session (core/resources.c) */
   struct sbx_exec_slot *slot; /* the running exec's, NULL once it ended */
-  const char *stop_reason;   /* why the daemon stopped it ("quota"), else NULL */
-  const char *end_reason;    /* set when its session ended: followers stop */
-  struct sbx_proc *next;     /* in the table (table lock) */
+  const char *stop_reason;    /* why the daemon stopped it ("quota"), else NULL */
+  const char *end_reason;     /* set when its session ended: followers stop */
+  struct sbx_proc *next;      /* in the table (table lock) */
 };
 
 struct sbx_proc_table {

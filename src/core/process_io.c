@@ -80,14 +80,14 @@ uint64_t sbx_proc_drop_output_locked(struct sbx_proc *p)
 json_t *sbx_proc_json_locked(struct sbx_proc *p, bool full)
 {
   json_t *r = p->result;
-  json_t *o = json_pack("{s:i, s:O, s:s, s:O, s:O, s:o, s:o, s:o}", "pid", (int)p->pid,
-                        "command", p->command, "status", p->done ? "exited" : "running",
-                        "exit_code", r ? json_object_get(r, "exit_code") : json_null(),
-                        "signal", r ? json_object_get(r, "signal") : json_null(),
-                        "started_at", time_json(p->started_at), "finished_at",
-                        time_json(p->finished_at), "pty",
-                        p->pty ? json_pack("{s:i, s:i}", "cols", p->cols, "rows", p->rows)
-                               : json_false());
+  json_t *o =
+      json_pack("{s:i, s:O, s:s, s:O, s:O, s:o, s:o, s:o}", "pid", (int)p->pid, "command",
+                p->command, "status", p->done ? "exited" : "running", "exit_code",
+                r ? json_object_get(r, "exit_code") : json_null(), "signal",
+                r ? json_object_get(r, "signal") : json_null(), "started_at",
+                time_json(p->started_at), "finished_at", time_json(p->finished_at), "pty",
+                p->pty ? json_pack("{s:i, s:i}", "cols", p->cols, "rows", p->rows)
+                       : json_false());
   if (!o || !full)
     return o;
   json_object_set(o, "result_status", r ? json_object_get(r, "status") : json_null());
@@ -334,10 +334,14 @@ static int stdin_target(struct sbx_proc *p, bool *pty)
 
 static int stdin_full(struct sbx_error *err, size_t done, size_t len)
 {
-  sbx_err_set(err, SBX_E_CONFLICT, 0, "the process's stdin is full (it is not reading): "
-              "%zu of %zu bytes were written; retry the rest later", done, len);
-  return sbx_err_fr(err, "L'entrée standard du processus est pleine (il ne lit pas) : %zu "
-                    "octets sur %zu écrits ; réessayez plus tard", done, len);
+  sbx_err_set(err, SBX_E_CONFLICT, 0,
+              "the process's stdin is full (it is not reading): "
+              "%zu of %zu bytes were written; retry the rest later",
+              done, len);
+  return sbx_err_fr(err,
+                    "L'entrée standard du processus est pleine (il ne lit pas) : %zu "
+                    "octets sur %zu écrits ; réessayez plus tard",
+                    done, len);
 }
 
 int sbx_process_stdin(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
@@ -388,14 +392,14 @@ static const struct {
   const char *name;
   int signo;
 } signals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},
-    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT}, {"BUS", SIGBUS},   {"FPE", SIGFPE},
-    {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
-    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CHLD", SIGCHLD},
-    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
-    {"TTOU", SIGTTOU}, {"URG", SIGURG},   {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
+    {"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+    {"TRAP", SIGTRAP},     {"ABRT", SIGABRT}, {"BUS", SIGBUS},     {"FPE", SIGFPE},
+    {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
+    {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
-    {"PWR", SIGPWR},   {"SYS", SIGSYS},
+    {"PWR", SIGPWR},       {"SYS", SIGSYS},
 };
 
 /* "SIGINT", "INT", "sigint" → SIGINT; -1 if unknown. */
@@ -416,10 +420,11 @@ static int parse_signal(json_t *body, int *signo, struct sbx_error *err)
   if (sbx_schema_only(body, "", allowed, err) < 0)
     return -1;
   if (!json_is_string(v) || (*signo = sbx_signal_parse(json_string_value(v))) < 0) {
-    sbx_err_field(err, "signal", "signal must be a signal name such as \"SIGINT\", \"TERM\", "
+    sbx_err_field(err, "signal",
+                  "signal must be a signal name such as \"SIGINT\", \"TERM\", "
                   "\"KILL\", \"HUP\" or \"USR1\"");
     return sbx_err_fr(err, "Requête invalide : signal doit être un nom de signal comme "
-                      "« SIGINT », « TERM », « KILL », « HUP » ou « USR1 »");
+                           "« SIGINT », « TERM », « KILL », « HUP » ou « USR1 »");
   }
   return 0;
 }
@@ -455,8 +460,7 @@ static int parse_size(json_t *body, unsigned *cols, unsigned *rows, struct sbx_e
     json_t *v = json_object_get(body, names[i]);
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 4096) {
       sbx_err_field(err, names[i], "%s must be an integer from 1 to 4096", names[i]);
-      return sbx_err_fr(err, "Requête invalide : %s doit être un entier de 1 à 4096",
-                        names[i]);
+      return sbx_err_fr(err, "Requête invalide : %s doit être un entier de 1 à 4096", names[i]);
     }
     *dst[i] = (unsigned)json_integer_value(v);
   }

@@ -42,9 +42,12 @@ static int refused_probe(const struct sbx_driver_env *env, char *why, size_t why
 
 static void refused_destroy(struct sbx_sandbox *sb) { (void)sb; }
 
-static const struct sbx_driver refused_driver = {
-    .abi = SBX_DRIVER_ABI, .name = "(refused)", .klass = "", .probe = refused_probe,
-    .create = refused_create, .destroy = refused_destroy};
+static const struct sbx_driver refused_driver = {.abi = SBX_DRIVER_ABI,
+                                                 .name = "(refused)",
+                                                 .klass = "",
+                                                 .probe = refused_probe,
+                                                 .create = refused_create,
+                                                 .destroy = refused_destroy};
 
 /* A profile naming a refused driver: unavailable now, with the reason. */
 static void set_refused(struct sbx_profile *p, const char *why)
@@ -342,8 +345,9 @@ json_t *sbx_limits_json(const struct sbx_limits *l)
 
 static const char *state_name(enum sbx_profile_state st)
 {
-  return st == SBX_PROFILE_AVAILABLE ? "available"
-         : st == SBX_PROFILE_UNAVAILABLE ? "unavailable" : "probing";
+  return st == SBX_PROFILE_AVAILABLE     ? "available"
+         : st == SBX_PROFILE_UNAVAILABLE ? "unavailable"
+                                         : "probing";
 }
 
 json_t *sbx_profile_json(const struct sbx_profile_set *set, const struct sbx_profile *p,
@@ -355,13 +359,13 @@ json_t *sbx_profile_json(const struct sbx_profile_set *set, const struct sbx_pro
   for (uint32_t bit = 1; bit; bit <<= 1) /* every bit the driver has a name for */
     if (p->driver && (p->driver->caps & bit) && sbx_cap_name(bit))
       json_array_append_new(caps, json_string(sbx_cap_name(bit)));
-  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I, s:b}", "name",
-                        p->name, "driver", p->driver_name, "class",
-                        p->driver ? p->driver->klass : "", "image", p->image, "available", avail,
-                        "state", state_name(st), "capabilities", caps, "limits",
-                        sbx_limits_json(&p->defaults), "max_limits", sbx_limits_json(&p->max),
-                        "default_timeout_s", (json_int_t)p->default_timeout_s, "pool_size",
-                        (json_int_t)p->pool_size, "default", is_default);
+  json_t *o =
+      json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I, s:b}", "name", p->name,
+                "driver", p->driver_name, "class", p->driver ? p->driver->klass : "", "image",
+                p->image, "available", avail, "state", state_name(st), "capabilities", caps,
+                "limits", sbx_limits_json(&p->defaults), "max_limits", sbx_limits_json(&p->max),
+                "default_timeout_s", (json_int_t)p->default_timeout_s, "pool_size",
+                (json_int_t)p->pool_size, "default", is_default);
   if (st == SBX_PROFILE_PROBING) {
     char why[128];
     snprintf(why, sizeof why, "the %s driver's start probe is still running (for %llu ms)",

@@ -38,13 +38,13 @@ struct sbx_profile {
     struct sbx_limits defaults;
     struct sbx_limits limits;
   };
-  struct sbx_limits max;           /* the most a request may ask for; 0: no maximum */
-  uint64_t default_timeout_s;      /* exec timeout when the request gives none */
-  int pool_size;                   /* warm sandboxes kept ready (drivers that pool) */
-  _Atomic int state;               /* enum sbx_profile_state; see the top */
-  _Atomic bool available;          /* state == SBX_PROFILE_AVAILABLE */
-  char reason[256];                /* why not available */
-  char note[256];                  /* how the driver runs here, and why (may be "") */
+  struct sbx_limits max;      /* the most a request may ask for; 0: no maximum */
+  uint64_t default_timeout_s; /* exec timeout when the request gives none */
+  int pool_size;              /* warm sandboxes kept ready (drivers that pool) */
+  _Atomic int state;          /* enum sbx_profile_state; see the top */
+  _Atomic bool available;     /* state == SBX_PROFILE_AVAILABLE */
+  char reason[256];           /* why not available */
+  char note[256];             /* how the driver runs here, and why (may be "") */
 };
 
 /* Called from a driver's probe thread.  probed: after the driver's probe,

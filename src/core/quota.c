@@ -18,13 +18,13 @@
 
 struct tstate {
   int64_t tenant_id;
-  bool resolved;             /* lim comes from the tenant's name */
+  bool resolved; /* lim comes from the tenant's name */
   struct sbx_quota_limits lim;
-  int pending_sessions;      /* reserved by creates in flight */
-  char (*execs)[64];         /* queued + running execution ids */
+  int pending_sessions; /* reserved by creates in flight */
+  char (*execs)[64];    /* queued + running execution ids */
   size_t nexecs, capexecs;
-  double cpu_used;           /* CPU seconds of cpu_day */
-  int64_t cpu_day;           /* days since the epoch (UTC) */
+  double cpu_used; /* CPU seconds of cpu_day */
+  int64_t cpu_day; /* days since the epoch (UTC) */
   bool cpu_seeded;
   struct sbx_token_bucket bucket;
   struct tstate *next;
@@ -180,12 +180,14 @@ static int exceeded(struct sbx_error *err, const char *limit, double value)
 
 static int cpu_error(struct sbx_error *err, const struct tstate *t)
 {
-  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant used %.3f CPU seconds today "
-              "(UTC), its daily limit is %g; it resets at 00:00 UTC", t->cpu_used,
-              t->lim.cpu_seconds_per_day);
-  sbx_err_fr(err, "Quota dépassé : ce locataire a utilisé %.3f secondes CPU aujourd'hui (UTC), "
-             "sa limite quotidienne est %g ; remise à zéro à 00:00 UTC", t->cpu_used,
-             t->lim.cpu_seconds_per_day);
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: this tenant used %.3f CPU seconds today "
+              "(UTC), its daily limit is %g; it resets at 00:00 UTC",
+              t->cpu_used, t->lim.cpu_seconds_per_day);
+  sbx_err_fr(err,
+             "Quota dépassé : ce locataire a utilisé %.3f secondes CPU aujourd'hui (UTC), "
+             "sa limite quotidienne est %g ; remise à zéro à 00:00 UTC",
+             t->cpu_used, t->lim.cpu_seconds_per_day);
   return exceeded(err, "cpu_seconds_per_day", t->lim.cpu_seconds_per_day);
 }
 
@@ -193,8 +195,8 @@ static int oom(struct sbx_error *err) { return sbx_err_sys(err, ENOMEM, "quota s
 
 /* ---- the checks ---- */
 
-int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who,
-                      unsigned *retry_s, struct sbx_error *err)
+int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who, unsigned *retry_s,
+                      struct sbx_error *err)
 {
   struct sbx_quota *q = core->quota;
   if (!q)
@@ -207,10 +209,14 @@ int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who,
   pthread_mutex_unlock(lock_of(q, who->tenant_id));
   if (ok)
     return 0;
-  sbx_err_set(err, SBX_E_RATE, 0, "rate limit exceeded: this tenant may make %g requests per "
-              "second (bursts of %g); retry in %u s", rps, burst, *retry_s);
-  sbx_err_fr(err, "Limite de débit dépassée : ce locataire peut faire %g requêtes par seconde "
-             "(rafales de %g) ; réessayez dans %u s", rps, burst, *retry_s);
+  sbx_err_set(err, SBX_E_RATE, 0,
+              "rate limit exceeded: this tenant may make %g requests per "
+              "second (bursts of %g); retry in %u s",
+              rps, burst, *retry_s);
+  sbx_err_fr(err,
+             "Limite de débit dépassée : ce locataire peut faire %g requêtes par seconde "
+             "(rafales de %g) ; réessayez dans %u s",
+             rps, burst, *retry_s);
   return exceeded(err, "requests_per_second", rps);
 }
 
@@ -247,10 +253,14 @@ int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *w
   pthread_mutex_unlock(lock_of(q, who->tenant_id));
   if (room)
     return 0;
-  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant has %u live sessions and may "
-              "have %lld; delete one first", live, (long long)limit);
-  sbx_err_fr(err, "Quota dépassé : ce locataire a %u sessions actives et peut en avoir %lld ; "
-             "supprimez-en une d'abord", live, (long long)limit);
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: this tenant has %u live sessions and may "
+              "have %lld; delete one first",
+              live, (long long)limit);
+  sbx_err_fr(err,
+             "Quota dépassé : ce locataire a %u sessions actives et peut en avoir %lld ; "
+             "supprimez-en une d'abord",
+             live, (long long)limit);
   return exceeded(err, "sessions", (double)limit);
 }
 
@@ -290,8 +300,8 @@ static int execs_add(struct tstate *t, const char *id)
   return 0;
 }
 
-int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who,
-                         const char *id, struct sbx_error *err)
+int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                         struct sbx_error *err)
 {
   struct sbx_quota *q = core->quota;
   if (!q)
@@ -307,10 +317,14 @@ int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who,
     if (t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day) {
       rc = cpu_error(err, t);
     } else if (lim > 0 && (int64_t)n >= lim) {
-      sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: this tenant has %zu executions queued "
-                  "or running and may have %lld; retry when one finishes", n, (long long)lim);
-      sbx_err_fr(err, "Quota dépassé : ce locataire a %zu exécutions en attente ou en cours et "
-                 "peut en avoir %lld ; réessayez quand l'une sera terminée", n, (long long)lim);
+      sbx_err_set(err, SBX_E_QUOTA, 0,
+                  "quota exceeded: this tenant has %zu executions queued "
+                  "or running and may have %lld; retry when one finishes",
+                  n, (long long)lim);
+      sbx_err_fr(err,
+                 "Quota dépassé : ce locataire a %zu exécutions en attente ou en cours et "
+                 "peut en avoir %lld ; réessayez quand l'une sera terminée",
+                 n, (long long)lim);
       rc = exceeded(err, "executions", (double)lim);
     } else if (execs_add(t, id) < 0) {
       rc = oom(err);

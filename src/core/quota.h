@@ -114,8 +114,8 @@ void sbx_quota_free(struct sbx_quota *q);
 
 /* After authentication, for every request: the rate limit.  *retry_s is
  * for Retry-After. */
-int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who,
-                      unsigned *retry_s, struct sbx_error *err);
+int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who, unsigned *retry_s,
+                      struct sbx_error *err);
 /* Session create: reserves room for one more live session (counting the
  * live table); returns 0 with a reservation that MUST be given back by
  * sbx_quota_session_done once the session is in the live table or failed. */
@@ -124,8 +124,8 @@ int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *w
 void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id);
 /* Execution create: checks the CPU-seconds of the day and admits id among
  * the tenant's queued + running executions. */
-int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who,
-                         const char *id, struct sbx_error *err);
+int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                         struct sbx_error *err);
 /* Counts id (queued again at start) without checking; idempotent. */
 void sbx_quota_exec_track(struct sbx_core *core, int64_t tenant_id, const char *id);
 /* id reached a final status (or was never queued); idempotent. */

@@ -100,14 +100,26 @@ int sbx_quota_config_set(struct sbx_quota_config *c, const char *tenant, const c
                        keys[k].whole ? "a whole number >= 0" : "a number >= 0", value);
   struct sbx_quota_limits *l = tenant ? tenant_limits(c, tenant) : &c->defaults;
   if (!l)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "[tenant.%s]: name too long (127 bytes) or too "
-                       "many tenant sections (%d at most)", tenant, SBX_QUOTA_MAX_TENANTS);
+    return sbx_err_set(err, SBX_E_INVALID, 0,
+                       "[tenant.%s]: name too long (127 bytes) or too "
+                       "many tenant sections (%d at most)",
+                       tenant, SBX_QUOTA_MAX_TENANTS);
   switch (k) {
-  case 0: l->sessions = (int64_t)d; break;
-  case 1: l->executions = (int64_t)d; break;
-  case 2: l->cpu_seconds_per_day = d; break;
-  case 3: l->rps = d; break;
-  default: l->burst = d; break;
+  case 0:
+    l->sessions = (int64_t)d;
+    break;
+  case 1:
+    l->executions = (int64_t)d;
+    break;
+  case 2:
+    l->cpu_seconds_per_day = d;
+    break;
+  case 3:
+    l->rps = d;
+    break;
+  default:
+    l->burst = d;
+    break;
   }
   l->set |= 1u << k; /* the SBX_QUOTA_SET_* bits follow keys[] */
   return 1;

@@ -40,7 +40,7 @@ struct ids {
     char id[64];
     int64_t tenant;
     int64_t created; /* queued executions only: their order */
-  } *e;
+  } * e;
   size_t n, cap;
 };
 

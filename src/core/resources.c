@@ -153,12 +153,16 @@ uint64_t sbx_res_mem_of(int64_t tenant)
 
 static int fd_error(struct sbx_error *err, bool session, unsigned limit)
 {
-  sbx_err_set(err, SBX_E_QUOTA, 0, "quota exceeded: %s holds %u of the daemon's file "
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: %s holds %u of the daemon's file "
               "descriptors (its limit: background processes, watches, streams and contexts "
-              "each use some); end some first", session ? "this session" : "this tenant", limit);
-  sbx_err_fr(err, "Quota dépassé : %s détient %u descripteurs de fichiers du démon (sa limite "
+              "each use some); end some first",
+              session ? "this session" : "this tenant", limit);
+  sbx_err_fr(err,
+             "Quota dépassé : %s détient %u descripteurs de fichiers du démon (sa limite "
              ": processus en arrière-plan, surveillances, flux et contextes en utilisent) ; "
-             "terminez-en d'abord", session ? "cette session" : "ce locataire", limit);
+             "terminez-en d'abord",
+             session ? "cette session" : "ce locataire", limit);
   return exceeded(err, session ? "fds_per_session" : "fds_per_tenant", limit);
 }
 

@@ -88,7 +88,8 @@ int sbx_run_spec(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, char 
                  uint64_t timeout_ms, uint64_t output_cap, struct sbx_cancel *cancel,
                  struct sbx_exec_result *res, struct sbx_error *err)
 {
-  struct sbx_exec_request tmpl = {.timeout_ms = timeout_ms, .output_cap = output_cap,
+  struct sbx_exec_request tmpl = {.timeout_ms = timeout_ms,
+                                  .output_cap = output_cap,
                                   .cancel = cancel};
   return sbx_run_spec_ex(sb, spec, env, &tmpl, res, err);
 }
@@ -145,8 +146,10 @@ int sbx_run_spec_ex(struct sbx_sandbox *sb, const struct sbx_exec_spec *spec, ch
   /* oom_killed is decided in sbx_sandbox_exec from the cgroup's counter
    * over the exec (runtime/sandbox.c), for every caller. */
   if (res->status == SBX_ST_TIMEOUT && !res->error[0])
-    snprintf(res->error, sizeof res->error, "timeout of %.3g s reached; the process tree was "
-             "killed", (double)tmpl->timeout_ms / 1000.0);
+    snprintf(res->error, sizeof res->error,
+             "timeout of %.3g s reached; the process tree was "
+             "killed",
+             (double)tmpl->timeout_ms / 1000.0);
   return 0;
 }
 
@@ -176,7 +179,8 @@ void sbx_json_set_output(json_t *o, const char *name, const char *buf, size_t le
   char *b64 = malloc(b64len);
   if (!b64)
     return;
-  sodium_bin2base64(b64, b64len, (const unsigned char *)buf, len, sodium_base64_VARIANT_ORIGINAL);
+  sodium_bin2base64(b64, b64len, (const unsigned char *)buf, len,
+                    sodium_base64_VARIANT_ORIGINAL);
   json_object_set_new(o, name, json_string(b64));
   json_object_set_new(o, enc, json_string("base64"));
   free(b64);
@@ -208,23 +212,24 @@ json_t *sbx_result_json(const struct sbx_exec_result *res)
   /* A run that failed before it started (e.g. its code could not be
    * written) left the status unset: a service error, never "queued". */
   enum sbx_status st = sbx_status_final(res->status) ? res->status : SBX_ST_ERROR;
-  json_t *o = json_pack(
-      "{s:s, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:I, s:{s:f, s:I}}", "status",
-      sbx_status_name(st), "reason", sbx_result_reason(res), "exit_code",
-      signalled || st == SBX_ST_ERROR ? json_null() : json_integer(res->exit_code),
-      "signal", signalled ? json_integer(res->signal) : json_null(), "stdout_truncated",
-      res->stdout_truncated, "stderr_truncated", res->stderr_truncated, "stdout_dropped_bytes",
-      (json_int_t)res->stdout_dropped, "stderr_dropped_bytes", (json_int_t)res->stderr_dropped,
-      "duration_ms", (json_int_t)res->duration_ms, "usage", "cpu_seconds",
-      round(res->cpu_seconds * 1e6) / 1e6, "memory_peak_bytes",
-      (json_int_t)res->memory_peak_bytes);
+  json_t *o =
+      json_pack("{s:s, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:I, s:{s:f, s:I}}", "status",
+                sbx_status_name(st), "reason", sbx_result_reason(res), "exit_code",
+                signalled || st == SBX_ST_ERROR ? json_null() : json_integer(res->exit_code),
+                "signal", signalled ? json_integer(res->signal) : json_null(),
+                "stdout_truncated", res->stdout_truncated, "stderr_truncated",
+                res->stderr_truncated, "stdout_dropped_bytes", (json_int_t)res->stdout_dropped,
+                "stderr_dropped_bytes", (json_int_t)res->stderr_dropped, "duration_ms",
+                (json_int_t)res->duration_ms, "usage", "cpu_seconds",
+                round(res->cpu_seconds * 1e6) / 1e6, "memory_peak_bytes",
+                (json_int_t)res->memory_peak_bytes);
   json_object_set_new(json_object_get(o, "usage"), "oom_kills",
                       json_integer((json_int_t)res->oom_kills));
   sbx_json_set_output(o, "stdout", res->stdout_buf, res->stdout_len);
   sbx_json_set_output(o, "stderr", res->stderr_buf, res->stderr_len);
   json_object_set_new(o, "error",
-                      res->error[0] ? json_pack("{s:s, s:s}", "reason",
-                                                sbx_result_reason(res), "message", res->error)
+                      res->error[0] ? json_pack("{s:s, s:s}", "reason", sbx_result_reason(res),
+                                                "message", res->error)
                                     : json_null());
   return o;
 }

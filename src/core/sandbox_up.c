@@ -61,8 +61,10 @@ int sbx_core_sandbox_up(struct sbx_core *core, const struct sbx_box_want *want,
 {
   const struct sbx_sandbox_req *rq = want->rq;
   memset(box, 0, sizeof *box);
-  struct sbx_sandbox_spec spec = {.id = want->id, .profile = rq->profile->name,
-                                  .image = rq->profile->image, .limits = rq->limits};
+  struct sbx_sandbox_spec spec = {.id = want->id,
+                                  .profile = rq->profile->name,
+                                  .image = rq->profile->image,
+                                  .limits = rq->limits};
   struct sbx_core_net_prep prep = {0};
   int rc = -1;
   if (image_stage(core, rq, want->exec, want->default_command, &spec, box, failed, err) < 0)

@@ -47,7 +47,8 @@ int sbx_schema_only(json_t *body, const char *prefix, const char *const *allowed
 {
   const char *key;
   json_t *v;
-  json_object_foreach(body, key, v) {
+  json_object_foreach(body, key, v)
+  {
     bool ok = false;
     for (const char *const *a = allowed; *a && !ok; a++)
       ok = strcmp(*a, key) == 0;
@@ -83,10 +84,7 @@ static const char *plain_string(json_t *v, size_t max, const char *field, struct
   return s;
 }
 
-static char **strv_new(size_t n)
-{
-  return calloc(n + 1, sizeof(char *));
-}
+static char **strv_new(size_t n) { return calloc(n + 1, sizeof(char *)); }
 
 static int parse_command(json_t *cmd, char ***out, struct sbx_error *err)
 {
@@ -183,7 +181,8 @@ int sbx_schema_env(json_t *env, const char *field, char ***out, struct sbx_error
   size_t i = 0;
   const char *key;
   json_t *val;
-  json_object_foreach(env, key, val) {
+  json_object_foreach(env, key, val)
+  {
     char f[192];
     snprintf(f, sizeof f, "%s.%.128s", field, key);
     bool ok = key[0] && strlen(key) <= 128 && (isalpha((unsigned char)key[0]) || key[0] == '_');
@@ -262,7 +261,8 @@ static int parse_pty(json_t *v, struct sbx_exec_spec *out, struct sbx_error *err
       pty_dim(v, "rows", 24, &out->pty_rows, err) < 0)
     return -1;
   if (!out->background)
-    return bad_value(err, "pty", "pty needs background:true (a terminal is a background "
+    return bad_value(err, "pty",
+                     "pty needs background:true (a terminal is a background "
                      "process: drive it through /processes/{pid})",
                      "pty exige background:true (un terminal est un processus en "
                      "arrière-plan)");
@@ -333,8 +333,7 @@ int sbx_schema_exec_ex(json_t *body, uint64_t max_timeout_s, bool allow_backgrou
       goto fail;
     }
   }
-  if ((v = json_object_get(body, "pty")) && !json_is_null(v) &&
-      parse_pty(v, out, err) < 0)
+  if ((v = json_object_get(body, "pty")) && !json_is_null(v) && parse_pty(v, out, err) < 0)
     goto fail;
   return 0;
 fail:
@@ -404,7 +403,8 @@ static int limit_count(json_t *v, const char *field, uint64_t ceiling, uint64_t 
   uint64_t n = (uint64_t)json_integer_value(v);
   if (ceiling && n > ceiling) {
     char en[96], fr[96];
-    snprintf(en, sizeof en, "exceeds the profile's maximum of %llu", (unsigned long long)ceiling);
+    snprintf(en, sizeof en, "exceeds the profile's maximum of %llu",
+             (unsigned long long)ceiling);
     snprintf(fr, sizeof fr, "dépasse le maximum du profil (%llu)", (unsigned long long)ceiling);
     return bad_value(err, field, en, fr);
   }
@@ -421,13 +421,13 @@ int sbx_schema_limits(json_t *limits, const struct sbx_profile *p, struct sbx_li
     return 0;
   if (!json_is_object(limits))
     return bad_type(err, "limits", "an object", "un objet");
-  static const char *const allowed[] = {"cpu", "memory", "disk", "pids", "timeout_s",
-                                        "output_bytes", NULL};
+  static const char *const allowed[] = {"cpu",       "memory",       "disk", "pids",
+                                        "timeout_s", "output_bytes", NULL};
   if (sbx_schema_only(limits, "limits.", allowed, err) < 0)
     return -1;
   json_t *v;
-  if ((v = json_object_get(limits, "cpu")) && limit_cpu(v, p->max.cpu_millis,
-                                                        &out->cpu_millis, err) < 0)
+  if ((v = json_object_get(limits, "cpu")) &&
+      limit_cpu(v, p->max.cpu_millis, &out->cpu_millis, err) < 0)
     return -1;
   if ((v = json_object_get(limits, "memory")) &&
       limit_bytes(v, "limits.memory", p->max.memory_bytes, &out->memory_bytes, err) < 0)
@@ -468,7 +468,8 @@ int sbx_schema_metadata(json_t *md, const char *field, struct sbx_error *err)
     return bad_value(err, field, "at most 64 keys", "64 clés au plus");
   const char *key;
   json_t *v;
-  json_object_foreach(md, key, v) {
+  json_object_foreach(md, key, v)
+  {
     char f[192];
     snprintf(f, sizeof f, "%s.%.128s", field, key);
     if (strlen(key) == 0 || strlen(key) > 128)

@@ -17,14 +17,14 @@
 
 /* A command to run, from either `command` or `language`+`code`. */
 struct sbx_exec_spec {
-  char **argv;          /* malloc'd, NULL-terminated */
-  char **env;           /* "K=V" from the request, malloc'd, NULL-terminated */
-  char *cwd;            /* NULL → /work */
-  char *stdin_data;     /* malloc'd or NULL */
+  char **argv;      /* malloc'd, NULL-terminated */
+  char **env;       /* "K=V" from the request, malloc'd, NULL-terminated */
+  char *cwd;        /* NULL → /work */
+  char *stdin_data; /* malloc'd or NULL */
   size_t stdin_len;
-  double timeout_s;     /* 0 → the profile's default */
+  double timeout_s; /* 0 → the profile's default */
   bool background;
-  bool pty;             /* a terminal (background only) of pty_cols × pty_rows */
+  bool pty; /* a terminal (background only) of pty_cols × pty_rows */
   unsigned pty_cols, pty_rows;
   char *code;           /* language+code: the code, when too long to inline */
   const char *code_ext; /* ".py", ".js", ".sh" */

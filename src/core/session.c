@@ -162,10 +162,10 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
                    "id", row->id, "status", row->status, "reason",
                    row->reason[0] ? json_string(row->reason) : json_null(), "profile",
                    row->profile, "runtime", row->runtime, "image", row->image, "limits",
-                   parse_or_empty(row->limits_json), "network", parse_or_empty(row->network_json),
-                   "capabilities", caps, "created_at", time_or_null(row->created_at),
-                   "expires_at", time_or_null(row->expires_at), "metadata",
-                   parse_or_empty(row->metadata_json), "updated_at",
+                   parse_or_empty(row->limits_json), "network",
+                   parse_or_empty(row->network_json), "capabilities", caps, "created_at",
+                   time_or_null(row->created_at), "expires_at", time_or_null(row->expires_at),
+                   "metadata", parse_or_empty(row->metadata_json), "updated_at",
                    time_or_null(row->updated_at), "ttl_s", (json_int_t)row->ttl_s);
 }
 
@@ -187,8 +187,8 @@ static void create_req_free(struct create_req *cr)
 static int parse_create(struct sbx_core *core, json_t *body, struct create_req *cr,
                         struct sbx_error *err)
 {
-  static const char *const allowed[] = {"profile", "image", "limits", "network", "env",
-                                        "metadata", "ttl_s", NULL};
+  static const char *const allowed[] = {"profile", "image",    "limits", "network",
+                                        "env",     "metadata", "ttl_s",  NULL};
   memset(cr, 0, sizeof *cr);
   if (sbx_schema_only(body, "", allowed, err) < 0 ||
       sbx_core_sandbox_parse(core, body, &cr->rq, err) < 0)
@@ -320,8 +320,7 @@ static int session_build(struct sbx_core *core, const struct sbx_principal *who,
     live_free(ls); /* destroys a half-made sandbox: nothing is left behind */
     return -1;
   }
-  sbx_info("session", "created %s tenant=%s profile=%s", ls->id, who->tenant,
-           ls->profile->name);
+  sbx_info("session", "created %s tenant=%s profile=%s", ls->id, who->tenant, ls->profile->name);
   *out = session_json(core, row);
   return 0;
 }
@@ -386,14 +385,16 @@ static int list_cb(void *ctx, const struct sbx_session_row *row)
 int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, const char *status,
                      const char *cursor, int limit, json_t **out, struct sbx_error *err)
 {
-  static const char *const statuses[] = {"ready", "terminated", "expired", "failed", "lost",
-                                          NULL};
+  static const char *const statuses[] = {"ready",  "terminated", "expired",
+                                         "failed", "lost",       NULL};
   bool known = status == NULL;
   for (const char *const *p = statuses; !known && *p; p++)
     known = strcmp(*p, status) == 0;
   if (!known) {
-    sbx_err_field(err, "status", "unknown session status '%s' (ready, terminated, expired, "
-                  "failed, lost)", status);
+    sbx_err_field(err, "status",
+                  "unknown session status '%s' (ready, terminated, expired, "
+                  "failed, lost)",
+                  status);
     return sbx_err_fr(err, "Requête invalide : statut de session inconnu « %s »", status);
   }
   struct list_ctx lc = {.core = core, .arr = json_array()};
@@ -430,12 +431,16 @@ static int apply_policy(struct sbx_core *core, struct sbx_live_session *ls,
     rc = sbx_net_update(ls->net, *policy, err);
   else if ((*policy)->egress == SBX_NET_EGRESS_ALLOWLIST &&
            (ls->profile->driver->caps & SBX_CAP_EGRESS_AT_START)) {
-    sbx_err_set(err, SBX_E_CONFLICT, 0, "%s sandboxes get their network link at create: create "
+    sbx_err_set(err, SBX_E_CONFLICT, 0,
+                "%s sandboxes get their network link at create: create "
                 "the session with an allowlist (\"allow\": [] admits nothing) to change it "
-                "later", ls->profile->driver_name);
-    rc = sbx_err_fr(err, "Les bacs à sable %s reçoivent leur lien réseau à la création : créez "
+                "later",
+                ls->profile->driver_name);
+    rc = sbx_err_fr(err,
+                    "Les bacs à sable %s reçoivent leur lien réseau à la création : créez "
                     "la session avec une liste d'accès (\"allow\": [] n'admet rien) pour la "
-                    "changer ensuite", ls->profile->driver_name);
+                    "changer ensuite",
+                    ls->profile->driver_name);
   } else if ((*policy)->egress == SBX_NET_EGRESS_ALLOWLIST)
     rc = sbx_core_net_attach(ls->id, ls->tenant_id, ls->sb, *policy, NULL, &ls->net, err);
   if (rc == 0) {
@@ -486,7 +491,8 @@ int sbx_session_patch(struct sbx_core *core, const struct sbx_principal *who, co
     md_txt = dump(json_is_object(v) ? v : NULL);
   }
   int64_t ttl = -1, expires = 0;
-  if ((v = json_object_get(body, "ttl_s")) && sbx_schema_ttl(v, core->cfg.max_ttl_s, &ttl, err) < 0)
+  if ((v = json_object_get(body, "ttl_s")) &&
+      sbx_schema_ttl(v, core->cfg.max_ttl_s, &ttl, err) < 0)
     return -1;
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
   if (!ls)
@@ -607,7 +613,7 @@ void sbx_sessions_shutdown(struct sbx_core *core)
       break;
     end_session(core, ls, "terminated", SBX_RS_DAEMON_SHUTDOWN);
   }
-  sbx_procs_drain(); /* background processes end with their sessions */
+  sbx_procs_drain();    /* background processes end with their sessions */
   sbx_contexts_drain(); /* so do contexts */
 }
 
@@ -658,8 +664,8 @@ void sbx_session_slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
 int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                      json_t *body, json_t **out, struct sbx_error *err)
 {
-  static const char *const allowed[] = {"command", "language", "code", "stdin", "env",
-                                        "cwd", "timeout_s", "background", "pty", NULL};
+  static const char *const allowed[] = {"command", "language",  "code",       "stdin", "env",
+                                        "cwd",     "timeout_s", "background", "pty",   NULL};
   if (sbx_schema_only(body, "", allowed, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
     return -1;
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);

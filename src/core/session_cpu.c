@@ -33,10 +33,13 @@ static void record(struct sbx_core *core, struct sbx_live_session *ls, double cp
 {
   char *md = sbx_session_metadata(ls);
   struct sbx_error err = {0};
-  struct sbx_usage_input in = {.tenant_id = ls->tenant_id, .kind = "session",
-                               .source_id = ls->id, .profile = ls->profile->name,
+  struct sbx_usage_input in = {.tenant_id = ls->tenant_id,
+                               .kind = "session",
+                               .source_id = ls->id,
+                               .profile = ls->profile->name,
                                .status = final ? "ended" : "running",
-                               .metadata_json = md, .cpu_seconds = cpu};
+                               .metadata_json = md,
+                               .cpu_seconds = cpu};
   if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
     sbx_warn("usage", "recording the CPU of session %s: %s", ls->id, err.msg);
   free(md);
@@ -60,9 +63,8 @@ static void charge(struct sbx_core *core, struct sbx_live_session *ls, bool flus
   ls->cpu_unrecorded += d;
   int64_t now = sbx_wall_s();
   double take = 0;
-  if (ls->cpu_unrecorded >= RECORD_MIN_S &&
-      (flush || ls->cpu_unrecorded >= RECORD_BATCH_S ||
-       now - ls->cpu_recorded_at >= RECORD_EVERY_S)) {
+  if (ls->cpu_unrecorded >= RECORD_MIN_S && (flush || ls->cpu_unrecorded >= RECORD_BATCH_S ||
+                                             now - ls->cpu_recorded_at >= RECORD_EVERY_S)) {
     take = ls->cpu_unrecorded;
     ls->cpu_unrecorded = 0;
     ls->cpu_recorded_at = now;
@@ -132,10 +134,15 @@ void sbx_sessions_cpu_tick(struct sbx_core *core)
 const char *sbx_session_end_reason(enum sbx_reason why)
 {
   switch (why) {
-  case SBX_RS_SESSION_DELETED: return "session_deleted";
-  case SBX_RS_TIMEOUT: return "session_expired";
-  case SBX_RS_SANDBOX_LOST: return "sandbox_lost";
-  case SBX_RS_DAEMON_SHUTDOWN: return "daemon_shutdown";
-  default: return "session_ended";
+  case SBX_RS_SESSION_DELETED:
+    return "session_deleted";
+  case SBX_RS_TIMEOUT:
+    return "session_expired";
+  case SBX_RS_SANDBOX_LOST:
+    return "sandbox_lost";
+  case SBX_RS_DAEMON_SHUTDOWN:
+    return "daemon_shutdown";
+  default:
+    return "session_ended";
   }
 }

@@ -18,8 +18,8 @@ struct sbx_span *sbx_exec_span_begin(struct sbx_core *core, const struct sbx_pri
     md = txt ? json_loads(txt, 0, NULL) : NULL;
     free(txt);
   }
-  struct sbx_span *s = sbx_trace_op_begin("sandbox.exec", who->tenant, ls->profile->name, md,
-                                          true);
+  struct sbx_span *s =
+      sbx_trace_op_begin("sandbox.exec", who->tenant, ls->profile->name, md, true);
   sbx_span_set_str(s, "sandbox.session.id", ls->id);
   json_decref(md);
   return s;

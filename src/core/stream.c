@@ -19,7 +19,7 @@
 
 struct stream_job {
   struct sbx_core *core;
-  struct sbx_live_session *ls;  /* the thread's reference */
+  struct sbx_live_session *ls; /* the thread's reference */
   struct sbx_exec_slot *slot;
   struct sbx_exec_spec spec;
   char **env;
@@ -27,7 +27,7 @@ struct stream_job {
   int64_t tenant;
   struct sbx_exec_sink sink;
   uint64_t token;
-  struct stream_job *next;      /* registry */
+  struct stream_job *next; /* registry */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -82,12 +82,12 @@ static void *stream_main(void *arg)
   struct stream_job *job = arg;
   struct sbx_exec_request tmpl = {.timeout_ms = job->timeout_ms,
                                   .output_cap = job->ls->limits.output_bytes,
-                                  .cancel = &job->slot->cancel, .on_output = job->sink.output,
+                                  .cancel = &job->slot->cancel,
+                                  .on_output = job->sink.output,
                                   .on_output_ctx = job->sink.ctx};
   struct sbx_exec_result res = {0};
   struct sbx_error err = {0};
-  if (sbx_run_spec_ex(job->ls->sb, &job->spec, job->env, &tmpl, &res, &err) < 0 &&
-      !res.error[0])
+  if (sbx_run_spec_ex(job->ls->sb, &job->spec, job->env, &tmpl, &res, &err) < 0 && !res.error[0])
     snprintf(res.error, sizeof res.error, "%s", err.msg);
   reg_remove(job); /* before the slot goes: cancel reports find nothing */
   json_t *result = sbx_result_json(&res);
@@ -126,8 +126,8 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
                             const char *id, json_t *body, const struct sbx_exec_sink *sink,
                             uint64_t token, struct sbx_error *err)
 {
-  static const char *const allowed[] = {"command", "language", "code", "stdin", "env",
-                                        "cwd", "timeout_s", "background", "pty", NULL};
+  static const char *const allowed[] = {"command", "language",  "code",       "stdin", "env",
+                                        "cwd",     "timeout_s", "background", "pty",   NULL};
   if (sbx_schema_only(body, "", allowed, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
     return -1;
   struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);

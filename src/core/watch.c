@@ -82,8 +82,10 @@ struct watch {
 };
 
 static const char *const kind_names[] = {
-    [SBX_WATCH_CREATE] = "create", [SBX_WATCH_MODIFY] = "modify",
-    [SBX_WATCH_DELETE] = "delete", [SBX_WATCH_MOVE] = "move",
+    [SBX_WATCH_CREATE] = "create",
+    [SBX_WATCH_MODIFY] = "modify",
+    [SBX_WATCH_DELETE] = "delete",
+    [SBX_WATCH_MOVE] = "move",
 };
 
 static json_t *abs_path(const struct watch *w, const char *rel)
@@ -119,7 +121,8 @@ static int on_event(struct watch *w, const struct sbx_watch_event *e)
   if (e->kind == SBX_WATCH_GONE)
     return 1;
   if (e->kind == SBX_WATCH_READY)
-    return deliver(w, "ready", json_pack("{s:s, s:o}", "type", "ready", "path", abs_path(w, "")));
+    return deliver(w, "ready",
+                   json_pack("{s:s, s:o}", "type", "ready", "path", abs_path(w, "")));
   if (e->kind == SBX_WATCH_OVERFLOW) {
     w->dropped += e->dropped ? e->dropped : 1;
     return 0;

@@ -132,7 +132,8 @@ static bool driver_value_ok(size_t k, const char *v)
   return *v && !strchr(v, ' ') && strstr(driver_keys[k].words, word);
 }
 
-static int set_driver(struct sbx_config *c, const char *key, const char *v, struct sbx_error *err)
+static int set_driver(struct sbx_config *c, const char *key, const char *v,
+                      struct sbx_error *err)
 {
   for (size_t k = 0; k < SBX_CONFIG_DRIVER_KEYS; k++) {
     if (strcmp(key, driver_keys[k].key) != 0)
@@ -158,16 +159,17 @@ size_t sbx_config_driver_settings(const struct sbx_config *c, struct sbx_core_se
 }
 
 /* One server setting by name; shared by file, env and flags. */
-static int set_server(struct sbx_config *c, const char *key, const char *v, struct sbx_error *err)
+static int set_server(struct sbx_config *c, const char *key, const char *v,
+                      struct sbx_error *err)
 {
   uint64_t n;
   bool b;
-#define STR(name, field)                                                                   \
-  if (!strcmp(key, name)) {                                                                \
-    if (strlen(v) >= sizeof c->field)                                                      \
-      return sbx_err_set(err, SBX_E_INVALID, 0, "%s: value too long", key);                \
-    snprintf(c->field, sizeof c->field, "%s", v);                                          \
-    return 0;                                                                              \
+#define STR(name, field)                                                                        \
+  if (!strcmp(key, name)) {                                                                     \
+    if (strlen(v) >= sizeof c->field)                                                           \
+      return sbx_err_set(err, SBX_E_INVALID, 0, "%s: value too long", key);                     \
+    snprintf(c->field, sizeof c->field, "%s", v);                                               \
+    return 0;                                                                                   \
   }
   STR("listen", listen)
   STR("state_dir", state_dir)
@@ -193,8 +195,9 @@ static int set_server(struct sbx_config *c, const char *key, const char *v, stru
                : 0;
   if (!strcmp(key, "log_format")) {
     c->log_json = !strcmp(v, "json") ? 1 : !strcmp(v, "text") ? 0 : !strcmp(v, "auto") ? -1 : -2;
-    return c->log_json == -2 ? sbx_err_set(err, SBX_E_INVALID, 0, "log_format: auto, text or json")
-                             : 0;
+    return c->log_json == -2
+               ? sbx_err_set(err, SBX_E_INVALID, 0, "log_format: auto, text or json")
+               : 0;
   }
   if (!strcmp(key, "max_body"))
     return sbx_parse_bytes(v, &c->max_body) < 0 || c->max_body == 0
@@ -272,7 +275,8 @@ static struct sbx_profile *profile_slot(struct sbx_config *c, const char *name)
   return p;
 }
 
-static int set_profile(struct sbx_profile *p, const char *key, const char *v, struct sbx_error *err)
+static int set_profile(struct sbx_profile *p, const char *key, const char *v,
+                       struct sbx_error *err)
 {
   uint64_t n = 0;
   int bad = 0;
@@ -337,8 +341,10 @@ static int on_ini(void *user, const char *section, const char *key, const char *
            : sbx_err_set(ctx->err, SBX_E_INVALID, 0, "too many profiles (32 at most)");
   } else if (!strncmp(section, "tenant.", 7) && section[7]) { /* per-tenant quotas */
     rc = sbx_quota_config_set(&ctx->c->quota, section + 7, key, value, ctx->err);
-    rc = rc == 0 ? sbx_err_set(ctx->err, SBX_E_INVALID, 0, "[%s]: unknown setting '%s'",
-                               section, key) : rc > 0 ? 0 : -1;
+    rc = rc == 0 ? sbx_err_set(ctx->err, SBX_E_INVALID, 0, "[%s]: unknown setting '%s'", section,
+                               key)
+         : rc > 0 ? 0
+                  : -1;
   } else {
     rc = sbx_err_set(ctx->err, SBX_E_INVALID, 0, "unknown section [%s]", section);
   }
@@ -364,24 +370,35 @@ static const struct {
   const char *env;
   const char *key;
 } env_map[] = {
-    {"SANDBOXD_LISTEN", "listen"},       {"SANDBOXD_STATE_DIR", "state_dir"},
-    {"SANDBOXD_DATABASE_URL", "database"}, {"SANDBOXD_INIT", "sbx_init"},
-    {"SANDBOXD_RUNSC", "runsc"},         {"SANDBOXD_LOG_LEVEL", "log_level"},
-    {"SANDBOXD_LOG_FORMAT", "log_format"}, {"SANDBOXD_DEFAULT_PROFILE", "default_profile"},
-    {"SANDBOXD_WORKERS", "workers"},     {"SANDBOXD_IDLE_TIMEOUT", "idle_timeout"},
+    {"SANDBOXD_LISTEN", "listen"},
+    {"SANDBOXD_STATE_DIR", "state_dir"},
+    {"SANDBOXD_DATABASE_URL", "database"},
+    {"SANDBOXD_INIT", "sbx_init"},
+    {"SANDBOXD_RUNSC", "runsc"},
+    {"SANDBOXD_LOG_LEVEL", "log_level"},
+    {"SANDBOXD_LOG_FORMAT", "log_format"},
+    {"SANDBOXD_DEFAULT_PROFILE", "default_profile"},
+    {"SANDBOXD_WORKERS", "workers"},
+    {"SANDBOXD_IDLE_TIMEOUT", "idle_timeout"},
     {"SANDBOXD_ENABLE_UNSAFE_PROCESS_DRIVER", "enable_unsafe_process_driver"},
-    {"SANDBOXD_FINOPS_URL", "finops_url"}, {"SANDBOXD_METRICS_AUTH", "metrics_auth"},
-    {"SANDBOXD_RESOLVE", "resolve"},     {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"},
-    {"SANDBOXD_NET_POOL4", "net_pool4"}, {"SANDBOXD_NET_POOL6", "net_pool6"},
+    {"SANDBOXD_FINOPS_URL", "finops_url"},
+    {"SANDBOXD_METRICS_AUTH", "metrics_auth"},
+    {"SANDBOXD_RESOLVE", "resolve"},
+    {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"},
+    {"SANDBOXD_NET_POOL4", "net_pool4"},
+    {"SANDBOXD_NET_POOL6", "net_pool6"},
     {"SANDBOXD_PULL", "pull"},
-    {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"}, {"SANDBOXD_PROBE_WAIT", "probe_wait"},
-    {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"}, {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
+    {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"},
+    {"SANDBOXD_PROBE_WAIT", "probe_wait"},
+    {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"},
+    {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
     {"SANDBOXD_IMAGE_LAYER_IDMAP", "image_layer_idmap"},
     {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
     {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
     {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
     {"SANDBOXD_OUTPUT_MEMORY_PER_TENANT", "output_memory_per_tenant"},
-    {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"}, {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
+    {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"},
+    {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
     {"SANDBOXD_MAX_CONNECTIONS", "max_connections"},
     {"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT", "max_connections_per_client"},
     {"SANDBOXD_REQUEST_HEAD_TIMEOUT", "request_head_timeout"},
@@ -407,16 +424,25 @@ static const struct {
   const char *flag;
   const char *key; /* NULL: boolean flag */
 } flag_map[] = {
-    {"--listen", "listen"},         {"--state-dir", "state_dir"},
-    {"--database", "database"},     {"--log-level", "log_level"},
-    {"--log-format", "log_format"}, {"--default-profile", "default_profile"},
-    {"--workers", "workers"},       {"--sbx-init", "sbx_init"},
-    {"--idle-timeout", "idle_timeout"}, {"--max-body", "max_body"},
-    {"--resolve", "resolve"},       {"--dns-upstream", "dns_upstream"},
-    {"--net-pool4", "net_pool4"},   {"--net-pool6", "net_pool6"},
+    {"--listen", "listen"},
+    {"--state-dir", "state_dir"},
+    {"--database", "database"},
+    {"--log-level", "log_level"},
+    {"--log-format", "log_format"},
+    {"--default-profile", "default_profile"},
+    {"--workers", "workers"},
+    {"--sbx-init", "sbx_init"},
+    {"--idle-timeout", "idle_timeout"},
+    {"--max-body", "max_body"},
+    {"--resolve", "resolve"},
+    {"--dns-upstream", "dns_upstream"},
+    {"--net-pool4", "net_pool4"},
+    {"--net-pool6", "net_pool6"},
     {"--pull", "pull"},
-    {"--probe-timeout", "probe_timeout"}, {"--probe-wait", "probe_wait"},
-    {"--gvisor-kvm", "gvisor_kvm"}, {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
+    {"--probe-timeout", "probe_timeout"},
+    {"--probe-wait", "probe_wait"},
+    {"--gvisor-kvm", "gvisor_kvm"},
+    {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
     {"--image-layer-idmap", "image_layer_idmap"},
     {"--workers-per-tenant", "workers_per_tenant"},
     {"--queue-max-per-tenant", "queue_max_per_tenant"},

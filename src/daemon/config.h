@@ -23,14 +23,14 @@ struct sbx_core_setting; /* core/core.h */
 
 struct sbx_config {
   char listen[256];
-  char state_dir[4096];   /* made absolute by sbx_config_finish */
+  char state_dir[4096]; /* made absolute by sbx_config_finish */
   char database_url[1024];
   char config_file[4096];
   char init_path[4096];
   char runsc_path[4096];
   char default_profile[64];
   enum sbx_log_level log_level;
-  int log_json;           /* -1 auto */
+  int log_json; /* -1 auto */
   uint64_t max_body;
   unsigned workers;
   unsigned queue_max;
@@ -48,22 +48,24 @@ struct sbx_config {
   struct sbx_profile profiles[32];
   size_t nprofiles;
   struct sbx_quota_config quota; /* [server] quota_*, rate_limit_*; [tenant.NAME] */
-  char finops_url[1024];  /* FinOps endpoint for usage records ("" = none) */
-  bool metrics_auth;      /* GET /metrics needs an admin key */
+  char finops_url[1024];         /* FinOps endpoint for usage records ("" = none) */
+  bool metrics_auth;             /* GET /metrics needs an admin key */
   /* Egress policy */
-  char *resolve[65];      /* NULL-terminated "NAME=ADDR" pins (--resolve, repeatable; SANDBOXD_RESOLVE a,b) */
+  char *resolve
+      [65]; /* NULL-terminated "NAME=ADDR" pins (--resolve, repeatable; SANDBOXD_RESOLVE a,b) */
   size_t nresolve;
   char dns_upstream[128]; /* "ADDR[:PORT]" ("" = pinned names only) */
   char net_pool4[64];     /* veth addresses ("" = net module default) */
   char net_pool6[64];
   /* Images */
-  int image_pull;         /* SBX_IMAGE_PULL_MISSING (0, default) or _NEVER (1) */
+  int image_pull; /* SBX_IMAGE_PULL_MISSING (0, default) or _NEVER (1) */
   /* Start probes run in the background (core/profile.h) */
-  unsigned probe_timeout_s;     /* bound of one driver's probe command (10) */
-  unsigned probe_wait_s;        /* a request for a probing profile waits this long (5) */
+  unsigned probe_timeout_s;      /* bound of one driver's probe command (10) */
+  unsigned probe_wait_s;         /* a request for a probing profile waits this long (5) */
   unsigned gvisor_kvm_timeout_s; /* bound of runsc's KVM probe (2) */
-  bool gvisor_kvm_off;          /* gvisor_kvm = off: as if /dev/kvm were absent */
-  bool image_layer_idmap_off;   /* image_layer_idmap = off: shifted layer copies (isolation/shift.c) */
+  bool gvisor_kvm_off;           /* gvisor_kvm = off: as if /dev/kvm were absent */
+  bool
+      image_layer_idmap_off; /* image_layer_idmap = off: shifted layer copies (isolation/shift.c) */
   char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
   char driver_values[SBX_CONFIG_DRIVER_KEYS][256]; /* "" = unset; see config.c driver_keys */
 };

@@ -64,22 +64,36 @@ int sbx_cmd_serve(struct sbx_config *cfg)
   struct sbx_core_setting dset[SBX_CONFIG_DRIVER_SETTINGS];
   size_t ndset = sbx_config_driver_settings(cfg, dset, SBX_CONFIG_DRIVER_SETTINGS);
   struct sbx_core_config cc = {
-      .state_dir = cfg->state_dir, .database_url = cfg->database_url,
-      .init_path = cfg->init_path, .runsc_path = cfg->runsc_path,
+      .state_dir = cfg->state_dir,
+      .database_url = cfg->database_url,
+      .init_path = cfg->init_path,
+      .runsc_path = cfg->runsc_path,
       .unsafe_process_driver = cfg->unsafe_process_driver,
-      .default_profile = cfg->default_profile, .workers = cfg->workers,
-      .queue_max = cfg->queue_max, .queue_max_per_tenant = cfg->queue_max_per_tenant,
-      .workers_per_tenant = cfg->workers_per_tenant, .default_ttl_s = cfg->session_ttl_s,
-      .max_ttl_s = cfg->session_max_ttl_s, .idle_timeout_s = cfg->idle_timeout_s,
-      .max_sessions_per_tenant = cfg->max_sessions_per_tenant, .profiles = cfg->profiles,
-      .nprofiles = cfg->nprofiles, .quota = cfg->quota,
-      .finops_url = cfg->finops_url, .metrics_auth = cfg->metrics_auth,
-      .resolve = (const char *const *)cfg->resolve, .dns_upstream = cfg->dns_upstream,
-      .net_pool4 = cfg->net_pool4, .net_pool6 = cfg->net_pool6,
+      .default_profile = cfg->default_profile,
+      .workers = cfg->workers,
+      .queue_max = cfg->queue_max,
+      .queue_max_per_tenant = cfg->queue_max_per_tenant,
+      .workers_per_tenant = cfg->workers_per_tenant,
+      .default_ttl_s = cfg->session_ttl_s,
+      .max_ttl_s = cfg->session_max_ttl_s,
+      .idle_timeout_s = cfg->idle_timeout_s,
+      .max_sessions_per_tenant = cfg->max_sessions_per_tenant,
+      .profiles = cfg->profiles,
+      .nprofiles = cfg->nprofiles,
+      .quota = cfg->quota,
+      .finops_url = cfg->finops_url,
+      .metrics_auth = cfg->metrics_auth,
+      .resolve = (const char *const *)cfg->resolve,
+      .dns_upstream = cfg->dns_upstream,
+      .net_pool4 = cfg->net_pool4,
+      .net_pool6 = cfg->net_pool6,
       .image_pull = cfg->image_pull,
-      .probe_timeout_s = cfg->probe_timeout_s, .probe_wait_s = cfg->probe_wait_s,
-      .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s, .gvisor_kvm_off = cfg->gvisor_kvm_off,
-      .driver_settings = dset, .ndriver_settings = ndset,
+      .probe_timeout_s = cfg->probe_timeout_s,
+      .probe_wait_s = cfg->probe_wait_s,
+      .gvisor_kvm_timeout_s = cfg->gvisor_kvm_timeout_s,
+      .gvisor_kvm_off = cfg->gvisor_kvm_off,
+      .driver_settings = dset,
+      .ndriver_settings = ndset,
   };
   struct sbx_core *core;
   if (sbx_core_start(&cc, &core, &err) < 0) {
@@ -87,12 +101,13 @@ int sbx_cmd_serve(struct sbx_config *cfg)
     close(lock_fd);
     return 1;
   }
-  struct sbx_server_config sc = {
-      .listen = cfg->listen, .max_body_bytes = cfg->max_body,
-      .max_connections = cfg->max_connections,
-      .max_connections_per_client = (unsigned)cfg->max_connections_per_client,
-      .head_timeout_s = (unsigned)cfg->request_head_timeout_s,
-      .e2b_templates = cfg->e2b_templates};
+  struct sbx_server_config sc = {.listen = cfg->listen,
+                                 .max_body_bytes = cfg->max_body,
+                                 .max_connections = cfg->max_connections,
+                                 .max_connections_per_client =
+                                     (unsigned)cfg->max_connections_per_client,
+                                 .head_timeout_s = (unsigned)cfg->request_head_timeout_s,
+                                 .e2b_templates = cfg->e2b_templates};
   struct sbx_server *srv;
   if (sbx_server_start(&sc, core, &srv, &err) < 0) {
     sbx_error("serve", "%s", err.msg);
@@ -108,8 +123,8 @@ int sbx_cmd_serve(struct sbx_config *cfg)
     ;
   sbx_info("serve", "received %s: shutting down", strsignal(sig));
   sbx_server_quiesce(srv);
-  sbx_core_stop(core);   /* cancels running execs, so blocked handlers return */
-  sbx_server_stop(srv);  /* waits for in-flight requests, which may use the store */
+  sbx_core_stop(core);  /* cancels running execs, so blocked handlers return */
+  sbx_server_stop(srv); /* waits for in-flight requests, which may use the store */
   sbx_core_free(core);
   sbx_info("serve", "stopped");
   close(lock_fd);

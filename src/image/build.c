@@ -68,7 +68,8 @@ struct plan {
   const struct sbx_image_build *b;
 };
 
-static void note(const struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const struct plan *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void note(const struct plan *p, const char *fmt, ...)
 {
   char line[MAX_LINE];
@@ -87,7 +88,8 @@ static void note(const struct plan *p, const char *fmt, ...)
 /* Debian policy 5.6.1: [a-z0-9][a-z0-9+.-]+ */
 static bool pkg_name_ok(const char *s, size_t n)
 {
-  if (n < 2 || n > MAX_PKG_NAME || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
+  if (n < 2 || n > MAX_PKG_NAME ||
+      !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
     return false;
   for (size_t i = 1; i < n; i++)
     if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '+' ||
@@ -451,7 +453,8 @@ static bool ends_with(const char *s, const char *suffix)
 
 static int dirent_filter(const struct dirent *d)
 {
-  return d->d_name[0] != '.' && (ends_with(d->d_name, ".list") || ends_with(d->d_name, ".sources"));
+  return d->d_name[0] != '.' &&
+         (ends_with(d->d_name, ".list") || ends_with(d->d_name, ".sources"));
 }
 
 /* Writes the host's entries for suite (deb822) to path. */
@@ -476,10 +479,11 @@ static int host_sources(const char *suite, const char *path, unsigned *found,
   if (fflush(out) != 0)
     return sbx_err_sys(err, errno, "write %s", path);
   if (!*found)
-    return sbx_err_field(err, "mirror",
-                         "the host's apt sources (/etc/apt/sources.list, sources.list.d) have no "
-                         "enabled 'deb' entry for %s, %s-updates or %s-security: give --mirror URL",
-                         suite, suite, suite);
+    return sbx_err_field(
+        err, "mirror",
+        "the host's apt sources (/etc/apt/sources.list, sources.list.d) have no "
+        "enabled 'deb' entry for %s, %s-updates or %s-security: give --mirror URL",
+        suite, suite, suite);
   return 0;
 }
 
@@ -605,20 +609,20 @@ static void mm_line(void *ud, const char *line)
  * --dpkgopt path-exclude: that filters every package through a Python
  * helper during extraction, which tripled the build time.  find never
  * follows a symlink, so nothing outside $1 is touched. */
-#define SETUP_HOOK                                                                                \
-  "mkdir -p \"$1\"/etc/dpkg/dpkg.cfg.d && echo force-unsafe-io > "                               \
+#define SETUP_HOOK                                                                              \
+  "mkdir -p \"$1\"/etc/dpkg/dpkg.cfg.d && echo force-unsafe-io > "                              \
   "\"$1\"/etc/dpkg/dpkg.cfg.d/00sandboxd-build"
-#define CUSTOMIZE_HOOK                                                                            \
-  "set -e; r=\"$1\"; "                                                                            \
-  "rm -f \"$r\"/etc/dpkg/dpkg.cfg.d/00sandboxd-build \"$r\"/etc/apt/apt.conf.d/99mmdebstrap "     \
+#define CUSTOMIZE_HOOK                                                                                \
+  "set -e; r=\"$1\"; "                                                                                \
+  "rm -f \"$r\"/etc/dpkg/dpkg.cfg.d/00sandboxd-build \"$r\"/etc/apt/apt.conf.d/99mmdebstrap "         \
   "\"$r\"/etc/resolv.conf \"$r\"/etc/hostname; : > \"$r\"/etc/resolv.conf; : > \"$r\"/etc/hostname; " \
-  "for d in man info locale; do if [ -d \"$r\"/usr/share/$d ]; then "                              \
-  "find \"$r\"/usr/share/$d -mindepth 1 -delete; fi; done; "                                      \
-  "if [ -d \"$r\"/usr/share/doc ]; then "                                                          \
-  "find \"$r\"/usr/share/doc -mindepth 1 ! -type d ! -name copyright -delete; "                   \
-  "find \"$r\"/usr/share/doc -mindepth 1 -type d -empty -delete; fi; "                            \
-  "printf '%s\\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' "      \
-  "'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/info/*' "                               \
+  "for d in man info locale; do if [ -d \"$r\"/usr/share/$d ]; then "                                 \
+  "find \"$r\"/usr/share/$d -mindepth 1 -delete; fi; done; "                                          \
+  "if [ -d \"$r\"/usr/share/doc ]; then "                                                             \
+  "find \"$r\"/usr/share/doc -mindepth 1 ! -type d ! -name copyright -delete; "                       \
+  "find \"$r\"/usr/share/doc -mindepth 1 -type d -empty -delete; fi; "                                \
+  "printf '%s\\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' "         \
+  "'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/info/*' "                                 \
   "'path-exclude=/usr/share/locale/*' > \"$r\"/etc/dpkg/dpkg.cfg.d/90sandboxd-slim"
 
 static int run_mmdebstrap(const struct plan *p, const char *work, const char *tar,
@@ -665,8 +669,8 @@ static int run_mmdebstrap(const struct plan *p, const char *work, const char *ta
   snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", work);
   /* a fixed PATH: mmdebstrap runs python helpers (mmtarfilter) and must get
    * the system's python, not a user's shim */
-  char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "HOME=/root",
-                  epoch, tmpdir, NULL};
+  char *envp[] = {
+      "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "HOME=/root", epoch, tmpdir, NULL};
   if (access(argv[0], X_OK) < 0)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno,
                        "image build needs mmdebstrap (Debian package mmdebstrap): %s",
@@ -678,8 +682,7 @@ static int run_mmdebstrap(const struct plan *p, const char *work, const char *ta
   if (rc < 0)
     return -1;
   if (rc != 0)
-    return sbx_err_set(err, SBX_E_INTERNAL, 0, "mmdebstrap failed (exit %d):\n%s", rc,
-                       out.tail);
+    return sbx_err_set(err, SBX_E_INTERNAL, 0, "mmdebstrap failed (exit %d):\n%s", rc, out.tail);
   return 0;
 }
 
@@ -699,7 +702,8 @@ static int write_layer(const char *tar, const char *layout, char *digest, char *
   z_stream z = {0};
   /* 15 + 16: a gzip wrapper with mtime 0 and no name, so the bytes depend
    * on the tar alone */
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
     return sbx_err_set(err, SBX_E_INTERNAL, 0, "zlib init");
   struct img_hash raw, gz;
   img_hash_init(&raw);
@@ -795,13 +799,12 @@ static json_t *config_doc(const struct plan *p, const char *diff_id)
   snprintf(by, sizeof by, "sandboxd image build --from debian:%s --packages %s --variant %s",
            p->suite, p->pkglist, p->variant);
   return json_pack(
-      "{s:s,s:s,s:s,s:{s:[s,s],s:o,s:{s:s,s:s,s:s,s:s}},s:{s:s,s:[s]},s:[{s:s,s:s}]}",
-      "created", created, "architecture", p->arch, "os", "linux", "config", "Env",
-      "PATH=" IMAGE_PATH, "LANG=C.UTF-8", "Cmd", default_cmd(p), "Labels",
-      "io.sandboxd.build.from", p->b->from, "io.sandboxd.build.packages", p->pkglist,
-      "io.sandboxd.build.variant", p->variant, "org.opencontainers.image.created", created,
-      "rootfs", "type", "layers", "diff_ids", diff_id, "history", "created", created,
-      "created_by", by);
+      "{s:s,s:s,s:s,s:{s:[s,s],s:o,s:{s:s,s:s,s:s,s:s}},s:{s:s,s:[s]},s:[{s:s,s:s}]}", "created",
+      created, "architecture", p->arch, "os", "linux", "config", "Env", "PATH=" IMAGE_PATH,
+      "LANG=C.UTF-8", "Cmd", default_cmd(p), "Labels", "io.sandboxd.build.from", p->b->from,
+      "io.sandboxd.build.packages", p->pkglist, "io.sandboxd.build.variant", p->variant,
+      "org.opencontainers.image.created", created, "rootfs", "type", "layers", "diff_ids",
+      diff_id, "history", "created", created, "created_by", by);
 }
 
 static int write_layout(const struct plan *p, const char *tar, const char *layout,
@@ -823,17 +826,17 @@ static int write_layout(const struct plan *p, const char *tar, const char *layou
   int rc = -1;
   if (!cfg || write_blob_json(layout, cfg, config, &config_size, err) < 0)
     goto out;
-  man = json_pack("{s:i,s:s,s:{s:s,s:s,s:I},s:[{s:s,s:s,s:I}]}", "schemaVersion", 2,
-                  "mediaType", MEDIA_MANIFEST, "config", "mediaType", MEDIA_CONFIG, "digest",
-                  config, "size", (json_int_t)config_size, "layers", "mediaType", MEDIA_LAYER,
-                  "digest", layer, "size", (json_int_t)layer_size);
+  man = json_pack("{s:i,s:s,s:{s:s,s:s,s:I},s:[{s:s,s:s,s:I}]}", "schemaVersion", 2, "mediaType",
+                  MEDIA_MANIFEST, "config", "mediaType", MEDIA_CONFIG, "digest", config, "size",
+                  (json_int_t)config_size, "layers", "mediaType", MEDIA_LAYER, "digest", layer,
+                  "size", (json_int_t)layer_size);
   if (!man || write_blob_json(layout, man, manifest_digest, &manifest_size, err) < 0)
     goto out;
   /* both name annotations: import (and containerd) read io.containerd.image.name */
   idx = json_pack("{s:i,s:[{s:s,s:s,s:I,s:{s:s,s:s},s:{s:s,s:s}}]}", "schemaVersion", 2,
                   "manifests", "mediaType", MEDIA_MANIFEST, "digest", manifest_digest, "size",
-                  (json_int_t)manifest_size, "platform", "os", "linux", "architecture",
-                  p->arch, "annotations", "io.containerd.image.name", p->ref.canonical,
+                  (json_int_t)manifest_size, "platform", "os", "linux", "architecture", p->arch,
+                  "annotations", "io.containerd.image.name", p->ref.canonical,
                   "org.opencontainers.image.ref.name", p->ref.canonical);
   oci = json_pack("{s:s}", "imageLayoutVersion", "1.0.0");
   if (!idx || !oci || write_file_json(layout, "index.json", idx, err) < 0 ||

@@ -23,16 +23,17 @@ struct opts {
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: sandboxd image COMMAND [--state-dir DIR]\n\n"
-             "  pull REF                  pull from a registry (docker.io/…, host:port/…)\n"
-             "  import PATH [--name REF]  import an OCI layout dir, OCI archive or docker-save tar\n"
-             "  build --from debian:SUITE --packages P1,P2,… --name REF\n"
-             "        [--mirror URL] [--variant apt|minbase|essential] [--output DIR]\n"
-             "                            build an image of Debian packages with mmdebstrap\n"
-             "  ls [--json]               list stored images\n"
-             "  rm REF                    forget a reference (layers go at the next gc)\n"
-             "  gc                        delete blobs and layers no reference uses\n\n"
-             "Registry credentials: <state-dir>/auth.json (Docker's config.json format).\n");
+  fprintf(
+      f, "usage: sandboxd image COMMAND [--state-dir DIR]\n\n"
+         "  pull REF                  pull from a registry (docker.io/…, host:port/…)\n"
+         "  import PATH [--name REF]  import an OCI layout dir, OCI archive or docker-save tar\n"
+         "  build --from debian:SUITE --packages P1,P2,… --name REF\n"
+         "        [--mirror URL] [--variant apt|minbase|essential] [--output DIR]\n"
+         "                            build an image of Debian packages with mmdebstrap\n"
+         "  ls [--json]               list stored images\n"
+         "  rm REF                    forget a reference (layers go at the next gc)\n"
+         "  gc                        delete blobs and layers no reference uses\n\n"
+         "Registry credentials: <state-dir>/auth.json (Docker's config.json format).\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -144,9 +145,13 @@ static int run(const char *cmd, struct opts *o, struct sbx_error *err)
       return -1;
     printf("%s\n", canonical);
   } else if (!strcmp(cmd, "build") && o->nargs == 0) {
-    struct sbx_image_build b = {.from = o->from, .packages = o->packages, .name = o->name,
-                                .mirror = o->mirror, .variant = o->variant,
-                                .output = o->output, .progress = build_progress};
+    struct sbx_image_build b = {.from = o->from,
+                                .packages = o->packages,
+                                .name = o->name,
+                                .mirror = o->mirror,
+                                .variant = o->variant,
+                                .output = o->output,
+                                .progress = build_progress};
     if (sbx_image_build(&b, canonical, digest, err) < 0)
       return -1;
     printf("%s %s\n", canonical, digest);

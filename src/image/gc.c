@@ -189,10 +189,11 @@ int sbx_image_gc(struct sbx_image_gc_stats *st, struct sbx_error *err)
   gc_tmp(st);
   json_decref(keep);
   json_decref(refs);
-  sbx_info(IMG_SUB,
-           "gc: %u blobs (%llu bytes), %u layers and %u shifted copies removed, %u layers in use "
-           "kept",
-           st->blobs_removed, (unsigned long long)st->bytes_freed, st->layers_removed,
-           st->copies_removed, st->layers_in_use);
+  sbx_info(
+      IMG_SUB,
+      "gc: %u blobs (%llu bytes), %u layers and %u shifted copies removed, %u layers in use "
+      "kept",
+      st->blobs_removed, (unsigned long long)st->bytes_freed, st->layers_removed,
+      st->copies_removed, st->layers_in_use);
   return 0;
 }

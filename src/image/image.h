@@ -51,16 +51,16 @@ enum sbx_image_pull { SBX_IMAGE_PULL_MISSING = 0, SBX_IMAGE_PULL_NEVER = 1 };
  * (refcounted) by every sandbox built from it; the GC never removes a layer
  * of a held image. */
 struct sbx_image {
-  char ref[700];           /* canonical reference */
-  char digest[80];         /* manifest digest */
+  char ref[700];   /* canonical reference */
+  char digest[80]; /* manifest digest */
   size_t nlayers;
-  char **layers;           /* absolute layer dirs, lowest first */
+  char **layers; /* absolute layer dirs, lowest first */
   /* the image config ("config" object of the OCI config blob) */
-  char **env;              /* NULL-terminated "KEY=VALUE" */
-  char *workdir;           /* NULL when unset */
-  char *user;              /* NULL when unset: "1000", "1000:1000", "root", "name" */
-  char **entrypoint;       /* NULL-terminated or NULL */
-  char **cmd;              /* NULL-terminated or NULL */
+  char **env;        /* NULL-terminated "KEY=VALUE" */
+  char *workdir;     /* NULL when unset */
+  char *user;        /* NULL when unset: "1000", "1000:1000", "root", "name" */
+  char **entrypoint; /* NULL-terminated or NULL */
+  char **cmd;        /* NULL-terminated or NULL */
 };
 
 /* Opens (creates) the store under state_dir.  Once per process. */
@@ -79,8 +79,7 @@ void sbx_image_release(struct sbx_image *img);
 
 /* Progress of one blob download: what is the blob's digest, total its size
  * from the manifest (0 when unknown).  Called from the pulling thread. */
-typedef void (*sbx_image_progress_fn)(void *ud, const char *what, uint64_t done,
-                                      uint64_t total);
+typedef void (*sbx_image_progress_fn)(void *ud, const char *what, uint64_t done, uint64_t total);
 /* Pulls ref (always asks the registry; blobs already stored are not
  * downloaded again) and records it.  canonical/digest (may be NULL) get the
  * canonical reference (700 bytes) and manifest digest (80 bytes). */
@@ -89,8 +88,7 @@ int sbx_image_pull(const char *ref, sbx_image_progress_fn cb, void *ud, char *ca
 /* Imports an OCI layout directory, an OCI archive or a `docker save`
  * tarball (detected).  name overrides the archive's own name (required when
  * it has none).  canonical (700 bytes, may be NULL) gets the name stored. */
-int sbx_image_import(const char *path, const char *name, char *canonical,
-                     struct sbx_error *err);
+int sbx_image_import(const char *path, const char *name, char *canonical, struct sbx_error *err);
 /* New JSON array, one object per reference:
  * {ref, digest, config, layers:[digest…], size, created}, sorted by ref. */
 int sbx_image_list(json_t **out, struct sbx_error *err);
@@ -103,7 +101,7 @@ struct sbx_image_gc_stats {
   unsigned layers_in_use; /* unreferenced but held by a running image: kept */
   unsigned tmp_removed;
   unsigned copies_removed; /* shifted copies of removed layers (isolation/shift.c) */
-  uint64_t bytes_freed;   /* of blobs */
+  uint64_t bytes_freed;    /* of blobs */
 };
 /* Removes blobs and layers no reference uses, never a held layer; stale
  * temp files (a day old) too.  409 conflict while a pull/import runs. */

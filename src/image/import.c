@@ -292,8 +292,7 @@ static bool has(int root, const char *rel)
   return fd >= 0;
 }
 
-int sbx_image_import(const char *path, const char *name, char *canonical,
-                     struct sbx_error *err)
+int sbx_image_import(const char *path, const char *name, char *canonical, struct sbx_error *err)
 {
   char canon[700] = "";
   if (img_store_ready(err) < 0)

@@ -123,8 +123,8 @@ static bool is_loopback(const char *domain)
 
 static int bad(struct sbx_error *err, const char *field, const char *text, const char *why)
 {
-  return sbx_err_field(err, field ? field : "image", "invalid image reference '%.200s': %s", text,
-                       why);
+  return sbx_err_field(err, field ? field : "image", "invalid image reference '%.200s': %s",
+                       text, why);
 }
 
 /* Splits "rest" (after the domain) into repository, tag and digest. */

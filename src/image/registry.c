@@ -30,10 +30,10 @@
 
 #define ERR_BODY_MAX (64u << 10)
 #define TOKEN_MAX 16384
-#define ACCEPT_MANIFESTS                                                                     \
-  "Accept: application/vnd.oci.image.index.v1+json, "                                        \
-  "application/vnd.docker.distribution.manifest.list.v2+json, "                              \
-  "application/vnd.oci.image.manifest.v1+json, "                                             \
+#define ACCEPT_MANIFESTS                                                                        \
+  "Accept: application/vnd.oci.image.index.v1+json, "                                           \
+  "application/vnd.docker.distribution.manifest.list.v2+json, "                                 \
+  "application/vnd.oci.image.manifest.v1+json, "                                                \
   "application/vnd.docker.distribution.manifest.v2+json"
 
 struct resp {
@@ -84,7 +84,8 @@ static size_t on_header(char *b, size_t sz, size_t n, void *ud)
     const char *name;
     size_t off, cap;
   } want[] = {
-      {"www-authenticate:", offsetof(struct resp, www_auth), sizeof(((struct resp *)0)->www_auth)},
+      {"www-authenticate:", offsetof(struct resp, www_auth),
+       sizeof(((struct resp *)0)->www_auth)},
       {"content-type:", offsetof(struct resp, content_type),
        sizeof(((struct resp *)0)->content_type)},
   };
@@ -237,8 +238,9 @@ static int bearer_token(struct client *cl, const char *www, struct sbx_error *er
   curl_slist_free_all(h);
   curl_easy_cleanup(c);
   if (rc == 0 && r.status != 200)
-    rc = sbx_err_set(err, r.status == 401 || r.status == 403 ? SBX_E_FORBIDDEN : SBX_E_BAD_GATEWAY,
-                     0, "token server %s answered %ld%s", realm, r.status,
+    rc = sbx_err_set(err,
+                     r.status == 401 || r.status == 403 ? SBX_E_FORBIDDEN : SBX_E_BAD_GATEWAY, 0,
+                     "token server %s answered %ld%s", realm, r.status,
                      cl->creds[0] ? "" : " (no credentials for this registry in auth.json)");
   if (rc == 0) {
     json_t *doc = r.buf ? json_loadb(r.buf, r.len, 0, NULL) : NULL;
@@ -410,8 +412,14 @@ static int fetch_blob(struct client *cl, const struct img_desc *d, sbx_image_pro
              (unsigned long long)have, (long long)d->size);
   char path[900];
   snprintf(path, sizeof path, "/v2/%s/blobs/%s", cl->ref->repository, d->digest);
-  struct resp r = {.fd = fd, .max = ERR_BODY_MAX, .hash = &h, .done = have,
-                   .total = (uint64_t)d->size, .what = d->digest, .cb = cb, .ud = ud};
+  struct resp r = {.fd = fd,
+                   .max = ERR_BODY_MAX,
+                   .hash = &h,
+                   .done = have,
+                   .total = (uint64_t)d->size,
+                   .what = d->digest,
+                   .cb = cb,
+                   .ud = ud};
   lseek(fd, (off_t)have, SEEK_SET);
   int rc = 0;
   if (have < (uint64_t)d->size || d->size == 0) {
@@ -440,8 +448,8 @@ static int fetch_blob(struct client *cl, const struct img_desc *d, sbx_image_pro
   if (r.done != (uint64_t)d->size || img_digest_check(d->digest, d->digest, got, err) < 0) {
     unlink(part); /* corrupt: resuming it would only fail again */
     if (r.done != (uint64_t)d->size)
-      return sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "blob %s: got %llu of %lld bytes",
-                         d->digest, (unsigned long long)r.done, (long long)d->size);
+      return sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "blob %s: got %llu of %lld bytes", d->digest,
+                         (unsigned long long)r.done, (long long)d->size);
     return -1;
   }
   if (fsync(fd) < 0)
@@ -483,7 +491,8 @@ static int pull_manifest(struct client *cl, char *manifest_digest, char *index_d
   if (kind == 1) {
     snprintf(index_digest, IMG_DIGEST_LEN, "%s", digest);
     char pick[IMG_DIGEST_LEN];
-    int rc = img_blob_put(body, len, digest, err) < 0 ? -1 : img_index_pick(body, len, pick, err);
+    int rc =
+        img_blob_put(body, len, digest, err) < 0 ? -1 : img_index_pick(body, len, pick, err);
     free(body);
     body = NULL;
     if (rc < 0 || fetch_manifest(cl, pick, &body, &len, ctype, sizeof ctype, digest, err) < 0)
@@ -494,7 +503,8 @@ static int pull_manifest(struct client *cl, char *manifest_digest, char *index_d
   if (kind != 0)
     sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "%s: not an image manifest (media type '%s')",
                 cl->ref->canonical, ctype);
-  else if (img_manifest_parse(body, len, m, err) == 0 && img_blob_put(body, len, digest, err) == 0)
+  else if (img_manifest_parse(body, len, m, err) == 0 &&
+           img_blob_put(body, len, digest, err) == 0)
     rc = 0;
   free(body);
   snprintf(manifest_digest, IMG_DIGEST_LEN, "%s", digest);

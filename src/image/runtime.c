@@ -22,7 +22,7 @@
 struct held {
   struct sbx_image pub; /* first: the public pointer is the struct's */
   int refs;
-  int *fds;             /* one per layer, flock(LOCK_SH) */
+  int *fds; /* one per layer, flock(LOCK_SH) */
   struct held *next;
 };
 

@@ -41,8 +41,8 @@ int sbx_image_store_open(const char *state_dir, struct sbx_error *err)
    * every component of the absolute path it writes to. */
   snprintf(state, sizeof state, "%s", abs);
   snprintf(root, sizeof root, "%s/images", abs);
-  static const char *const dirs[] = {"", "/blobs", "/blobs/sha256", "/layers",
-                                     "/layers/sha256", "/tmp"};
+  static const char *const dirs[] = {"",        "/blobs",         "/blobs/sha256",
+                                     "/layers", "/layers/sha256", "/tmp"};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
     char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s%s", root, dirs[i]);
@@ -126,8 +126,7 @@ int img_blob_put(const void *buf, size_t len, char *digest, struct sbx_error *er
   return 0;
 }
 
-int img_blob_read(const char *digest, size_t max, char **out, size_t *len,
-                  struct sbx_error *err)
+int img_blob_read(const char *digest, size_t max, char **out, size_t *len, struct sbx_error *err)
 {
   if (!img_digest_valid(digest))
     return sbx_err_set(err, SBX_E_INVALID, 0, "invalid digest '%.80s'", digest);

@@ -47,7 +47,8 @@ void sbx_iso_host_layout(struct sbx_iso_plan *p)
       snprintf(p->links[p->nlinks].name, sizeof p->links[0].name, "%s", tops[i]);
       snprintf(p->links[p->nlinks++].target, sizeof p->links[0].target, "%s", target);
     } else if (S_ISDIR(st.st_mode) && p->nrobinds < SBX_PLAN_MAX_ROBINDS) {
-      snprintf(p->robinds[p->nrobinds++], sizeof p->robinds[0], "%s", tops[i]); /* non-merged /usr */
+      snprintf(p->robinds[p->nrobinds++], sizeof p->robinds[0], "%s",
+               tops[i]); /* non-merged /usr */
     }
   }
   p->have_ldcache = stat("/etc/ld.so.cache", &st) == 0 && S_ISREG(st.st_mode);
@@ -101,16 +102,15 @@ static int await_exec(int sync_fd, pid_t pid, struct sbx_error *err)
     return sbx_err_sys(err, n < 0 ? errno : EPROTO, "sandbox setup: reading child %d", (int)pid);
   /* A host that cannot do a step at all (no userns mounts, …) is
    * "runtime unavailable"; the message names the step either way. */
-  return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, rep.errnum, "sandbox setup failed at step '%s': %s",
+  return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, rep.errnum,
+                     "sandbox setup failed at step '%s': %s",
                      sbx_iso_step_name((enum sbx_iso_step)rep.step), strerror(rep.errnum));
 }
 
-static int open_devnull(void)
-{
-  return open("/dev/null", O_RDWR | O_CLOEXEC);
-}
+static int open_devnull(void) { return open("/dev/null", O_RDWR | O_CLOEXEC); }
 
-static int launch(struct sbx_iso_box *box, const struct sbx_iso_spec *spec, struct sbx_error *err)
+static int launch(struct sbx_iso_box *box, const struct sbx_iso_spec *spec,
+                  struct sbx_error *err)
 {
   int chan[2], sync[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) < 0)
@@ -147,7 +147,8 @@ static int launch(struct sbx_iso_box *box, const struct sbx_iso_spec *spec, stru
   }
   if (null_fd < 0)
     return sbx_err_sys(err, errno, "open /dev/null");
-  if (sbx_spawn_clone(&plan, &box->cg, box->uid_base, &box->pid, &box->pidfd, sync_parent, err) < 0)
+  if (sbx_spawn_clone(&plan, &box->cg, box->uid_base, &box->pid, &box->pidfd, sync_parent, err) <
+      0)
     return -1;
   /* Our copies of the child's ends must go, or EOF never comes. */
   close(steal_fd(&chan_child));
@@ -222,7 +223,8 @@ void sbx_iso_box_destroy(struct sbx_iso_box *box)
     /* PID 1 of the namespace: its death takes every process in it along */
     syscall(SYS_pidfd_send_signal, box->pidfd, SIGKILL, NULL, 0);
     if (sbx_iso_box_wait(box, 5000) < 0)
-      sbx_warn("isolation", "%s: init %d not reaped: %s", box->leaf, (int)box->pid, strerror(errno));
+      sbx_warn("isolation", "%s: init %d not reaped: %s", box->leaf, (int)box->pid,
+               strerror(errno));
   }
   if (box->chan_fd >= 0)
     close(box->chan_fd);

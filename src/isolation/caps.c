@@ -52,7 +52,4 @@ int sbx_caps_clear(void)
   return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
-int sbx_caps_no_new_privs(void)
-{
-  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-}
+int sbx_caps_no_new_privs(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }

@@ -37,7 +37,7 @@ static const struct {
   const char *name;
   unsigned mask;
 } v1_ctrls[] = {
-    {"memory", SBX_CGC_MEMORY}, {"pids", SBX_CGC_PIDS},       {"cpu", SBX_CGC_CPU},
+    {"memory", SBX_CGC_MEMORY},   {"pids", SBX_CGC_PIDS},       {"cpu", SBX_CGC_CPU},
     {"cpuacct", SBX_CGC_CPUACCT}, {"freezer", SBX_CGC_FREEZER},
 };
 
@@ -272,7 +272,7 @@ static int detect_v1(struct sbx_cg_host *h, const char *root, const char *selfcg
 #define DAEMON_LEAF "daemon"
 
 static pthread_mutex_t v2_lock = PTHREAD_MUTEX_INITIALIZER;
-static char v2_self[512];  /* this process's delegated cgroup, once taken */
+static char v2_self[512]; /* this process's delegated cgroup, once taken */
 static bool v2_taken;
 
 /* Whether pid is this process or a descendant of it (probes forked before
@@ -327,7 +327,8 @@ static int v2_claim(const struct sbx_cg_host *h, const char *base, const char *a
                        "cgroup v2: %s also holds processes that are not sandboxd's (pid %ld): "
                        "sandboxd needs a cgroup of its own to delegate from; run it as the "
                        "packaged systemd unit (Delegate=yes) or with `systemd-run --scope -p "
-                       "Delegate=yes sandboxd serve`", base, foreign);
+                       "Delegate=yes sandboxd serve`",
+                       base, foreign);
   snprintf(p, sizeof p, "%s/" DAEMON_LEAF, base);
   if (mkdir(p, 0755) < 0 && errno != EEXIST)
     return sbx_err_sys(err, errno, "cgroup v2: mkdir %s", p);
@@ -388,8 +389,9 @@ static int detect_v2(struct sbx_cg_host *h, const char *root, const char *selfcg
   pthread_mutex_unlock(&v2_lock);
   if (r < 0)
     return r;
-  if (add_ctrl(h, "", mnt, self, parent_name, SBX_CGC_MEMORY | SBX_CGC_PIDS | SBX_CGC_CPU |
-                                                  SBX_CGC_CPUACCT | SBX_CGC_FREEZER) < 0)
+  if (add_ctrl(h, "", mnt, self, parent_name,
+               SBX_CGC_MEMORY | SBX_CGC_PIDS | SBX_CGC_CPU | SBX_CGC_CPUACCT | SBX_CGC_FREEZER) <
+      0)
     return -1;
   return 0;
 }
@@ -416,7 +418,8 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
   if (!parent_name)
     parent_name = default_parent;
   if (!selfcg)
-    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno, "cgroup: cannot read /proc/self/cgroup");
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, errno,
+                       "cgroup: cannot read /proc/self/cgroup");
   if (detect_v1(h, root, selfcg, mi, parent_name) == 0) {
     h->version = SBX_CG_V1;
     return 0;
@@ -430,8 +433,9 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
   }
   if (v2 == -2)
     return -1;
-  return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
-                     "cgroup: neither v1 (memory+pids) nor v2 with memory+pids controllers available");
+  return sbx_err_set(
+      err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+      "cgroup: neither v1 (memory+pids) nor v2 with memory+pids controllers available");
 }
 
 /* ---- lifecycle ------------------------------------------------------- */
@@ -456,8 +460,9 @@ static void v2_enable_controllers(const struct sbx_cg_host *h)
   }
 }
 
-int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_iso_limits *lim,
-                  struct sbx_cgroup *out, struct sbx_error *err)
+int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf,
+                  const struct sbx_iso_limits *lim, struct sbx_cgroup *out,
+                  struct sbx_error *err)
 {
   memset(out, 0, sizeof *out);
   out->host = h;
@@ -515,7 +520,8 @@ static int v1_memory(struct sbx_cgroup *cg, uint64_t mem, struct sbx_error *err)
   if (write_ctrl(cg, SBX_CGC_MEMORY, "memory.limit_in_bytes", v, NULL) == 0) {
     if (memsw && write_ctrl(cg, SBX_CGC_MEMORY, "memory.memsw.limit_in_bytes", v, err) < 0)
       return -1;
-  } else if (!memsw || write_ctrl(cg, SBX_CGC_MEMORY, "memory.memsw.limit_in_bytes", v, err) < 0 ||
+  } else if (!memsw ||
+             write_ctrl(cg, SBX_CGC_MEMORY, "memory.memsw.limit_in_bytes", v, err) < 0 ||
              write_ctrl(cg, SBX_CGC_MEMORY, "memory.limit_in_bytes", v, err) < 0) {
     return sbx_err_prefix(err, "memory limit");
   }
@@ -533,14 +539,16 @@ static int set_v1(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struc
     return -1;
   if (write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_period_us", "100000", err) < 0)
     return -1;
-  snprintf(v, sizeof v, lim->cpu_millis ? "%llu" : "-1", (unsigned long long)lim->cpu_millis * 100);
+  snprintf(v, sizeof v, lim->cpu_millis ? "%llu" : "-1",
+           (unsigned long long)lim->cpu_millis * 100);
   return write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_quota_us", v, err);
 }
 
 static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
 {
   char v[48];
-  snprintf(v, sizeof v, lim->memory_bytes ? "%llu" : "max", (unsigned long long)lim->memory_bytes);
+  snprintf(v, sizeof v, lim->memory_bytes ? "%llu" : "max",
+           (unsigned long long)lim->memory_bytes);
   if (write_ctrl(cg, SBX_CGC_MEMORY, "memory.max", v, err) < 0 ||
       write_ctrl(cg, SBX_CGC_MEMORY, "memory.swap.max", "0", err) < 0 ||
       /* 0, as v1 behaves: the OOM killer takes the workload that grew,
@@ -559,7 +567,8 @@ static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struc
   return write_ctrl(cg, SBX_CGC_CPU, "cpu.max", v, err);
 }
 
-int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim,
+                      struct sbx_error *err)
 {
   return cg->host->version == SBX_CG_V2 ? set_v2(cg, lim, err) : set_v1(cg, lim, err);
 }
@@ -647,7 +656,8 @@ static int freeze(struct sbx_cgroup *cg, int fi, const char *state)
   if (write_str(cg->host, p, state) < 0)
     return -1;
   for (int t = 0; t < 1000; t++) {
-    if (read_str(p, buf, sizeof buf) < 0 || !strncmp(buf, state, strlen(state)) || cg->host->fake)
+    if (read_str(p, buf, sizeof buf) < 0 || !strncmp(buf, state, strlen(state)) ||
+        cg->host->fake)
       return 0;
     sleep_ms(1);
   }
@@ -685,7 +695,8 @@ int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *er
   unsigned nap = 1;
   while (!is_empty(cg)) {
     if (sbx_now_ms() > deadline)
-      return sbx_err_set(err, SBX_E_INTERNAL, ETIMEDOUT, "cgroup: %s not empty after kill", cg->leaf);
+      return sbx_err_set(err, SBX_E_INTERNAL, ETIMEDOUT, "cgroup: %s not empty after kill",
+                         cg->leaf);
     if (cg->host->version == SBX_CG_V1)
       kill_v1(cg);
     sleep_ms(nap);

@@ -24,19 +24,33 @@
 #include <unistd.h>
 
 static const char *const step_names[SBX_STEP__COUNT] = {
-    [SBX_STEP_NONE] = "none", [SBX_STEP_SYNC] = "sync with parent",
-    [SBX_STEP_USERNS] = "user namespace", [SBX_STEP_CGROUPNS] = "cgroup namespace",
-    [SBX_STEP_MOUNT_PRIVATE] = "mount propagation", [SBX_STEP_MOUNT_ROOT] = "root tmpfs",
+    [SBX_STEP_NONE] = "none",
+    [SBX_STEP_SYNC] = "sync with parent",
+    [SBX_STEP_USERNS] = "user namespace",
+    [SBX_STEP_CGROUPNS] = "cgroup namespace",
+    [SBX_STEP_MOUNT_PRIVATE] = "mount propagation",
+    [SBX_STEP_MOUNT_ROOT] = "root tmpfs",
     [SBX_STEP_MOUNT_IMAGE] = "image root (overlay)",
-    [SBX_STEP_MOUNT_USR] = "/usr bind", [SBX_STEP_MOUNT_ETC] = "synthetic /etc",
-    [SBX_STEP_MOUNT_PROC] = "/proc", [SBX_STEP_MOUNT_DEV] = "/dev",
-    [SBX_STEP_MOUNT_TMP] = "/tmp and /work", [SBX_STEP_PIVOT] = "pivot_root",
-    [SBX_STEP_MOUNT_RO] = "read-only root", [SBX_STEP_NET] = "loopback",
-    [SBX_STEP_UTS] = "hostname", [SBX_STEP_SIGNALS] = "signal reset", [SBX_STEP_SETSID] = "setsid",
-    [SBX_STEP_PDEATHSIG] = "pdeathsig", [SBX_STEP_RLIMIT] = "rlimits",
-    [SBX_STEP_CAPS_BOUND] = "capability bounding set", [SBX_STEP_CREDS] = "uid/gid",
-    [SBX_STEP_CAPS] = "capability sets", [SBX_STEP_NNP] = "no_new_privs",
-    [SBX_STEP_FDS] = "fd sweep", [SBX_STEP_SECCOMP] = "seccomp", [SBX_STEP_EXEC] = "execveat",
+    [SBX_STEP_MOUNT_USR] = "/usr bind",
+    [SBX_STEP_MOUNT_ETC] = "synthetic /etc",
+    [SBX_STEP_MOUNT_PROC] = "/proc",
+    [SBX_STEP_MOUNT_DEV] = "/dev",
+    [SBX_STEP_MOUNT_TMP] = "/tmp and /work",
+    [SBX_STEP_PIVOT] = "pivot_root",
+    [SBX_STEP_MOUNT_RO] = "read-only root",
+    [SBX_STEP_NET] = "loopback",
+    [SBX_STEP_UTS] = "hostname",
+    [SBX_STEP_SIGNALS] = "signal reset",
+    [SBX_STEP_SETSID] = "setsid",
+    [SBX_STEP_PDEATHSIG] = "pdeathsig",
+    [SBX_STEP_RLIMIT] = "rlimits",
+    [SBX_STEP_CAPS_BOUND] = "capability bounding set",
+    [SBX_STEP_CREDS] = "uid/gid",
+    [SBX_STEP_CAPS] = "capability sets",
+    [SBX_STEP_NNP] = "no_new_privs",
+    [SBX_STEP_FDS] = "fd sweep",
+    [SBX_STEP_SECCOMP] = "seccomp",
+    [SBX_STEP_EXEC] = "execveat",
 };
 
 const char *sbx_iso_step_name(enum sbx_iso_step s)
@@ -65,7 +79,9 @@ static int wait_parent(const struct sbx_iso_plan *p)
     struct cmsghdr h;
     char buf[CMSG_SPACE(sizeof(int))];
   } u;
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+  struct msghdr mh = {.msg_iov = &iov,
+                      .msg_iovlen = 1,
+                      .msg_control = u.buf,
                       .msg_controllen = sizeof u.buf};
   ssize_t n;
   do
@@ -87,10 +103,10 @@ static int wait_parent(const struct sbx_iso_plan *p)
   return fd;
 }
 
-#define STEP(id, call)    \
-  do {                    \
-    if ((call) < 0)       \
-      fail(id);           \
+#define STEP(id, call)                                                                          \
+  do {                                                                                          \
+    if ((call) < 0)                                                                             \
+      fail(id);                                                                                 \
   } while (0)
 
 void sbx_iso_child(const struct sbx_iso_plan *p)

@@ -12,10 +12,7 @@
 
 #define SAFE_BASE 64
 
-static int lift(int fd)
-{
-  return fcntl(fd, F_DUPFD_CLOEXEC, SAFE_BASE);
-}
+static int lift(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, SAFE_BASE); }
 
 int sbx_fds_arrange(const struct sbx_iso_plan *p, int *sync_fd, int *exec_fd)
 {

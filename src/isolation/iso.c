@@ -17,10 +17,7 @@ static bool init_done;
 static struct sbx_error init_err;
 static struct sbx_cg_host cg_host;
 
-const struct sbx_cg_host *sbx_cg_host_default(void)
-{
-  return &cg_host;
-}
+const struct sbx_cg_host *sbx_cg_host_default(void) { return &cg_host; }
 
 static int check_userns(struct sbx_error *err)
 {
@@ -34,7 +31,8 @@ static int check_userns(struct sbx_error *err)
     fclose(f);
   }
   if (max <= 0)
-    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "user namespaces are disabled (user.max_user_namespaces=0)");
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                       "user namespaces are disabled (user.max_user_namespaces=0)");
   if (geteuid() != 0)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, EPERM,
                        "the container driver needs a root daemon (uid ranges, cgroups)");

@@ -42,7 +42,7 @@ struct sbx_iso_usage {
   uint64_t memory_peak_bytes; /* high-water mark */
   uint64_t oom_kills;         /* times the kernel's OOM killer fired in it */
   uint64_t pids_current;
-  uint64_t pids_max_hits;     /* times a fork failed at the pids ceiling */
+  uint64_t pids_max_hits; /* times a fork failed at the pids ceiling */
 };
 
 /* Ids inside every sandbox. */
@@ -84,17 +84,20 @@ enum sbx_cg_version { SBX_CG_NONE, SBX_CG_V1, SBX_CG_V2 };
  * v2: one parent dir. */
 struct sbx_cg_host {
   enum sbx_cg_version version;
-  bool fake;   /* a test tree of plain dirs: control files are created on write */
+  bool fake; /* a test tree of plain dirs: control files are created on write */
   int nctrl;
   struct {
-    char name[16];     /* "memory", "pids", "cpu", "cpuacct", "freezer" or "" (v2) */
-    char parent[512];  /* absolute dir that holds <leaf> dirs */
-    unsigned mask;     /* SBX_CGC_* served by this hierarchy */
+    char name[16];    /* "memory", "pids", "cpu", "cpuacct", "freezer" or "" (v2) */
+    char parent[512]; /* absolute dir that holds <leaf> dirs */
+    unsigned mask;    /* SBX_CGC_* served by this hierarchy */
   } ctrl[6];
 };
 enum {
-  SBX_CGC_MEMORY = 1u << 0, SBX_CGC_PIDS = 1u << 1, SBX_CGC_CPU = 1u << 2,
-  SBX_CGC_CPUACCT = 1u << 3, SBX_CGC_FREEZER = 1u << 4,
+  SBX_CGC_MEMORY = 1u << 0,
+  SBX_CGC_PIDS = 1u << 1,
+  SBX_CGC_CPU = 1u << 2,
+  SBX_CGC_CPUACCT = 1u << 3,
+  SBX_CGC_FREEZER = 1u << 4,
 };
 
 /* A sandbox's cgroup (leaf dirs in every hierarchy). */
@@ -116,9 +119,11 @@ int sbx_cg_detect(struct sbx_cg_host *h, const char *root, const char *self_cgro
 /* The process-wide host layout sbx_iso_init detected. */
 const struct sbx_cg_host *sbx_cg_host_default(void);
 /* Creates the leaf in every hierarchy and applies limits. */
-int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf, const struct sbx_iso_limits *lim,
-                  struct sbx_cgroup *out, struct sbx_error *err);
-int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err);
+int sbx_cg_create(const struct sbx_cg_host *h, const char *leaf,
+                  const struct sbx_iso_limits *lim, struct sbx_cgroup *out,
+                  struct sbx_error *err);
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim,
+                      struct sbx_error *err);
 /* v1: writes pid to cgroup.procs in every hierarchy (v2 enters with
  * CLONE_INTO_CGROUP, but this works there too). */
 int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err);
@@ -145,11 +150,33 @@ int sbx_seccomp_build(struct sbx_error *err);
 /* ---- the child-side plan and chain (chain.c et al.) ------------------ */
 
 enum sbx_iso_step {
-  SBX_STEP_NONE, SBX_STEP_SYNC, SBX_STEP_USERNS, SBX_STEP_CGROUPNS, SBX_STEP_MOUNT_PRIVATE,
-  SBX_STEP_MOUNT_ROOT, SBX_STEP_MOUNT_IMAGE, SBX_STEP_MOUNT_USR, SBX_STEP_MOUNT_ETC, SBX_STEP_MOUNT_PROC,
-  SBX_STEP_MOUNT_DEV, SBX_STEP_MOUNT_TMP, SBX_STEP_PIVOT, SBX_STEP_MOUNT_RO, SBX_STEP_NET,
-  SBX_STEP_UTS, SBX_STEP_SIGNALS, SBX_STEP_SETSID, SBX_STEP_PDEATHSIG, SBX_STEP_RLIMIT, SBX_STEP_CAPS_BOUND,
-  SBX_STEP_CREDS, SBX_STEP_CAPS, SBX_STEP_NNP, SBX_STEP_FDS, SBX_STEP_SECCOMP, SBX_STEP_EXEC,
+  SBX_STEP_NONE,
+  SBX_STEP_SYNC,
+  SBX_STEP_USERNS,
+  SBX_STEP_CGROUPNS,
+  SBX_STEP_MOUNT_PRIVATE,
+  SBX_STEP_MOUNT_ROOT,
+  SBX_STEP_MOUNT_IMAGE,
+  SBX_STEP_MOUNT_USR,
+  SBX_STEP_MOUNT_ETC,
+  SBX_STEP_MOUNT_PROC,
+  SBX_STEP_MOUNT_DEV,
+  SBX_STEP_MOUNT_TMP,
+  SBX_STEP_PIVOT,
+  SBX_STEP_MOUNT_RO,
+  SBX_STEP_NET,
+  SBX_STEP_UTS,
+  SBX_STEP_SIGNALS,
+  SBX_STEP_SETSID,
+  SBX_STEP_PDEATHSIG,
+  SBX_STEP_RLIMIT,
+  SBX_STEP_CAPS_BOUND,
+  SBX_STEP_CREDS,
+  SBX_STEP_CAPS,
+  SBX_STEP_NNP,
+  SBX_STEP_FDS,
+  SBX_STEP_SECCOMP,
+  SBX_STEP_EXEC,
   SBX_STEP__COUNT
 };
 const char *sbx_iso_step_name(enum sbx_iso_step s);
@@ -165,10 +192,10 @@ struct sbx_iso_report {
 /* Everything the child needs, prepared by the parent (no heap use after clone). */
 struct sbx_iso_plan {
   /* fds in the parent's numbering, arranged by the child */
-  int sync_fd;         /* child end of the sync socket */
-  int chan_fd;         /* becomes fd 3 */
-  int exec_fd;         /* sealed memfd to execveat */
-  int stdio[3];        /* become fds 0..2 */
+  int sync_fd;  /* child end of the sync socket */
+  int chan_fd;  /* becomes fd 3 */
+  int exec_fd;  /* sealed memfd to execveat */
+  int stdio[3]; /* become fds 0..2 */
   char *const *argv;
   char *const *envp;
   /* mounts */
@@ -176,7 +203,10 @@ struct sbx_iso_plan {
   char tmp_opts[160];
   char work_opts[160];
   int nlinks; /* top-level links recreated as on the host: bin -> usr/bin, … */
-  struct { char name[16]; char target[64]; } links[SBX_PLAN_MAX_LINKS];
+  struct {
+    char name[16];
+    char target[64];
+  } links[SBX_PLAN_MAX_LINKS];
   int nrobinds; /* top-level dirs bound read-only (non-merged-/usr hosts) */
   char robinds[SBX_PLAN_MAX_ROBINDS][16];
   bool have_alternatives;
@@ -222,29 +252,29 @@ int sbx_seccomp_apply(void);
 /* A running, walled child (sbx-init or, in tests, any static binary). */
 struct sbx_iso_box {
   char leaf[96];
-  pid_t pid;        /* host pid */
-  int pidfd;        /* CLONE_PIDFD */
-  int chan_fd;      /* daemon end of the child's fd 3 */
-  uid_t uid_base;   /* host uid of inside uid 0 */
+  pid_t pid;      /* host pid */
+  int pidfd;      /* CLONE_PIDFD */
+  int chan_fd;    /* daemon end of the child's fd 3 */
+  uid_t uid_base; /* host uid of inside uid 0 */
   uint64_t disk_bytes;
   struct sbx_cgroup cg;
   bool reaped;
-  int exit_status;  /* wait status once reaped */
+  int exit_status; /* wait status once reaped */
 };
 
 struct sbx_iso_spec {
-  const char *leaf;               /* cgroup leaf name: [a-z0-9_-] */
+  const char *leaf; /* cgroup leaf name: [a-z0-9_-] */
   struct sbx_iso_limits limits;
-  int exec_fd;                    /* sealed memfd copy of the binary */
-  char *const *argv;              /* NULL → {"sbx-init","--root","/"} */
-  char *const *envp;              /* NULL → empty */
-  int stdio[3];                   /* -1 → /dev/null */
+  int exec_fd;       /* sealed memfd copy of the binary */
+  char *const *argv; /* NULL → {"sbx-init","--root","/"} */
+  char *const *envp; /* NULL → empty */
+  int stdio[3];      /* -1 → /dev/null */
   /* An image's unpacked layers (absolute dirs, lowest first); the
    * root is then their copy-on-write overlay instead of the host pack.
    * The caller keeps the dirs alive while the box lives. */
   const char *const *layers;
   size_t nlayers;
-  uint32_t run_uid, run_gid;      /* the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
+  uint32_t run_uid, run_gid; /* the workload's ids inside (0: SBX_ISO_SANDBOX_UID/GID) */
 };
 
 /* Builds the wall and execs the binary in it; on failure nothing is left
@@ -277,7 +307,7 @@ int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error 
 struct sbx_overlay_spec {
   const char *const *layers; /* absolute dirs, lowest first (1..SBX_ISO_MAX_LAYERS) */
   size_t nlayers;
-  int userns_fd;             /* idmap the layers into this user namespace; -1: no */
+  int userns_fd; /* idmap the layers into this user namespace; -1: no */
   uint64_t upper_size, upper_inodes;
   const char *source, *upper_source; /* mount source names (mountinfo) */
 };

@@ -61,7 +61,8 @@ static int open_target(int dirfd, const char *rel)
   if (fd < 0)
     return -1;
   struct stat st;
-  if (fstat(fd, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+  if (fstat(fd, &st) < 0 ||
+      !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
     close(fd);
     errno = ELOOP;
     return -1;
@@ -125,12 +126,10 @@ static int make_file(int dirfd, const char *rel, const char *content, mode_t mod
   return 0;
 }
 
-static const char etc_passwd[] =
-    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-    "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
-    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char etc_group[] =
-    "root:x:0:\ntty:x:5:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const char etc_passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                 "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
+                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char etc_group[] = "root:x:0:\ntty:x:5:\nsandbox:x:1000:\nnogroup:x:65534:\n";
 static const char etc_hosts[] =
     "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 /* With egress none there is only lo and no resolver to point at.  The
@@ -156,19 +155,21 @@ static int build_etc(int root, const struct sbx_iso_plan *p)
   if (etc < 0)
     return -1;
   int r = -1;
-  if (make_file(etc, "passwd", etc_passwd, 0644) < 0 || make_file(etc, "group", etc_group, 0644) < 0 ||
-      make_file(etc, "hosts", etc_hosts, 0644) < 0 || make_file(etc, "resolv.conf", etc_resolv, 0644) < 0 ||
+  if (make_file(etc, "passwd", etc_passwd, 0644) < 0 ||
+      make_file(etc, "group", etc_group, 0644) < 0 ||
+      make_file(etc, "hosts", etc_hosts, 0644) < 0 ||
+      make_file(etc, "resolv.conf", etc_resolv, 0644) < 0 ||
       make_file(etc, "nsswitch.conf", etc_nsswitch, 0644) < 0 ||
       make_file(etc, "hostname", "sandbox\n", 0644) < 0)
     goto out;
-  if (p->have_ldcache &&
-      (make_file(etc, "ld.so.cache", NULL, 0644) < 0 || bind_ro(etc, "ld.so.cache", "/etc/ld.so.cache") < 0))
+  if (p->have_ldcache && (make_file(etc, "ld.so.cache", NULL, 0644) < 0 ||
+                          bind_ro(etc, "ld.so.cache", "/etc/ld.so.cache") < 0))
     goto out;
   if (p->have_certs && (mkdirat(etc, "ssl", 0755) < 0 || mkdirat(etc, "ssl/certs", 0755) < 0 ||
                         bind_ro(etc, "ssl/certs", "/etc/ssl/certs") < 0))
     goto out;
-  if (p->have_alternatives &&
-      (mkdirat(etc, "alternatives", 0755) < 0 || bind_ro(etc, "alternatives", "/etc/alternatives") < 0))
+  if (p->have_alternatives && (mkdirat(etc, "alternatives", 0755) < 0 ||
+                               bind_ro(etc, "alternatives", "/etc/alternatives") < 0))
     goto out;
   r = 0;
 out:;
@@ -181,11 +182,13 @@ out:;
 /* runc/Docker's lists (moby defaults.go): files masked by /dev/null, dirs
  * by an empty read-only tmpfs, and paths made read-only. */
 static const char *const proc_masked[] = {
-    "kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats",
-    "interrupts", "acpi", "asound", "scsi", "sysrq-trigger", "kallsyms", "kmsg",
-    "config.gz", "vmcoreinfo", "softirqs", NULL,
+    "kcore",         "keys",       "timer_list", "timer_stats", "sched_debug",
+    "latency_stats", "interrupts", "acpi",       "asound",      "scsi",
+    "sysrq-trigger", "kallsyms",   "kmsg",       "config.gz",   "vmcoreinfo",
+    "softirqs",      NULL,
 };
-static const char *const proc_readonly[] = {"sys", "bus", "fs", "irq", "driver", "pressure", NULL};
+static const char *const proc_readonly[] = {"sys",    "bus",      "fs", "irq",
+                                            "driver", "pressure", NULL};
 
 static int mask_one(int proc, const char *name)
 {
@@ -198,7 +201,8 @@ static int mask_one(int proc, const char *name)
   if (r < 0)
     return -1;
   if (S_ISDIR(st.st_mode))
-    return mount_at(proc, name, "sbx-mask", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+    return mount_at(proc, name, "sbx-mask", "tmpfs",
+                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                     "size=0,nr_inodes=1,mode=0555");
   return mount_at(proc, name, "/dev/null", NULL, MS_BIND, NULL);
 }
@@ -240,16 +244,18 @@ static int build_proc(int root)
   return r;
 }
 
-static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
+static const char *const dev_nodes[] = {"null",    "zero", "full", "random",
+                                        "urandom", "tty",  NULL};
 static const char *const dev_links[][2] = {
-    {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
-    {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"}, {NULL, NULL},
+    {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
+    {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"},         {NULL, NULL},
 };
 
 static int build_dev(int root)
 {
   if (ensure_dir(root, "dev", 0755) < 0 ||
-      mount_at(root, "dev", "sbx-dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+      mount_at(root, "dev", "sbx-dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+               "mode=0755,size=64k,nr_inodes=64") < 0)
     return -1;
   int dev = openat(root, "dev", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (dev < 0)
@@ -273,7 +279,8 @@ static int build_dev(int root)
                "newinstance,ptmxmode=0666,mode=0620,gid=5") < 0)
     goto out;
   if (mkdirat(dev, "shm", 01777) < 0 ||
-      mount_at(dev, "shm", "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m") < 0)
+      mount_at(dev, "shm", "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+               "mode=1777,size=64m") < 0)
     goto out;
   /* The /dev tmpfs itself (not its submounts) is read-only from now on. */
   r = set_attr(dev, NULL, MOUNT_ATTR_RDONLY, false);
@@ -452,7 +459,8 @@ int sbx_mount_build_root(const struct sbx_iso_plan *p, int image_fd, enum sbx_is
   int root = open("/tmp", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (root < 0)
     return -1;
-  int r = image_fd >= 0 ? build_image_root(p, root, image_fd, step) : build_host_root(p, root, step);
+  int r =
+      image_fd >= 0 ? build_image_root(p, root, image_fd, step) : build_host_root(p, root, step);
   int e = errno;
   close(root);
   if (image_fd >= 0)
@@ -474,7 +482,4 @@ int sbx_mount_pivot(enum sbx_iso_step *step)
 }
 
 /* Only /tmp, /work and /dev/shm stay writable. */
-int sbx_mount_root_readonly(void)
-{
-  return set_attr(AT_FDCWD, "/", RO_ATTRS, false);
-}
+int sbx_mount_root_readonly(void) { return set_attr(AT_FDCWD, "/", RO_ATTRS, false); }

@@ -62,10 +62,7 @@ static int sys_open_tree(int dfd, const char *path, unsigned flags)
   return (int)syscall(SYS_open_tree, dfd, path, flags);
 }
 
-static int sys_fsopen(const char *fs)
-{
-  return (int)syscall(SYS_fsopen, fs, FSOPEN_CLOEXEC);
-}
+static int sys_fsopen(const char *fs) { return (int)syscall(SYS_fsopen, fs, FSOPEN_CLOEXEC); }
 
 static int sys_fsconfig(int fd, unsigned cmd, const char *key, const void *value, int aux)
 {
@@ -103,7 +100,8 @@ static int set_dir(int ofd, const char *key, int dirfd)
  * (*dir; fsconfig refuses O_PATH files). */
 static int layer_fds(const char *path, int userns_fd, int *tree, int *dir, struct sbx_error *err)
 {
-  int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  int t =
+      sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
   if (t < 0)
     return sbx_err_sys(err, errno, "image layer %s: open_tree", path);
   struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
@@ -200,9 +198,12 @@ static enum layer_form wanted_form(void)
 const char *sbx_overlay_layer_form(void)
 {
   switch (wanted_form()) {
-  case FORM_APPEND: return "lowerdir+";
-  case FORM_STRING: return "lowerdir";
-  default: return "auto";
+  case FORM_APPEND:
+    return "lowerdir+";
+  case FORM_STRING:
+    return "lowerdir";
+  default:
+    return "auto";
   }
 }
 
@@ -210,7 +211,7 @@ const char *sbx_overlay_layer_form(void)
 struct layer_src {
   const int *lowers; /* lowerdir+: dir fds, lowest first */
   size_t n;
-  int upper, work;   /* lowerdir+: dir fds */
+  int upper, work;                           /* lowerdir+: dir fds */
   const char *list, *upper_path, *work_path; /* list form: paths */
 };
 
@@ -249,7 +250,8 @@ static int try_overlay(const struct sbx_overlay_spec *o, const struct layer_src 
   *stage = "overlay layers";
   if (sys_fsconfig(ofd, FSCONFIG_SET_STRING, "source", o->source, 0) == 0 &&
       sys_fsconfig(ofd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) == 0 &&
-      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) == 0 && set_layers(ofd, l) == 0) {
+      sys_fsconfig(ofd, FSCONFIG_SET_STRING, "metacopy", "off", 0) == 0 &&
+      set_layers(ofd, l) == 0) {
     *stage = "mounting the overlay";
     if (sys_fsconfig(ofd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
       mnt = sys_fsmount(ofd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
@@ -308,7 +310,8 @@ static void *stage_main(void *arg)
   j->stage = "attaching the upper";
   if (attach(j->upper_mnt, "u") < 0)
     goto out;
-  struct layer_src l = {.list = list, .upper_path = STAGE_DIR "/u/upper",
+  struct layer_src l = {.list = list,
+                        .upper_path = STAGE_DIR "/u/upper",
                         .work_path = STAGE_DIR "/u/work"};
   j->mnt = try_overlay(j->o, &l, &j->stage);
 out:
@@ -354,7 +357,7 @@ static int build_overlay(const struct sbx_overlay_spec *o, const int *trees, con
       if (mnt >= 0) {
         learned_form = FORM_STRING;
         sbx_info("overlay", "this kernel's overlayfs has no lowerdir+: image layers are "
-                 "passed as a lowerdir list");
+                            "passed as a lowerdir list");
       }
     } else if (mnt >= 0 && form == FORM_AUTO) {
       learned_form = FORM_APPEND;
@@ -418,8 +421,9 @@ bool sbx_overlay_shifts_layers(void) { return forced_off() || learned_idmap == I
 
 const char *sbx_overlay_layer_idmap(void)
 {
-  return sbx_overlay_shifts_layers() ? "shifted" : learned_idmap == IDMAP_WORKS ? "idmapped"
-                                                                                : "auto";
+  return sbx_overlay_shifts_layers()    ? "shifted"
+         : learned_idmap == IDMAP_WORKS ? "idmapped"
+                                        : "auto";
 }
 
 /* The host uid the child's namespace maps its 0 to ("0 base 65536"). */
@@ -443,7 +447,8 @@ int sbx_overlay_prepare(const char *const *layers, size_t n, uid_t base, struct 
   char path[PATH_MAX];
   for (size_t i = 0; i < n; i++) {
     if (!layers[i] || layers[i][0] != '/')
-      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu: not an absolute path", i);
+      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu: not an absolute path",
+                         i);
     if (sbx_shift_layer(layers[i], base, path, sizeof path, err) < 0)
       return -1;
   }
@@ -501,12 +506,15 @@ static int image_root(pid_t pid, const struct sbx_overlay_spec *o, struct sbx_er
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, err->errnum,
                        "image: the layers cannot be idmapped (%s; overlayfs takes idmapped "
                        "layers from Linux 5.19, on a filesystem that can be idmapped) and "
-                       "their shifted copies failed too: %s", why, copies);
+                       "their shifted copies failed too: %s",
+                       why, copies);
   }
   if (mnt >= 0 && learned_idmap != IDMAP_REFUSED) {
     learned_idmap = IDMAP_REFUSED; /* logged once per daemon */
-    sbx_info("overlay", "image layers are not idmapped (%s): sandboxes use copies of each "
-             "layer shifted to their uid range, made once per layer and range", why);
+    sbx_info("overlay",
+             "image layers are not idmapped (%s): sandboxes use copies of each "
+             "layer shifted to their uid range, made once per layer and range",
+             why);
   }
   return mnt;
 }
@@ -519,9 +527,13 @@ int sbx_overlay_build(pid_t pid, const struct sbx_iso_plan *p, struct sbx_error 
   int userns = open(ns, O_RDONLY | O_CLOEXEC);
   if (userns < 0)
     return sbx_err_sys(err, errno, "image: %s", ns);
-  struct sbx_overlay_spec o = {.layers = p->layers, .nlayers = p->nlayers, .userns_fd = userns,
-                               .upper_size = p->upper_size, .upper_inodes = p->upper_inodes,
-                               .source = "sbx-image", .upper_source = "sbx-upper"};
+  struct sbx_overlay_spec o = {.layers = p->layers,
+                               .nlayers = p->nlayers,
+                               .userns_fd = userns,
+                               .upper_size = p->upper_size,
+                               .upper_inodes = p->upper_inodes,
+                               .source = "sbx-image",
+                               .upper_source = "sbx-upper"};
   int mnt = image_root(pid, &o, err);
   close(userns);
   return mnt;

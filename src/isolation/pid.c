@@ -12,10 +12,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-int sbx_pid_setsid(void)
-{
-  return setsid() < 0 ? -1 : 0;
-}
+int sbx_pid_setsid(void) { return setsid() < 0 ? -1 : 0; }
 
 /* Ignored signals and the blocked mask survive execve: whatever the daemon
  * ignores (SIGPIPE…) or blocks on its spawner thread must not reach the

@@ -34,7 +34,7 @@ static bool running, stopping;
 static pthread_t thread;
 static sbx_pool_build_fn build_fn;
 static unsigned long seq;
-static uint64_t last_take_ms;   /* guarded by lock */
+static uint64_t last_take_ms; /* guarded by lock */
 #define REFILL_SETTLE_MS 50
 
 static unsigned cur_size(void) { return (unsigned)size; }

@@ -163,7 +163,8 @@ static int meta(struct shift *s, const struct stat *st, struct node from, struct
   int r = to.fd >= 0 ? fchown(to.fd, u, g) : fchownat(dirfd, name, u, g, AT_SYMLINK_NOFOLLOW);
   if (r < 0)
     return fail(s, errno, "chown");
-  r = to.fd >= 0 ? fchmod(to.fd, st->st_mode & 07777) : fchmodat(dirfd, name, st->st_mode & 07777, 0);
+  r = to.fd >= 0 ? fchmod(to.fd, st->st_mode & 07777)
+                 : fchmodat(dirfd, name, st->st_mode & 07777, 0);
   if (r < 0)
     return fail(s, errno, "chmod");
   if (copy_xattrs(s, from, to) < 0)
@@ -194,7 +195,8 @@ static int copy_data(struct shift *s, int in, int out)
 }
 
 /* A second name of an inode already copied: the same link in the copy. */
-static int link_again(struct shift *s, const struct stat *st, int dfd, const char *name, bool *done)
+static int link_again(struct shift *s, const struct stat *st, int dfd, const char *name,
+                      bool *done)
 {
   *done = false;
   if (st->st_nlink < 2)
@@ -304,10 +306,14 @@ static int copy_entry(struct shift *s, int sfd, int dfd, const char *name, unsig
   if (st.st_dev != s->dev)
     return fail(s, EXDEV, "another filesystem at"); /* nothing is mounted in a layer */
   switch (st.st_mode & S_IFMT) {
-  case S_IFDIR: return copy_subdir(s, &st, sfd, dfd, name, depth);
-  case S_IFREG: return copy_file(s, &st, sfd, dfd, name);
-  case S_IFLNK: return copy_symlink(s, &st, sfd, dfd, name);
-  default: return copy_node(s, &st, sfd, dfd, name);
+  case S_IFDIR:
+    return copy_subdir(s, &st, sfd, dfd, name, depth);
+  case S_IFREG:
+    return copy_file(s, &st, sfd, dfd, name);
+  case S_IFLNK:
+    return copy_symlink(s, &st, sfd, dfd, name);
+  default:
+    return copy_node(s, &st, sfd, dfd, name);
   }
 }
 
@@ -386,8 +392,8 @@ static void beside(const char *copy, const char *suffix, char *buf, size_t len)
 int sbx_shift_layer(const char *layer, uid_t base, char *out, size_t len, struct sbx_error *err)
 {
   char copy[PATH_MAX];
-  if (layer[0] != '/' || (size_t)snprintf(copy, sizeof copy, "%s@%u", layer, (unsigned)base) >=
-                             sizeof copy ||
+  if (layer[0] != '/' ||
+      (size_t)snprintf(copy, sizeof copy, "%s@%u", layer, (unsigned)base) >= sizeof copy ||
       (size_t)snprintf(out, len, "%s/" SBX_SHIFT_TREE, copy) >= len)
     return sbx_err_set(err, SBX_E_INTERNAL, ENAMETOOLONG, "image layer path %s", layer);
   if (is_dir(copy)) /* complete: a copy gets its name only by rename */

@@ -71,8 +71,9 @@ static int do_clone(struct spawn_req *r)
     sbx_iso_child(r->plan); /* never returns */
   if (pid < 0) {
     int e = errno;
-    return sbx_err_set(&r->err, e == EPERM || e == EINVAL || e == ENOSYS ? SBX_E_RUNTIME_UNAVAILABLE
-                                                                          : SBX_E_INTERNAL,
+    return sbx_err_set(&r->err,
+                       e == EPERM || e == EINVAL || e == ENOSYS ? SBX_E_RUNTIME_UNAVAILABLE
+                                                                : SBX_E_INTERNAL,
                        e, "clone3 into new namespaces: %s", strerror(e));
   }
   r->pid = (pid_t)pid;
@@ -187,8 +188,11 @@ int sbx_spawn_start(struct sbx_error *err)
 int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_t uid_base,
                     pid_t *pid_out, int *pidfd_out, int parent_sync_fd, struct sbx_error *err)
 {
-  struct spawn_req r = {.plan = plan, .cg = cg, .uid_base = uid_base,
-                        .parent_sync_fd = parent_sync_fd, .pidfd = -1};
+  struct spawn_req r = {.plan = plan,
+                        .cg = cg,
+                        .uid_base = uid_base,
+                        .parent_sync_fd = parent_sync_fd,
+                        .pidfd = -1};
   pthread_mutex_lock(&q_lock);
   if (q_tail)
     q_tail->next = &r;

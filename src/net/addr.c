@@ -129,7 +129,7 @@ static struct {
   struct host_addr {
     int family;
     uint8_t addr[16];
-  } *host;
+  } * host;
   size_t nhost, host_cap;
   struct timespec host_at;
   bool host_valid;
@@ -186,7 +186,8 @@ static void host_refresh(void)
     return; /* keep the previous list: better stale than empty */
   size_t n = 0;
   for (struct ifaddrs *i = ifa; i && n < HOST_MAX; i = i->ifa_next) {
-    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+    if (!i->ifa_addr ||
+        (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
       continue;
     if (sbx_array_grow(&A.host, &A.host_cap, n + 1, sizeof *A.host, HOST_MAX) < 0)
       break; /* keep what fits; the rest are refreshed next time */
@@ -240,7 +241,8 @@ static const char *closed_locked(int family, const uint8_t *a, unsigned *prefix)
   }
   host_refresh();
   for (size_t i = 0; i < A.nhost; i++) {
-    if (A.host[i].family == family && memcmp(A.host[i].addr, a, family == AF_INET ? 4 : 16) == 0) {
+    if (A.host[i].family == family &&
+        memcmp(A.host[i].addr, a, family == AF_INET ? 4 : 16) == 0) {
       name = name ? name : "host";
       best = family == AF_INET ? 32 : 128;
       break;

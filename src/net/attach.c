@@ -22,7 +22,7 @@ struct sbx_net_attachment {
   pthread_mutex_t mu;
   struct sbx_net_peer peer;
   struct sbx_net_slot slot;
-  bool live;             /* link, registry entry and rules exist */
+  bool live; /* link, registry entry and rules exist */
   char env_buf[NENV][96];
   const char *env[NENV + 1];
   struct sbx_net_attachment *prev, *next;
@@ -58,8 +58,8 @@ static void make_env(struct sbx_net_attachment *a)
 {
   char gw[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &a->slot.gw4, gw, sizeof gw);
-  static const char *const names[NENV] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-                                          "https_proxy", "NO_PROXY",   "no_proxy"};
+  static const char *const names[NENV] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
+                                          "https_proxy", "NO_PROXY",    "no_proxy"};
   for (int i = 0; i < NENV; i++) {
     if (i < 4)
       snprintf(a->env_buf[i], sizeof a->env_buf[i], "%s=http://%s:%u", names[i], gw,

@@ -39,9 +39,9 @@
 #define TCP_MAX 16
 #define TCP_QUERIES 16
 #define TCP_IDLE_MS 3000
-#define QMAX 512         /* longer queries are not ones we answer */
-#define RMAX 512         /* replies fit the classic UDP limit: no truncation */
-#define MAX_ANSWERS 8    /* 8 AAAA + the longest question fit RMAX */
+#define QMAX 512      /* longer queries are not ones we answer */
+#define RMAX 512      /* replies fit the classic UDP limit: no truncation */
+#define MAX_ANSWERS 8 /* 8 AAAA + the longest question fit RMAX */
 #define ANSWER_TTL_MAX 60
 #define LEARN_GRACE_S 30 /* nft keeps an address a little longer than the answer lives */
 
@@ -129,8 +129,9 @@ static int filter_learn(const struct sbx_net_peer *peer, const struct sbx_net_po
   for (int i = 0; i < n && k < MAX_ANSWERS; i++) {
     if (addrs[i].ss_family != family)
       continue;
-    const void *a = family == AF_INET ? (const void *)&((const struct sockaddr_in *)&addrs[i])->sin_addr
-                                      : (const void *)&((const struct sockaddr_in6 *)&addrs[i])->sin6_addr;
+    const void *a = family == AF_INET
+                        ? (const void *)&((const struct sockaddr_in *)&addrs[i])->sin_addr
+                        : (const void *)&((const struct sockaddr_in6 *)&addrs[i])->sin6_addr;
     const char *range = sbx_net_addr_closed(family, a);
     if (range && sbx_net_policy_match_closed(p, family, a, 0) < 0) {
       *closed = range; /* DNS rebinding, or a name that simply points inside */
@@ -192,8 +193,9 @@ size_t sbx_net_dns_answer(const uint8_t *q, size_t qlen, const struct sockaddr_s
 
   /* Who asks decides everything else; strangers learn nothing. */
   int fam = from->ss_family;
-  const void *src = fam == AF_INET ? (const void *)&((const struct sockaddr_in *)from)->sin_addr
-                                   : (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr;
+  const void *src = fam == AF_INET
+                        ? (const void *)&((const struct sockaddr_in *)from)->sin_addr
+                        : (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr;
   struct sbx_net_peer peer;
   struct sbx_net_policy *p = NULL;
   if (sbx_net_registry_find(fam, src, &peer, &p) < 0)
@@ -284,8 +286,10 @@ static void udp_reply(const struct job *j, const uint8_t *r, size_t rlen)
     struct cmsghdr align;
   } c;
   memset(&c, 0, sizeof c);
-  struct msghdr m = {.msg_name = (void *)&j->from, .msg_namelen = j->fromlen,
-                     .msg_iov = &iov, .msg_iovlen = 1};
+  struct msghdr m = {.msg_name = (void *)&j->from,
+                     .msg_namelen = j->fromlen,
+                     .msg_iov = &iov,
+                     .msg_iovlen = 1};
   /* Answer from the address the query was sent to, so conntrack can undo
    * the redirect whatever the routing table would pick. */
   if (j->have_pi) {
@@ -344,8 +348,12 @@ static void read_udp(int fd)
       struct cmsghdr align;
     } c;
     struct iovec iov = {.iov_base = j->q, .iov_len = sizeof j->q};
-    struct msghdr m = {.msg_name = &j->from, .msg_namelen = sizeof j->from, .msg_iov = &iov,
-                       .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
+    struct msghdr m = {.msg_name = &j->from,
+                       .msg_namelen = sizeof j->from,
+                       .msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = c.buf,
+                       .msg_controllen = sizeof c.buf};
     ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
     if (n < 0 || (m.msg_flags & MSG_TRUNC)) {
       free(j);
@@ -375,7 +383,8 @@ static void read_udp(int fd)
     pthread_mutex_unlock(&D.mu);
     if (!queued) { /* overloaded: say so at once rather than time out */
       if (j->qlen >= 12 && !(j->q[2] & 0x80)) {
-        uint8_t r[12] = {j->q[0], j->q[1], (uint8_t)(0x80 | (j->q[2] & 0x79)), 0x80 | ns_r_servfail};
+        uint8_t r[12] = {j->q[0], j->q[1], (uint8_t)(0x80 | (j->q[2] & 0x79)),
+                         0x80 | ns_r_servfail};
         udp_reply(j, r, sizeof r);
       }
       free(j);
@@ -546,8 +555,7 @@ static int bind_one(int family, int type, uint16_t port)
   if (type == SOCK_STREAM)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t sl = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-  if (bind(fd, (struct sockaddr *)&ss, sl) < 0 ||
-      (type == SOCK_STREAM && listen(fd, 64) < 0)) {
+  if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || (type == SOCK_STREAM && listen(fd, 64) < 0)) {
     int e = errno;
     close(fd);
     errno = e;

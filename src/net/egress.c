@@ -79,7 +79,8 @@ static struct {
   pthread_t acceptor;
   struct conn *conns;
   unsigned nconns;
-} g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, {-1, -1}, 0, -1, 0, 0, NULL, 0};
+} g = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, {-1, -1}, 0, -1, 0, 0, NULL, 0};
 
 /* ---- addresses ------------------------------------------------------ */
 
@@ -139,7 +140,8 @@ static void fmt_dest(char *out, size_t outsz, const char *name, int fam, const v
 /* Where the sandbox was going before nft redirected it; -1 if not
  * redirected (no conntrack entry) — the caller also treats "here" as
  * explicit mode. */
-static int original_dst(int fd, const struct sockaddr_storage *local, struct sockaddr_storage *out)
+static int original_dst(int fd, const struct sockaddr_storage *local,
+                        struct sockaddr_storage *out)
 {
   memset(out, 0, sizeof *out);
   int fam;
@@ -449,11 +451,12 @@ static int connect_upstream(struct conn *c, const struct verdict *v)
   uint64_t deadline = sbx_now_ms() + CONNECT_TIMEOUT_MS;
   for (int i = 0; i < v->naddrs; i++) {
     const struct sockaddr_storage *ss = &v->addrs[i];
-    _cleanup_close_ int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    _cleanup_close_ int fd =
+        socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
       continue;
-    socklen_t sl = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-                                             : sizeof(struct sockaddr_in6);
+    socklen_t sl =
+        ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     if (connect(fd, (const struct sockaddr *)ss, sl) < 0) {
       if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline) != 1)
         continue;
@@ -648,7 +651,7 @@ static void serve_tls(struct conn *c, int fam, const void *addr, uint16_t port,
     admit_literal(c->policy, fam, addr, port, &v); /* a CIDR rule needs no name */
     if (!v.allowed)
       snprintf(v.reason, sizeof v.reason, "%s",
-               pr == SBX_NET_PARSE_NONE ? "no SNI in ClientHello"
+               pr == SBX_NET_PARSE_NONE      ? "no SNI in ClientHello"
                : pr == SBX_NET_PARSE_TOO_BIG ? "ClientHello over 16 KiB"
                                              : "malformed ClientHello");
   } else {
@@ -739,8 +742,8 @@ static bool cap_log_due(void)
 {
   static uint64_t last;
   uint64_t now = sbx_now_ms(), prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
-  return now - prev >= 1000 &&
-         __atomic_compare_exchange_n(&last, &prev, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return now - prev >= 1000 && __atomic_compare_exchange_n(&last, &prev, now, false,
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 static bool over_peer_cap(struct conn *c)

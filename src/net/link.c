@@ -194,7 +194,8 @@ static void host_sysctls(const char *ifname)
   };
   for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
     char path[128];
-    snprintf(path, sizeof path, "/proc/sys/net/%s/conf/%s/%s", knobs[i].fam, ifname, knobs[i].knob);
+    snprintf(path, sizeof path, "/proc/sys/net/%s/conf/%s/%s", knobs[i].fam, ifname,
+             knobs[i].knob);
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || write(fd, knobs[i].val, 1) != 1)
       sbx_debug("net", "%s: %s", path, strerror(errno));
@@ -206,8 +207,8 @@ static void host_sysctls(const char *ifname)
 struct inside {
   int nsfd;
   const struct sbx_net_slot *s;
-  int err;           /* -errno */
-  const char *step;  /* what failed */
+  int err;          /* -errno */
+  const char *step; /* what failed */
 };
 
 static void *inside_thread(void *arg)

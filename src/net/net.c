@@ -133,7 +133,10 @@ static void nflog_decide(const char *prefix, const uint8_t *p, size_t n)
   } else {
     return;
   }
-  const char *pname = proto == 6 ? "tcp" : proto == 17 ? "udp" : (proto == 1 || proto == 58) ? "icmp" : "ip";
+  const char *pname = proto == 6                    ? "tcp"
+                      : proto == 17                 ? "udp"
+                      : (proto == 1 || proto == 58) ? "icmp"
+                                                    : "ip";
   char a[INET6_ADDRSTRLEN], dest[INET6_ADDRSTRLEN + 16];
   inet_ntop(family, dst, a, sizeof a);
   if ((proto == 6 || proto == 17) && l4 + 4 <= p + n) {
@@ -149,8 +152,12 @@ static void nflog_decide(const char *prefix, const uint8_t *p, size_t n)
   if (sbx_net_registry_find(family, sa, &peer, &pol) < 0)
     return; /* detached since: nobody to charge it to */
   sbx_net_policy_free(pol);
-  struct sbx_net_decision d = {.sandbox_id = peer.sandbox_id, .tenant = peer.tenant,
-                               .proto = pname, .dest = dest, .allowed = false, .reason = prefix};
+  struct sbx_net_decision d = {.sandbox_id = peer.sandbox_id,
+                               .tenant = peer.tenant,
+                               .proto = pname,
+                               .dest = dest,
+                               .allowed = false,
+                               .reason = prefix};
   sbx_net_decide(&d);
 }
 
@@ -192,7 +199,8 @@ static void nflog_start(unsigned group)
   if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
     goto fail;
   struct nfulnl_msg_config_cmd cmd = {.command = NFULNL_CFG_CMD_BIND};
-  struct nfulnl_msg_config_mode mode = {.copy_range = htonl(128), .copy_mode = NFULNL_COPY_PACKET};
+  struct nfulnl_msg_config_mode mode = {.copy_range = htonl(128),
+                                        .copy_mode = NFULNL_COPY_PACKET};
   if (nflog_config(nl, (uint16_t)group, &cmd, sizeof cmd, NFULA_CFG_CMD) < 0 ||
       nflog_config(nl, (uint16_t)group, &mode, sizeof mode, NFULA_CFG_MODE) < 0)
     goto fail;
@@ -207,7 +215,8 @@ static void nflog_start(unsigned group)
   nflog_running = true;
   return;
 fail:
-  sbx_warn("net", "NFLOG group %u: %s; nft refusals will not be audited", group, strerror(errno));
+  sbx_warn("net", "NFLOG group %u: %s; nft refusals will not be audited", group,
+           strerror(errno));
   if (nl)
     mnl_socket_close(nl);
 }
@@ -262,7 +271,8 @@ const char *sbx_net_resolv_conf(void)
 {
   pthread_mutex_lock(&lock);
   if (!resolv_text[0]) /* before start: the default pools' addresses */
-    snprintf(resolv_text, sizeof resolv_text, "nameserver 10.231.0.1\nnameserver fd5b:d0c5:a11d::1\n");
+    snprintf(resolv_text, sizeof resolv_text,
+             "nameserver 10.231.0.1\nnameserver fd5b:d0c5:a11d::1\n");
   pthread_mutex_unlock(&lock);
   return resolv_text;
 }
@@ -310,8 +320,10 @@ static int start_steps(const struct sbx_net_config *cfg, struct sbx_error *err)
     return sbx_err_sys(err, errno, "enable IP forwarding");
   sbx_net_recover(tag);
   unsigned group = nflog_group_of(tag);
-  struct sbx_net_nft_params p = {
-      .tag = tag, .dns_port = dns_port, .proxy_port = proxy_port, .nflog_group = group};
+  struct sbx_net_nft_params p = {.tag = tag,
+                                 .dns_port = dns_port,
+                                 .proxy_port = proxy_port,
+                                 .nflog_group = group};
   if (sbx_net_nft_init(&p, err) < 0)
     return -1;
   nflog_start(group);
@@ -336,7 +348,8 @@ int sbx_net_start(const struct sbx_net_config *cfg, struct sbx_error *err)
   available = true;
   why_not[0] = '\0';
   pthread_mutex_unlock(&lock);
-  sbx_info("net", "egress policy ready: table inet sandboxd_%s, links %s*, DNS port %u, proxy port %u",
+  sbx_info("net",
+           "egress policy ready: table inet sandboxd_%s, links %s*, DNS port %u, proxy port %u",
            tag, ifprefix, dns_port, proxy_port);
   return 0;
 }

@@ -42,7 +42,7 @@ enum sbx_net_egress { SBX_NET_EGRESS_NONE = 0, SBX_NET_EGRESS_ALLOWLIST = 1 };
 enum sbx_net_rule_kind {
   SBX_NET_RULE_DOMAIN,   /* "pypi.org": that name exactly */
   SBX_NET_RULE_WILDCARD, /* "*.pythonhosted.org": any name below it (not itself) */
-  SBX_NET_RULE_CIDR,     /* "198.51.100.7", "203.0.113.0/24", "2001:db8::/32", "[2001:db8::1]:443" */
+  SBX_NET_RULE_CIDR, /* "198.51.100.7", "203.0.113.0/24", "2001:db8::/32", "[2001:db8::1]:443" */
 };
 
 #define SBX_NET_MAX_RULES 256 /* more entries than this → 400 */
@@ -96,11 +96,11 @@ const char *sbx_net_addr_closed(int family, const void *addr);
 struct sbx_net_decision {
   const char *sandbox_id; /* session or execution id */
   const char *tenant;
-  const char *proto;      /* "dns", "http", "tls", "tcp", "udp", "icmp" */
-  const char *dest;       /* "pypi.org:443", "198.51.100.7:7", "evil.example" */
-  const char *rule;       /* the rule's text when allowed, NULL otherwise */
+  const char *proto; /* "dns", "http", "tls", "tcp", "udp", "icmp" */
+  const char *dest;  /* "pypi.org:443", "198.51.100.7:7", "evil.example" */
+  const char *rule;  /* the rule's text when allowed, NULL otherwise */
   bool allowed;
-  const char *reason;     /* when refused: "not in allowlist", "resolves to private", … */
+  const char *reason; /* when refused: "not in allowlist", "resolves to private", … */
 };
 typedef void (*sbx_net_decision_fn)(const struct sbx_net_decision *d, void *ud);
 /* The core sets this once at start (audit event + metric, rate-limited there). */
@@ -109,12 +109,12 @@ void sbx_net_set_decision_hook(sbx_net_decision_fn fn, void *ud);
 /* ---- module (net.c) ----------------------------------------------------- */
 
 struct sbx_net_config {
-  const char *tag;          /* short per-daemon tag (hash of the state dir): names the
+  const char *tag;            /* short per-daemon tag (hash of the state dir): names the
                              * nft table "sandboxd_<tag>" and the veths, so test
                              * daemons never collide */
-  const char *pool4;        /* CIDR the veth addresses come from; default "10.231.0.0/16" */
-  const char *pool6;        /* default "fd5b:d0c5:a11d::/48" */
-  const char *dns_upstream; /* "ADDR[:PORT]" or NULL (then only pinned names resolve) */
+  const char *pool4;          /* CIDR the veth addresses come from; default "10.231.0.0/16" */
+  const char *pool6;          /* default "fd5b:d0c5:a11d::/48" */
+  const char *dns_upstream;   /* "ADDR[:PORT]" or NULL (then only pinned names resolve) */
   const char *const *resolve; /* "NAME=ADDR" pins, NULL-terminated (may be NULL) */
 };
 

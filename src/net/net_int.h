@@ -17,10 +17,10 @@
 struct sbx_net_peer {
   char sandbox_id[96];
   char tenant[96];
-  char ifname[16];           /* host-side veth name */
-  struct in_addr addr4;      /* sandbox side */
-  struct in6_addr addr6;     /* sandbox side */
-  unsigned nft_id;           /* index the nft rules use for this sandbox */
+  char ifname[16];       /* host-side veth name */
+  struct in_addr addr4;  /* sandbox side */
+  struct in6_addr addr6; /* sandbox side */
+  unsigned nft_id;       /* index the nft rules use for this sandbox */
 };
 
 /* ---- registry.c: source address → peer + policy in force ------------- */
@@ -39,7 +39,8 @@ unsigned sbx_net_registry_count(void);
 /* ---- resolve.c: names → addresses, for the DNS responder and the proxy -- */
 
 /* Configures pins ("NAME=ADDR", repeatable) and the upstream "ADDR[:PORT]". */
-int sbx_net_resolve_configure(const char *const *pins, const char *upstream, struct sbx_error *err);
+int sbx_net_resolve_configure(const char *const *pins, const char *upstream,
+                              struct sbx_error *err);
 /* Up to max addresses of name (A and AAAA), pins first.  Returns how many
  * (0: no such name), -1 on upstream failure. */
 int sbx_net_resolve(const char *name, struct sockaddr_storage *out, int max);

@@ -41,7 +41,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nft_ctx *ctx;
-static char table[64];  /* "sandboxd_<tag>", "" when not set up */
+static char table[64]; /* "sandboxd_<tag>", "" when not set up */
 static char ifprefix[16];
 
 /* Learned addresses per sandbox and family: a bound on kernel memory a
@@ -55,12 +55,12 @@ static char ifprefix[16];
  * sbx_net_addr_closed() (keep them in step).  The host's own addresses are
  * local and so are judged in the input chain, never forwarded. */
 static const char *const closed4[] = {
-    "0.0.0.0/8",      "10.0.0.0/8",   "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12",  "192.0.0.0/24", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4",
+    "0.0.0.0/8",     "10.0.0.0/8",   "100.64.0.0/10",  "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4",
 };
 static const char *const closed6[] = {
-    "::/96",     "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
-    "fc00::/7",  "fe80::/10",     "fec0::/10",    "ff00::/8",
+    "::/96",    "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+    "fc00::/7", "fe80::/10",     "fec0::/10",    "ff00::/8",
 };
 
 static int run_locked(const char *script, char **out, struct sbx_error *err)
@@ -108,7 +108,8 @@ static void deny_chain(FILE *f, const char *name, const char *reason, unsigned g
 {
   fprintf(f, "  chain %s {\n", name);
   if (group)
-    fprintf(f, "    limit rate 20/second burst 40 packets log prefix \"%s\" group %u snaplen 128\n",
+    fprintf(f,
+            "    limit rate 20/second burst 40 packets log prefix \"%s\" group %u snaplen 128\n",
             reason, group);
   fprintf(f, "    meta l4proto tcp reject with tcp reset\n"
              "    reject with icmpx admin-prohibited\n  }\n");
@@ -168,17 +169,19 @@ static char *base_script(const struct sbx_net_nft_params *p)
           "    oifname \"%s*\" ct state established,related accept\n"
           "    oifname \"%s*\" drop\n  }\n",
           pf, pf, pf);
-  fprintf(f,
-          "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
-          "    iifname \"%s*\" ip daddr %s meta l4proto { tcp, udp } th dport 53 redirect to :%u\n"
-          "    iifname \"%s*\" ip6 daddr %s meta l4proto { tcp, udp } th dport 53 redirect to :%u\n"
-          "    iifname vmap @natmap\n  }\n",
-          pf, d4, p->dns_port, pf, d6, p->dns_port);
-  fprintf(f,
-          "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
-          "    ip saddr %s oifname != \"%s*\" masquerade\n"
-          "    ip6 saddr %s oifname != \"%s*\" masquerade\n  }\n}\n",
-          p4, pf, p6, pf);
+  fprintf(
+      f,
+      "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
+      "    iifname \"%s*\" ip daddr %s meta l4proto { tcp, udp } th dport 53 redirect to :%u\n"
+      "    iifname \"%s*\" ip6 daddr %s meta l4proto { tcp, udp } th dport 53 redirect to :%u\n"
+      "    iifname vmap @natmap\n  }\n",
+      pf, d4, p->dns_port, pf, d6, p->dns_port);
+  fprintf(
+      f,
+      "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
+      "    ip saddr %s oifname != \"%s*\" masquerade\n"
+      "    ip6 saddr %s oifname != \"%s*\" masquerade\n  }\n}\n",
+      p4, pf, p6, pf);
   if (fclose(f) != 0) {
     free(s);
     return NULL;
@@ -370,13 +373,17 @@ static char *sandbox_script(const struct sbx_net_peer *peer, const struct sbx_ne
   char a4[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN];
   inet_ntop(AF_INET, &peer->addr4, a4, sizeof a4);
   inet_ntop(AF_INET6, &peer->addr6, a6, sizeof a6);
-  fprintf(f, "add chain inet %s f_%u\nadd chain inet %s n_%u\nadd chain inet %s i_%u\n", t, id, t,
-          id, t, id);
-  static const char *const sets[][2] = {{"l4", "ipv4_addr . inet_service"}, {"l4a", "ipv4_addr"},
-                                        {"l6", "ipv6_addr . inet_service"}, {"l6a", "ipv6_addr"}};
+  fprintf(f, "add chain inet %s f_%u\nadd chain inet %s n_%u\nadd chain inet %s i_%u\n", t, id,
+          t, id, t, id);
+  static const char *const sets[][2] = {{"l4", "ipv4_addr . inet_service"},
+                                        {"l4a", "ipv4_addr"},
+                                        {"l6", "ipv6_addr . inet_service"},
+                                        {"l6a", "ipv6_addr"}};
   for (size_t i = 0; i < 4; i++)
-    fprintf(f, "add set inet %s %s_%u { type %s; flags timeout; size %d; }\nflush set inet %s %s_%u\n",
-            t, sets[i][0], id, sets[i][1], LEARN_MAX, t, sets[i][0], id);
+    fprintf(
+        f,
+        "add set inet %s %s_%u { type %s; flags timeout; size %d; }\nflush set inet %s %s_%u\n",
+        t, sets[i][0], id, sets[i][1], LEARN_MAX, t, sets[i][0], id);
   fprintf(f, "flush chain inet %s f_%u\nflush chain inet %s n_%u\nflush chain inet %s i_%u\n", t,
           id, t, id, t, id);
   /* Anti-spoof first: the services find a sandbox by source address. */
@@ -388,10 +395,12 @@ static char *sandbox_script(const struct sbx_net_peer *peer, const struct sbx_ne
   fprintf(f, "add rule inet %s f_%u ip6 daddr @closed6 goto deny_closed\n", t, id);
   fwd_rules(f, pol, id, false);
   fprintf(f, "add rule inet %s f_%u ip daddr @l4a_%u accept\n", t, id, id);
-  fprintf(f, "add rule inet %s f_%u meta l4proto { tcp, udp } ip daddr . th dport @l4_%u accept\n", t,
-          id, id);
+  fprintf(f,
+          "add rule inet %s f_%u meta l4proto { tcp, udp } ip daddr . th dport @l4_%u accept\n",
+          t, id, id);
   fprintf(f, "add rule inet %s f_%u ip6 daddr @l6a_%u accept\n", t, id, id);
-  fprintf(f, "add rule inet %s f_%u meta l4proto { tcp, udp } ip6 daddr . th dport @l6_%u accept\n",
+  fprintf(f,
+          "add rule inet %s f_%u meta l4proto { tcp, udp } ip6 daddr . th dport @l6_%u accept\n",
           t, id, id);
   fprintf(f, "add rule inet %s f_%u goto deny_other\n", t, id);
   nat_rules(f, pol, id);

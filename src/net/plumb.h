@@ -27,8 +27,8 @@
 #define SBX_NET_PREFIX6 126
 
 struct sbx_net_slot {
-  unsigned idx;                 /* ≥ 1 */
-  struct in_addr gw4, addr4;    /* host end, sandbox end */
+  unsigned idx;              /* ≥ 1 */
+  struct in_addr gw4, addr4; /* host end, sandbox end */
   struct in6_addr gw6, addr6;
 };
 

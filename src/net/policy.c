@@ -123,10 +123,11 @@ static int parse_cidr(const char *s, int want_family, struct sbx_net_rule *r, st
   if (hostbits) {
     char net[INET6_ADDRSTRLEN];
     inet_ntop(r->family, r->addr, net, sizeof net);
-    snprintf(w->en, sizeof w->en, "host bits are set after /%u (did you mean %s/%u?)",
-             r->prefix, net, r->prefix);
-    snprintf(w->fr, sizeof w->fr, "des bits d'hôte sont à 1 après /%u (vouliez-vous dire %s/%u ?)",
-             r->prefix, net, r->prefix);
+    snprintf(w->en, sizeof w->en, "host bits are set after /%u (did you mean %s/%u?)", r->prefix,
+             net, r->prefix);
+    snprintf(w->fr, sizeof w->fr,
+             "des bits d'hôte sont à 1 après /%u (vouliez-vous dire %s/%u ?)", r->prefix, net,
+             r->prefix);
     return -1;
   }
   r->kind = SBX_NET_RULE_CIDR;
@@ -151,8 +152,9 @@ static int parse_host(const char *h, struct sbx_net_rule *r, struct why *w)
   if (strncmp(h, "*.", 2) == 0) {
     r->kind = SBX_NET_RULE_WILDCARD;
     if (strchr(h + 2, '*'))
-      return WHY(w, "'*' may appear only once, as the first label (\"*.example.org\")",
-                 "'*' ne peut apparaître qu'une fois, en première étiquette (\"*.example.org\")");
+      return WHY(
+          w, "'*' may appear only once, as the first label (\"*.example.org\")",
+          "'*' ne peut apparaître qu'une fois, en première étiquette (\"*.example.org\")");
     return name_check(h + 2, strlen(h + 2), r->name, sizeof r->name, w);
   }
   if (strchr(h, '*'))
@@ -255,7 +257,8 @@ static int parse_allow(json_t *allow, const char *field, struct sbx_net_policy *
   }
   size_t i;
   json_t *v;
-  json_array_foreach(allow, i, v) {
+  json_array_foreach(allow, i, v)
+  {
     snprintf(f, sizeof f, "%s.allow[%zu]", field, i);
     if (!json_is_string(v))
       return bad_type(err, f, "a string", "une chaîne");
@@ -290,7 +293,8 @@ int sbx_net_policy_parse(json_t *network, const char *field, struct sbx_net_poli
     const char *key;
     json_t *v;
     char f[64];
-    json_object_foreach(network, key, v) {
+    json_object_foreach(network, key, v)
+    {
       if (strcmp(key, "egress") != 0 && strcmp(key, "allow") != 0) {
         snprintf(f, sizeof f, "%s.%.40s", field, key);
         return bad_value(err, f, "unknown field", "champ inconnu");
@@ -319,8 +323,10 @@ int sbx_net_policy_parse(json_t *network, const char *field, struct sbx_net_poli
       /* Say what is admitted, even nothing ("allow": []): a forgotten list
        * is a mistake worth a 400, not a silent "admit nothing". */
       snprintf(f, sizeof f, "%s.allow", field);
-      return bad_value(err, f, "egress \"allowlist\" needs an allow list (\"allow\": [] admits "
-                       "nothing)", "egress \"allowlist\" demande une liste allow (\"allow\": [] "
+      return bad_value(err, f,
+                       "egress \"allowlist\" needs an allow list (\"allow\": [] admits "
+                       "nothing)",
+                       "egress \"allowlist\" demande une liste allow (\"allow\": [] "
                        "n'autorise rien)");
     }
   }
@@ -363,10 +369,7 @@ struct sbx_net_policy *sbx_net_policy_dup(const struct sbx_net_policy *p)
   return c;
 }
 
-void sbx_net_policy_free(struct sbx_net_policy *p)
-{
-  free(p);
-}
+void sbx_net_policy_free(struct sbx_net_policy *p) { free(p); }
 
 /* ---- matching ------------------------------------------------------------ */
 

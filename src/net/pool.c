@@ -16,7 +16,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct in_addr base4;
 static struct in6_addr base6;
 static unsigned plen4, plen6;
-static unsigned max_index; /* highest usable index */
+static unsigned max_index;  /* highest usable index */
 static unsigned char *used; /* bitmap, max_index + 1 bits */
 static unsigned next_hint = 1;
 static unsigned nused;
@@ -63,9 +63,11 @@ int sbx_net_pool_configure(const char *pool4, const char *pool6, unsigned max_id
   struct in6_addr a6;
   unsigned l4, l6;
   if (parse_cidr(p4, AF_INET, &a4, &l4) < 0 || l4 > 29)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "net pool4 \"%s\": want an IPv4 CIDR of /29 or wider", p4);
+    return sbx_err_set(err, SBX_E_INVALID, 0,
+                       "net pool4 \"%s\": want an IPv4 CIDR of /29 or wider", p4);
   if (parse_cidr(p6, AF_INET6, &a6, &l6) < 0 || l6 > 125)
-    return sbx_err_set(err, SBX_E_INVALID, 0, "net pool6 \"%s\": want an IPv6 CIDR of /125 or wider", p6);
+    return sbx_err_set(err, SBX_E_INVALID, 0,
+                       "net pool6 \"%s\": want an IPv6 CIDR of /125 or wider", p6);
   unsigned n = blocks(32 - l4);
   unsigned n6 = blocks(128 - l6);
   if (n6 < n)
@@ -132,7 +134,8 @@ int sbx_net_pool_alloc(struct sbx_net_slot *out, struct sbx_error *err)
   }
   pthread_mutex_unlock(&lock);
   if (!idx)
-    return sbx_err_set(err, SBX_E_QUOTA, 0, "net pool exhausted (%u sandboxes attached)", max_index);
+    return sbx_err_set(err, SBX_E_QUOTA, 0, "net pool exhausted (%u sandboxes attached)",
+                       max_index);
   return 0;
 }
 

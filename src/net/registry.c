@@ -101,8 +101,8 @@ int sbx_net_registry_find(int family, const void *addr, struct sbx_net_peer *pee
   pthread_mutex_lock(&R.mu);
   for (size_t i = 0; i < R.n && rc < 0; i++) {
     const struct sbx_net_peer *p = &R.v[i].peer;
-    bool hit = family == AF_INET ? memcmp(&p->addr4, addr, 4) == 0
-                                 : memcmp(&p->addr6, addr, 16) == 0;
+    bool hit =
+        family == AF_INET ? memcmp(&p->addr4, addr, 4) == 0 : memcmp(&p->addr6, addr, 16) == 0;
     if (!hit)
       continue;
     struct sbx_net_policy *copy = NULL;

@@ -166,14 +166,16 @@ static int parse_pins(const char *const *pins, struct pin **out, size_t *nout,
   return 0;
 }
 
-int sbx_net_resolve_configure(const char *const *pins, const char *upstream, struct sbx_error *err)
+int sbx_net_resolve_configure(const char *const *pins, const char *upstream,
+                              struct sbx_error *err)
 {
   struct pin *v = NULL;
   size_t n = 0;
   struct sockaddr_storage up;
   if (upstream && *upstream && parse_upstream(upstream, &up) < 0)
     return sbx_err_set(err, SBX_E_INVALID, 0,
-                       "--dns-upstream '%.100s' is not ADDR[:PORT] (IPv6 as [ADDR]:PORT)", upstream);
+                       "--dns-upstream '%.100s' is not ADDR[:PORT] (IPv6 as [ADDR]:PORT)",
+                       upstream);
   if (parse_pins(pins, &v, &n, err) < 0)
     return -1;
   struct cached *cache = calloc(CACHE_MAX, sizeof *cache);

@@ -205,10 +205,7 @@ enum sbx_net_parse sbx_net_sni_parse(const uint8_t *buf, size_t len, char *name,
 
 /* ---- HTTP ----------------------------------------------------------- */
 
-static bool tchar(unsigned char c)
-{
-  return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
+static bool tchar(unsigned char c) { return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c)); }
 
 /* "host[:port]" or "[v6][:port]"; port_required for CONNECT. */
 static int authority(const char *s, size_t n, bool port_required, char *host, size_t hostsz,

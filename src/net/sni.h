@@ -49,15 +49,15 @@ enum sbx_net_http_form {
 struct sbx_net_http_req {
   char method[16];
   enum sbx_net_http_form form;
-  char host[256];     /* from the target (absolute, CONNECT) or Host header; "" if none */
-  uint16_t port;      /* 0 when the request named none */
-  char version[9];    /* "HTTP/1.0" or "HTTP/1.1" */
+  char host[256];  /* from the target (absolute, CONNECT) or Host header; "" if none */
+  uint16_t port;   /* 0 when the request named none */
+  char version[9]; /* "HTTP/1.0" or "HTTP/1.1" */
   size_t target_off, target_len; /* the request target as written */
-  size_t path_off;    /* absolute form: what follows the authority (path_len 0 → "/") */
+  size_t path_off; /* absolute form: what follows the authority (path_len 0 → "/") */
   size_t path_len;
   size_t authority_off, authority_len; /* absolute form: "host[:port]" as written */
-  size_t line_end;    /* offset just past the request line's CRLF */
-  size_t head_len;    /* offset just past the blank line ending the head */
+  size_t line_end;                     /* offset just past the request line's CRLF */
+  size_t head_len;                     /* offset just past the blank line ending the head */
 };
 
 /* Parses the request head at the start of buf.  Strict: CRLF line ends,

@@ -110,8 +110,12 @@ void sbx_audit_record(struct sbx_store_handle *st, int64_t tenant_id, const char
                       json_t *details)
 {
   struct sbx_error err = {0};
-  struct sbx_audit_event ev = {.tenant_id = tenant_id, .actor = actor, .action = action,
-                               .target = target, .outcome = outcome, .details = details};
+  struct sbx_audit_event ev = {.tenant_id = tenant_id,
+                               .actor = actor,
+                               .action = action,
+                               .target = target,
+                               .outcome = outcome,
+                               .details = details};
   if (!st || !st->ops || sbx_audit_append(st, &ev, NULL, &err) < 0) {
     sbx_metrics_audit_failure();
     sbx_error("audit", "could not record %s on %s: %s", action, target ? target : "",
@@ -132,10 +136,10 @@ json_t *sbx_audit_row_json(const struct sbx_audit_row *row)
     snprintf(when, sizeof when, "%s", t);
   json_t *d = row->details_json ? json_loads(row->details_json, 0, NULL) : NULL;
   json_t *o = json_pack("{s:I, s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "seq",
-                   (json_int_t)row->seq, "time", when, "time_ms", (json_int_t)row->time_ms,
-                   "tenant_id", (json_int_t)row->tenant_id, "actor", row->actor, "action",
-                   row->action, "target", row->target, "outcome", row->outcome, "details",
-                   d ? d : json_object(), "prev_hash", row->prev_hash, "hash", row->hash);
+                        (json_int_t)row->seq, "time", when, "time_ms", (json_int_t)row->time_ms,
+                        "tenant_id", (json_int_t)row->tenant_id, "actor", row->actor, "action",
+                        row->action, "target", row->target, "outcome", row->outcome, "details",
+                        d ? d : json_object(), "prev_hash", row->prev_hash, "hash", row->hash);
   /* A row edited behind the daemon's back may hold bytes that are not UTF-8. */
   return o ? o : json_pack("{s:I, s:s}", "seq", (json_int_t)row->seq, "error", "unreadable row");
 }

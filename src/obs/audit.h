@@ -72,11 +72,11 @@ json_t *sbx_audit_details(json_t *d);
 /* Result of walking the whole chain. */
 struct sbx_audit_verdict {
   bool ok;
-  int64_t events;         /* rows checked */
-  int64_t last_seq;       /* seq of the last row read (0: empty) */
-  char head_hash[65];     /* hash of the last row read (anchor it elsewhere) */
-  int64_t broken_seq;     /* first broken sequence number (0 when ok) */
-  char problem[256];      /* what is wrong there */
+  int64_t events;     /* rows checked */
+  int64_t last_seq;   /* seq of the last row read (0: empty) */
+  char head_hash[65]; /* hash of the last row read (anchor it elsewhere) */
+  int64_t broken_seq; /* first broken sequence number (0 when ok) */
+  char problem[256];  /* what is wrong there */
 };
 int sbx_audit_verify(struct sbx_store_handle *st, struct sbx_audit_verdict *v,
                      struct sbx_error *err);

@@ -57,7 +57,8 @@ bool sbx_audit_admit(const char *source, uint64_t *suppressed)
     global_minute = now / 60;
     global_count = 0;
   }
-  bool ok = s->count < SBX_AUDIT_DENIALS_PER_MIN && global_count < SBX_AUDIT_DENIALS_GLOBAL_PER_MIN;
+  bool ok =
+      s->count < SBX_AUDIT_DENIALS_PER_MIN && global_count < SBX_AUDIT_DENIALS_GLOBAL_PER_MIN;
   if (ok) {
     s->count++;
     global_count++;

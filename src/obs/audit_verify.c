@@ -28,19 +28,25 @@ static int check_row(void *ctx, const struct sbx_audit_row *row)
   int64_t want = v->last_seq + 1;
   char msg[256];
   if (row->seq != want) {
-    snprintf(msg, sizeof msg, "event %lld is missing (the next one stored is %lld): "
-             "a row was deleted", (long long)want, (long long)row->seq);
+    snprintf(msg, sizeof msg,
+             "event %lld is missing (the next one stored is %lld): "
+             "a row was deleted",
+             (long long)want, (long long)row->seq);
     return broken(v, want, msg);
   }
   if (strcmp(row->prev_hash, w->prev_hash) != 0) {
-    snprintf(msg, sizeof msg, "event %lld does not chain to event %lld (prev_hash differs): "
-             "a row was inserted or replaced", (long long)row->seq, (long long)(want - 1));
+    snprintf(msg, sizeof msg,
+             "event %lld does not chain to event %lld (prev_hash differs): "
+             "a row was inserted or replaced",
+             (long long)row->seq, (long long)(want - 1));
     return broken(v, row->seq, msg);
   }
   char h[65];
   if (sbx_audit_hash(row, h) < 0 || strcmp(h, row->hash) != 0) {
-    snprintf(msg, sizeof msg, "event %lld: the stored hash does not match its content: "
-             "the row was edited (or forged)", (long long)row->seq);
+    snprintf(msg, sizeof msg,
+             "event %lld: the stored hash does not match its content: "
+             "the row was edited (or forged)",
+             (long long)row->seq);
     return broken(v, row->seq, msg);
   }
   v->events++;

@@ -303,8 +303,7 @@ static void set_genai(struct sbx_span *s, json_t *md)
 }
 
 static struct sbx_span *op_begin(const char *name, const struct sbx_trace_ctx *parent,
-                                 const char *tenant, const char *profile, json_t *md,
-                                 bool genai)
+                                 const char *tenant, const char *profile, json_t *md, bool genai)
 {
   struct sbx_span *s = sbx_span_begin(name, SBX_SPAN_INTERNAL, parent);
   sbx_span_set_str(s, "sandbox.tenant", tenant);
@@ -329,8 +328,8 @@ struct sbx_span *sbx_trace_op_begin_parked(const char *name, const char *key, in
   bool parked = key && sbx_trace_unpark(key, &parent, tenant, sizeof tenant);
   if (!parked)
     snprintf(tenant, sizeof tenant, "#%lld", (long long)tenant_id);
-  json_t *md = metadata_json && sbx_trace_exporting() ? json_loads(metadata_json, 0, NULL)
-                                                      : NULL;
+  json_t *md =
+      metadata_json && sbx_trace_exporting() ? json_loads(metadata_json, 0, NULL) : NULL;
   /* A worker thread has no current span: without a parked context this is
    * the root of a new trace. */
   struct sbx_span *s = op_begin(name, parked ? &parent : NULL, tenant, profile, md, true);
@@ -338,8 +337,8 @@ struct sbx_span *sbx_trace_op_begin_parked(const char *name, const char *key, in
   return s;
 }
 
-void sbx_trace_op_end(struct sbx_span *s, const char *id_key, const char *id,
-                      const char *status, const char *error)
+void sbx_trace_op_end(struct sbx_span *s, const char *id_key, const char *id, const char *status,
+                      const char *error)
 {
   if (!s)
     return;

@@ -104,8 +104,8 @@ struct sbx_span *sbx_trace_op_begin_parked(const char *name, const char *key, in
                                            const char *profile, const char *metadata_json);
 /* Sets id_key=id (if id non-empty) and sandbox.status=status (if given),
  * marks the span failed when error is non-NULL, and ends it. */
-void sbx_trace_op_end(struct sbx_span *s, const char *id_key, const char *id,
-                      const char *status, const char *error);
+void sbx_trace_op_end(struct sbx_span *s, const char *id_key, const char *id, const char *status,
+                      const char *error);
 
 /* ---- the HTTP server span ---- */
 

@@ -32,7 +32,8 @@ static struct {
   json_t *resource_extra; /* OTEL_RESOURCE_ATTRIBUTES as [key, value] pairs */
   struct curl_slist *headers;
   unsigned batch_max, delay_ms, timeout_ms, retries;
-} ex = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+} ex = {.lock = PTHREAD_MUTEX_INITIALIZER,
+        .cond = PTHREAD_COND_INITIALIZER,
         .stop_cond = PTHREAD_COND_INITIALIZER};
 
 static atomic_bool exporting;
@@ -127,7 +128,8 @@ json_t *sbx_trace_otlp_json(struct sbx_span *const *spans, size_t n, const char 
   json_array_append_new(rattrs, kv_str("service.name", service));
   size_t i;
   json_t *pair;
-  json_array_foreach(ex.resource_extra, i, pair) {
+  json_array_foreach(ex.resource_extra, i, pair)
+  {
     json_t *kv = kv_str(json_string_value(json_array_get(pair, 0)),
                         json_string_value(json_array_get(pair, 1)));
     if (kv)
@@ -165,8 +167,8 @@ static int post_once(CURL *h, const char *body, long *http)
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, ex.headers);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)ex.timeout_ms);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(ex.timeout_ms < 1000 ? ex.timeout_ms
-                                                                             : 1000));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   (long)(ex.timeout_ms < 1000 ? ex.timeout_ms : 1000));
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -365,7 +367,8 @@ static bool configure(void)
     return false;
   if (!resolve_url())
     return false;
-  const char *proto = env_str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL");
+  const char *proto =
+      env_str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL");
   if (proto && strcmp(proto, "http/json") != 0)
     sbx_warn("trace", "OTLP protocol %s is not supported: sending http/json", proto);
   const char *svc = getenv("OTEL_SERVICE_NAME");

@@ -11,14 +11,14 @@ struct sbx_span_attr {
   const char *key; /* static */
   bool is_int;
   int64_t i;
-  char *s;         /* owned */
+  char *s; /* owned */
 };
 
 struct sbx_span {
   struct sbx_trace_ctx ctx;
   uint8_t parent_id[8];
   bool has_parent;
-  bool recording;  /* attributes kept and the span exported at its end */
+  bool recording; /* attributes kept and the span exported at its end */
   bool entered;
   enum sbx_span_kind kind;
   char name[128];

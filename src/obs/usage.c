@@ -110,8 +110,8 @@ json_t *sbx_usage_payload(const struct sbx_usage_row *row)
                    "tenant_id", (json_int_t)row->tenant_id, "tenant", row->tenant, "kind",
                    row->kind, "source_id", row->source_id, "profile", row->profile, "status",
                    row->status, "cpu_seconds", row->cpu_seconds, "memory_mb_seconds",
-                   row->memory_mb_seconds, "duration_seconds", row->duration_seconds,
-                   "metadata", md, "created_at", time_json(row->created_at));
+                   row->memory_mb_seconds, "duration_seconds", row->duration_seconds, "metadata",
+                   md, "created_at", time_json(row->created_at));
 }
 
 /* ---- the report ---- */
@@ -124,12 +124,12 @@ struct report {
 static int group_cb(void *ctx, const struct sbx_usage_group *g)
 {
   struct report *r = ctx;
-  json_array_append_new(
-      r->groups, json_pack("{s:o, s:I, s:f, s:f, s:f}", "key",
-                           g->key[0] ? json_string(g->key) : json_null(), "records",
-                           (json_int_t)g->records, "cpu_seconds", g->cpu_seconds,
-                           "memory_mb_seconds", g->memory_mb_seconds, "duration_seconds",
-                           g->duration_seconds));
+  json_array_append_new(r->groups,
+                        json_pack("{s:o, s:I, s:f, s:f, s:f}", "key",
+                                  g->key[0] ? json_string(g->key) : json_null(), "records",
+                                  (json_int_t)g->records, "cpu_seconds", g->cpu_seconds,
+                                  "memory_mb_seconds", g->memory_mb_seconds, "duration_seconds",
+                                  g->duration_seconds));
   r->total.records += g->records;
   r->total.cpu_seconds += g->cpu_seconds;
   r->total.memory_mb_seconds += g->memory_mb_seconds;

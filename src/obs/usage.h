@@ -19,9 +19,9 @@
 /* What a finished run reports.  Strings are borrowed. */
 struct sbx_usage_input {
   int64_t tenant_id;
-  const char *tenant;        /* name if known (NULL: from the name cache) */
-  const char *kind;          /* "exec" | "execution" */
-  const char *source_id;     /* session id / execution id */
+  const char *tenant;    /* name if known (NULL: from the name cache) */
+  const char *kind;      /* "exec" | "execution" */
+  const char *source_id; /* session id / execution id */
   const char *profile;
   const char *status;
   const char *metadata_json; /* the session's / execution's metadata object, or NULL */
@@ -54,9 +54,9 @@ int sbx_usage_parse_time(const char *s, int64_t *out);
 
 /* ---- the outbox (outbox.c) ---- */
 struct sbx_outbox_config {
-  const char *url;          /* http(s)://…; NULL/"" → no outbox */
-  unsigned timeout_s;       /* per POST; 0 → 5 */
-  unsigned max_backoff_s;   /* retry delay ceiling; 0 → 60 */
+  const char *url;        /* http(s)://…; NULL/"" → no outbox */
+  unsigned timeout_s;     /* per POST; 0 → 5 */
+  unsigned max_backoff_s; /* retry delay ceiling; 0 → 60 */
 };
 /* Starts the delivery thread (one per process). */
 int sbx_outbox_start(struct sbx_store_handle *st, const struct sbx_outbox_config *cfg,

@@ -134,8 +134,8 @@ int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, si
 }
 
 int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
-                      const int *fds, size_t nfds, const char *what,
-                      struct sbx_chan_reply *rep, struct sbx_error *err)
+                      const int *fds, size_t nfds, const char *what, struct sbx_chan_reply *rep,
+                      struct sbx_error *err)
 {
   rep->fd = -1;
   rep->value = rep->aux = 0;

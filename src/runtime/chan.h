@@ -51,8 +51,8 @@ int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, si
  * sbx-init fills or uses; the caller keeps its own copies).  Where the
  * sandbox is fd-in, a reply carrying an fd is refused (EPROTO). */
 int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
-                      const int *fds, size_t nfds, const char *what,
-                      struct sbx_chan_reply *rep, struct sbx_error *err);
+                      const int *fds, size_t nfds, const char *what, struct sbx_chan_reply *rep,
+                      struct sbx_error *err);
 
 /* An errno from sbx-init as an error, mapped as sbx_chan_call does. */
 int sbx_chan_errno(int e, const char *what, struct sbx_error *err);

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "isolation/iso.h"  /* sbx_iso_set_resolv_conf */
-#include "runtime/chan.h"   /* struct sbx_sandbox_client, sbx_fdin_discard */
+#include "isolation/iso.h" /* sbx_iso_set_resolv_conf */
+#include "runtime/chan.h"  /* struct sbx_sandbox_client, sbx_fdin_discard */
 
 #define MAX_DRIVERS 16
 
@@ -166,16 +166,26 @@ unsigned sbx_driver_setting_uint(const struct sbx_driver_env *env, const char *k
 const char *sbx_cap_name(uint32_t bit)
 {
   switch (bit) {
-  case SBX_CAP_EXEC: return "exec";
-  case SBX_CAP_FILES: return "files";
-  case SBX_CAP_TERMINAL: return "terminal";
-  case SBX_CAP_WATCH: return "watch";
-  case SBX_CAP_UPSTREAM: return "upstream";
-  case SBX_CAP_ARCHIVE: return "archive";
-  case SBX_CAP_CONTEXTS: return "contexts";
-  case SBX_CAP_EGRESS: return "egress_allowlist";
-  case SBX_CAP_IMAGES: return "images";
-  default: return NULL;
+  case SBX_CAP_EXEC:
+    return "exec";
+  case SBX_CAP_FILES:
+    return "files";
+  case SBX_CAP_TERMINAL:
+    return "terminal";
+  case SBX_CAP_WATCH:
+    return "watch";
+  case SBX_CAP_UPSTREAM:
+    return "upstream";
+  case SBX_CAP_ARCHIVE:
+    return "archive";
+  case SBX_CAP_CONTEXTS:
+    return "contexts";
+  case SBX_CAP_EGRESS:
+    return "egress_allowlist";
+  case SBX_CAP_IMAGES:
+    return "images";
+  default:
+    return NULL;
   }
 }
 
@@ -234,7 +244,4 @@ void sbx_sandbox_free(struct sbx_sandbox *sb)
   sbx_sandbox_release(sb);
 }
 
-void sbx_drivers_set_resolv_conf(const char *text)
-{
-  sbx_iso_set_resolv_conf(text);
-}
+void sbx_drivers_set_resolv_conf(const char *text) { sbx_iso_set_resolv_conf(text); }

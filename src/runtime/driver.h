@@ -92,9 +92,9 @@ struct sbx_limits {
 
 /* What the daemon knows about this host, handed to probe(). */
 struct sbx_driver_env {
-  const char *state_dir;     /* daemon state dir (absolute) */
-  const char *init_path;     /* absolute path of the sbx-init binary */
-  const char *runsc_path;    /* gvisor: runsc binary (may be NULL) */
+  const char *state_dir;       /* daemon state dir (absolute) */
+  const char *init_path;       /* absolute path of the sbx-init binary */
+  const char *runsc_path;      /* gvisor: runsc binary (may be NULL) */
   bool unsafe_process_enabled; /* --enable-unsafe-process-driver */
   /* Probes run in the background while the daemon serves (core/profile.h).
    * A probe that starts a program bounds it by probe_timeout_ms (0: the
@@ -130,9 +130,9 @@ unsigned sbx_driver_setting_uint(const struct sbx_driver_env *env, const char *k
 
 /* Request to build one sandbox. */
 struct sbx_sandbox_spec {
-  const char *id;        /* session or execution id: unique, [a-z0-9_] */
-  const char *profile;   /* profile name, for logs and pools */
-  const char *image;     /* image reference; "host" for the host pack */
+  const char *id;      /* session or execution id: unique, [a-z0-9_] */
+  const char *profile; /* profile name, for logs and pools */
+  const char *image;   /* image reference; "host" for the host pack */
   struct sbx_limits limits;
   /* An OCI image's unpacked layers (absolute dirs, lowest first,
    * nlayers > 0) to mount read-only under a copy-on-write upper sized by
@@ -164,7 +164,7 @@ struct sbx_usage {
   uint64_t memory_peak_bytes; /* high-water mark */
   uint64_t oom_kills;         /* times the kernel's OOM killer fired in it */
   uint64_t pids_current;
-  uint64_t pids_max_hits;     /* times a fork failed at the pids ceiling (pids.events max) */
+  uint64_t pids_max_hits; /* times a fork failed at the pids ceiling (pids.events max) */
 };
 
 struct sbx_driver;
@@ -176,11 +176,11 @@ struct sbx_sandbox_client;
 struct sbx_sandbox {
   const struct sbx_driver *driver;
   char id[96];
-  int init_fd;            /* SOCK_SEQPACKET to sbx-init; owned */
-  pid_t init_pid;         /* host pid of the sandbox's outermost process */
+  int init_fd;    /* SOCK_SEQPACKET to sbx-init; owned */
+  pid_t init_pid; /* host pid of the sandbox's outermost process */
   struct sbx_limits limits;
-  char root_desc[64];     /* for logs: "/" or the host dir that is its root */
-  void *priv;             /* driver-owned */
+  char root_desc[64]; /* for logs: "/" or the host dir that is its root */
+  void *priv;         /* driver-owned */
   /* "" when the workload sees the same paths as file operations (a real
    * root of its own); otherwise the host directory that file operations
    * call "/" while the workload sees host paths (the process driver). */
@@ -202,10 +202,10 @@ struct sbx_sandbox {
  * sbx_driver_register) or MAY (NULL ok; read through sbx_driver_has).
  * New members go at the end only, with an ABI bump (driver.h's history). */
 struct sbx_driver {
-  unsigned abi;       /* MUST be SBX_DRIVER_ABI (what the table was built for) */
-  const char *name;   /* MUST: "process", "container", "gvisor", … */
-  const char *klass;  /* MUST: "none", "shared-kernel", "user-space-kernel", … */
-  uint32_t caps;      /* MUST: SBX_CAP_* this driver provides */
+  unsigned abi;      /* MUST be SBX_DRIVER_ABI (what the table was built for) */
+  const char *name;  /* MUST: "process", "container", "gvisor", … */
+  const char *klass; /* MUST: "none", "shared-kernel", "user-space-kernel", … */
+  uint32_t caps;     /* MUST: SBX_CAP_* this driver provides */
 
   /* MUST.  Is this driver usable on this host?  0 if yes; otherwise -1 and a
    * one-line reason in `why` (shown by GET /v1/sandbox/profiles and in the

@@ -36,8 +36,8 @@
 #include "runtime/chan.h"
 
 #define READ_CHUNK (64 * 1024)
-#define KILL_GRACE_MS 5000  /* after KILL: time for EXITED and pipe EOF */
-#define DRAIN_MS 2000       /* after EXITED: time for pipe EOF */
+#define KILL_GRACE_MS 5000 /* after KILL: time for EXITED and pipe EOF */
+#define DRAIN_MS 2000      /* after EXITED: time for pipe EOF */
 #define DEFAULT_CAP (1024 * 1024)
 
 /* P_PTY: a terminal's master, read as stdout. */
@@ -163,9 +163,8 @@ static int relay_resize(int pty_fd, unsigned cols, unsigned rows)
   pthread_mutex_lock(&relay_lock);
   for (size_t i = 0; i < nrelays; i++)
     if (relays[i].dev == dev && relays[i].ino == ino) {
-      e = sbx_proto_send(relays[i].ctl, SBX_MSG_RESIZE, 0, 0, cr, sizeof cr, NULL, 0) < 0
-              ? errno
-              : 0;
+      e = sbx_proto_send(relays[i].ctl, SBX_MSG_RESIZE, 0, 0, cr, sizeof cr, NULL, 0) < 0 ? errno
+                                                                                          : 0;
       break;
     }
   pthread_mutex_unlock(&relay_lock);
@@ -212,8 +211,9 @@ static int build_payload(const struct sbx_exec_request *req, bool relay, struct 
   sbx_wbuf_init(w, SBX_PROTO_MAX_PAYLOAD);
   if (req->code && (!req->code_path || strlen(req->code) > SBX_EXEC_CODE_MAX))
     return sbx_err_set(err, SBX_E_TOO_LARGE, E2BIG, "code too large for one exec");
-  uint32_t flags = !pty ? 0 : relay ? SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY
-                                    : SBX_PROTO_EXEC_PTY;
+  uint32_t flags = !pty    ? 0
+                   : relay ? SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY
+                           : SBX_PROTO_EXEC_PTY;
   sbx_wbuf_u32(w, flags | (req->code ? SBX_PROTO_EXEC_CODE : 0));
   sbx_wbuf_str(w, cwd);
   sbx_wbuf_strv(w, req->argv);
@@ -522,8 +522,8 @@ static void classify(struct run *run, struct sbx_exec_result *res)
     exec_failed_message(run);
     res->status = SBX_ST_FAILED;
     res->reason = SBX_RS_EXIT;
-    bool noexec = run->stage == 0 && (run->remote_errno == EACCES ||
-                                      run->remote_errno == ENOEXEC);
+    bool noexec =
+        run->stage == 0 && (run->remote_errno == EACCES || run->remote_errno == ENOEXEC);
     res->exit_code = noexec ? 126 : 127;
     return;
   }
@@ -539,8 +539,8 @@ static void classify(struct run *run, struct sbx_exec_result *res)
   if (run->killed) {
     res->status = run->kill_status;
     res->reason = run->kill_reason;
-    set_error(res, run->kill_status == SBX_ST_TIMEOUT ? "wall-clock timeout exceeded"
-                                                      : "cancelled");
+    set_error(res,
+              run->kill_status == SBX_ST_TIMEOUT ? "wall-clock timeout exceeded" : "cancelled");
   }
 }
 
@@ -612,8 +612,7 @@ static int init_err_result(struct run *run, struct sbx_exec_result *res, struct 
   int e = run->remote_errno > 0 && run->remote_errno < 4096 ? run->remote_errno : 0;
   char msg[300];
   if (e != EAGAIN && e != ENOMEM) {
-    sbx_err_set(err, SBX_E_INTERNAL, e, "sbx-init could not start the command: %s",
-                strerror(e));
+    sbx_err_set(err, SBX_E_INTERNAL, e, "sbx-init could not start the command: %s", strerror(e));
     res->status = SBX_ST_ERROR;
     res->reason = SBX_RS_NONE;
     res->exit_code = -1;
@@ -650,9 +649,10 @@ static void apply_oom(struct sbx_sandbox *sb, const struct run *run, struct sbx_
   sbx_format_bytes(sb->limits.memory_bytes, mem, sizeof mem);
   res->status = SBX_ST_OOM_KILLED;
   res->reason = SBX_RS_MEMORY;
-  snprintf(res->error, sizeof res->error, "memory limit of %s reached: the kernel's OOM "
-           "killer ended %llu process%s during the exec", mem,
-           (unsigned long long)res->oom_kills, res->oom_kills == 1 ? "" : "es");
+  snprintf(res->error, sizeof res->error,
+           "memory limit of %s reached: the kernel's OOM "
+           "killer ended %llu process%s during the exec",
+           mem, (unsigned long long)res->oom_kills, res->oom_kills == 1 ? "" : "es");
 }
 
 /* The code file of a language+code exec could not be written: the command

@@ -34,14 +34,30 @@
 
 /* Final status of an exec (DESIGN §4 "Statuses"). */
 enum sbx_status {
-  SBX_ST_QUEUED, SBX_ST_RUNNING, SBX_ST_SUCCEEDED, SBX_ST_FAILED, SBX_ST_TIMEOUT,
-  SBX_ST_OOM_KILLED, SBX_ST_KILLED, SBX_ST_ERROR,
+  SBX_ST_QUEUED,
+  SBX_ST_RUNNING,
+  SBX_ST_SUCCEEDED,
+  SBX_ST_FAILED,
+  SBX_ST_TIMEOUT,
+  SBX_ST_OOM_KILLED,
+  SBX_ST_KILLED,
+  SBX_ST_ERROR,
 };
 /* Why it ended (DESIGN §4 "reason"). */
 enum sbx_reason {
-  SBX_RS_NONE, SBX_RS_EXIT, SBX_RS_SIGNAL, SBX_RS_TIMEOUT, SBX_RS_MEMORY, SBX_RS_PIDS,
-  SBX_RS_DISK, SBX_RS_OUTPUT, SBX_RS_CANCELLED, SBX_RS_SESSION_DELETED,
-  SBX_RS_DAEMON_RESTARTED, SBX_RS_DAEMON_SHUTDOWN, SBX_RS_RUNTIME_UNAVAILABLE,
+  SBX_RS_NONE,
+  SBX_RS_EXIT,
+  SBX_RS_SIGNAL,
+  SBX_RS_TIMEOUT,
+  SBX_RS_MEMORY,
+  SBX_RS_PIDS,
+  SBX_RS_DISK,
+  SBX_RS_OUTPUT,
+  SBX_RS_CANCELLED,
+  SBX_RS_SESSION_DELETED,
+  SBX_RS_DAEMON_RESTARTED,
+  SBX_RS_DAEMON_SHUTDOWN,
+  SBX_RS_RUNTIME_UNAVAILABLE,
   SBX_RS_SANDBOX_LOST,
   /* The exec's shepherd died under it (a workload's kill -9 -1 reaches it)
    * while the sandbox lives on. */
@@ -55,7 +71,7 @@ bool sbx_status_final(enum sbx_status s);
 /* A cancel token: anyone may fire it (execution cancel, session delete,
  * daemon shutdown); an exec polling it kills its tree with that reason. */
 struct sbx_cancel {
-  int efd;                     /* eventfd, readable once fired */
+  int efd; /* eventfd, readable once fired */
   volatile enum sbx_reason why;
 };
 int sbx_cancel_init(struct sbx_cancel *c);
@@ -65,14 +81,14 @@ void sbx_cancel_destroy(struct sbx_cancel *c);
 struct sbx_exec_live;
 
 struct sbx_exec_request {
-  char *const *argv;          /* argv[0] looked up in the sandbox's PATH */
-  char *const *env;           /* full environment, NULL-terminated (already scrubbed/merged) */
-  const char *cwd;            /* inside the sandbox; NULL → "/work" */
-  const void *stdin_data;     /* may be NULL: stdin is then /dev/null-like EOF */
+  char *const *argv;      /* argv[0] looked up in the sandbox's PATH */
+  char *const *env;       /* full environment, NULL-terminated (already scrubbed/merged) */
+  const char *cwd;        /* inside the sandbox; NULL → "/work" */
+  const void *stdin_data; /* may be NULL: stdin is then /dev/null-like EOF */
   size_t stdin_len;
-  uint64_t timeout_ms;        /* 0 → no timeout */
-  uint64_t output_cap;        /* per stream; 0 → 1 MiB */
-  struct sbx_cancel *cancel;  /* may be NULL */
+  uint64_t timeout_ms;       /* 0 → no timeout */
+  uint64_t output_cap;       /* per stream; 0 → 1 MiB */
+  struct sbx_cancel *cancel; /* may be NULL */
   /* Optional live sink (streaming): called from the exec thread for
    * each chunk read, before it goes into the capture.  stream 1 = stdout,
    * 2 = stderr.  offset = byte offset of this chunk in its stream. */
@@ -93,9 +109,9 @@ struct sbx_exec_request {
 struct sbx_exec_result {
   enum sbx_status status;
   enum sbx_reason reason;
-  int exit_code;             /* -1 if killed by a signal */
-  int signal;                /* 0 if exited */
-  char *stdout_buf;          /* malloc'd head+tail, NUL-terminated; caller frees */
+  int exit_code;    /* -1 if killed by a signal */
+  int signal;       /* 0 if exited */
+  char *stdout_buf; /* malloc'd head+tail, NUL-terminated; caller frees */
   size_t stdout_len;
   bool stdout_truncated;
   uint64_t stdout_dropped;
@@ -104,14 +120,14 @@ struct sbx_exec_result {
   bool stderr_truncated;
   uint64_t stderr_dropped;
   uint64_t duration_ms;
-  double cpu_seconds;        /* user+sys of the whole exec tree */
-  uint64_t memory_peak_bytes;/* max RSS seen in the tree */
+  double cpu_seconds;         /* user+sys of the whole exec tree */
+  uint64_t memory_peak_bytes; /* max RSS seen in the tree */
   /* OOM kills in the sandbox's cgroup while the exec ran (its counter read
    * before and after).  Concurrent execs of one session share the cgroup,
    * so a kill counts in every exec running at the time.  0 without a
    * cgroup (process driver). */
   uint64_t oom_kills;
-  char error[256];           /* which limit was hit, or the service failure */
+  char error[256]; /* which limit was hit, or the service failure */
 };
 void sbx_exec_result_free(struct sbx_exec_result *r);
 
@@ -151,10 +167,10 @@ int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void 
 struct sbx_dirent {
   char name[256];
   char path[4096];
-  char type[8];        /* "file", "dir", "symlink", "other" */
+  char type[8]; /* "file", "dir", "symlink", "other" */
   uint64_t size;
-  unsigned mode;       /* permission bits */
-  int64_t mtime;       /* seconds */
+  unsigned mode; /* permission bits */
+  int64_t mtime; /* seconds */
 };
 /* Lists a directory (not recursive); *out is malloc'd, caller frees.
  * At most max entries (more → SBX_E_TOO_LARGE). */
@@ -164,8 +180,8 @@ int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent 
 int sbx_sandbox_remove(struct sbx_sandbox *sb, const char *path, struct sbx_error *err);
 /* Expands a glob (such as /work/out/ and a star pattern) inside the sandbox to regular files;
  * *out is a malloc'd array of malloc'd absolute paths (free each + array). */
-int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out,
-                     size_t *count, size_t max, struct sbx_error *err);
+int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out, size_t *count,
+                     size_t max, struct sbx_error *err);
 
 /* True while sbx-init answers (socket open, process alive). */
 bool sbx_sandbox_alive(struct sbx_sandbox *sb);
@@ -182,7 +198,7 @@ struct sbx_exec_live {
   /* A pseudo-terminal from the sandbox's own devpts as the workload's
    * stdio and controlling tty; its output is reported as stream 1. */
   bool pty;
-  unsigned cols, rows;  /* 1..SBX_PROTO_PTY_MAX (4096) */
+  unsigned cols, rows; /* 1..SBX_PROTO_PTY_MAX (4096) */
   /* Called once from the exec thread when the workload has started: pid is
    * its pid inside the sandbox; ctl_fd a dup of the exec's control socket
    * (for sbx_exec_signal); pty_fd a dup of the terminal's master (fd-in
@@ -210,25 +226,25 @@ int sbx_exec_resize(int pty_fd, unsigned cols, unsigned rows, struct sbx_error *
  * sandboxes: an AF_UNIX stream socket sbx-init relays to that TCP
  * connection, half-closes included).  Nothing listens
  * (refused on both) or no answer in time → SBX_E_BAD_GATEWAY. */
-int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms,
-                        int *fd_out, struct sbx_error *err);
+int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms, int *fd_out,
+                        struct sbx_error *err);
 
 /* ---- stat, mkdir, move, symlinks (runtime/sandbox_files.c), recursive
  * listing (sandbox_list.c), watch (sandbox_watch.c).  Same path rules as the file
  * operations above; a final symlink is never followed.  Errors: as above,
  * plus SBX_E_CONFLICT when the target already exists. ---- */
 struct sbx_stat {
-  char type[8];        /* "file", "dir", "symlink", "other" */
-  unsigned mode;       /* permission bits (07777) */
+  char type[8];  /* "file", "dir", "symlink", "other" */
+  unsigned mode; /* permission bits (07777) */
   uint64_t size;
-  int64_t mtime;       /* seconds */
+  int64_t mtime;          /* seconds */
   char link_target[4096]; /* symlinks: the target verbatim; else "" */
 };
 /* lstat inside the sandbox. */
 int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *out,
                      struct sbx_error *err);
-#define SBX_MKDIR_PARENTS 1u  /* create missing parents; an existing dir is fine */
-#define SBX_MKDIR_MODE 2u     /* apply mode & 0777 exactly (else 0755) */
+#define SBX_MKDIR_PARENTS 1u /* create missing parents; an existing dir is fine */
+#define SBX_MKDIR_MODE 2u    /* apply mode & 0777 exactly (else 0755) */
 int sbx_sandbox_mkdir(struct sbx_sandbox *sb, const char *path, unsigned mode, unsigned flags,
                       struct sbx_error *err);
 /* rename(2) inside the sandbox; "/" cannot move; without overwrite an
@@ -257,8 +273,13 @@ int sbx_sandbox_list_tree(struct sbx_sandbox *sb, const char *dir, unsigned max_
 int sbx_sandbox_watch(struct sbx_sandbox *sb, const char *dir, bool recursive,
                       unsigned max_watches, int *fd_out, struct sbx_error *err);
 enum sbx_watch_kind {
-  SBX_WATCH_CREATE = 1, SBX_WATCH_MODIFY, SBX_WATCH_DELETE, SBX_WATCH_MOVE,
-  SBX_WATCH_OVERFLOW, SBX_WATCH_GONE, SBX_WATCH_READY,
+  SBX_WATCH_CREATE = 1,
+  SBX_WATCH_MODIFY,
+  SBX_WATCH_DELETE,
+  SBX_WATCH_MOVE,
+  SBX_WATCH_OVERFLOW,
+  SBX_WATCH_GONE,
+  SBX_WATCH_READY,
 };
 struct sbx_watch_event {
   enum sbx_watch_kind kind;

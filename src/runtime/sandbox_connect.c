@@ -171,8 +171,8 @@ static int try_family(struct sbx_sandbox *sb, unsigned port, uint32_t family,
   return steal_fd(&fd);
 }
 
-int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms,
-                        int *fd_out, struct sbx_error *err)
+int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_ms, int *fd_out,
+                        struct sbx_error *err)
 {
   if (port == 0 || port > 65535)
     return sbx_err_field(err, "port", "port must be 1..65535");
@@ -199,13 +199,19 @@ int sbx_sandbox_connect(struct sbx_sandbox *sb, unsigned port, unsigned timeout_
   if (fd == -EPROTO)
     return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "connect: sbx-init sent a bad socket");
   if (fd == -ETIMEDOUT) {
-    sbx_err_set(err, SBX_E_BAD_GATEWAY, ETIMEDOUT, "port %u inside the sandbox did not accept "
-                "the connection within %u ms", port, timeout_ms);
-    return sbx_err_fr(err, "Le port %u dans le bac à sable n'a pas accepté la connexion en "
-                      "%u ms", port, timeout_ms);
+    sbx_err_set(err, SBX_E_BAD_GATEWAY, ETIMEDOUT,
+                "port %u inside the sandbox did not accept "
+                "the connection within %u ms",
+                port, timeout_ms);
+    return sbx_err_fr(err,
+                      "Le port %u dans le bac à sable n'a pas accepté la connexion en "
+                      "%u ms",
+                      port, timeout_ms);
   }
-  sbx_err_set(err, SBX_E_BAD_GATEWAY, -fd, "nothing listens on port %u inside the sandbox "
-              "(%s)", port, strerror(-fd));
+  sbx_err_set(err, SBX_E_BAD_GATEWAY, -fd,
+              "nothing listens on port %u inside the sandbox "
+              "(%s)",
+              port, strerror(-fd));
   return sbx_err_fr(err, "Rien n'écoute sur le port %u dans le bac à sable (%s)", port,
                     strerror(-fd));
 }

@@ -218,9 +218,9 @@ int sbx_fdin_write_from(struct sbx_sandbox *sb, const char *path, unsigned mode,
   sbx_wbuf_u32(&w, flags);
   sbx_wbuf_u64(&w, (uint64_t)mtime);
   struct sbx_chan_reply rep;
-  int r = w.bad ? sbx_err_field(err, "path", "path too long")
-                : sbx_chan_call_fds(sb, SBX_MSG_WRITE_FROM, w.buf, w.len, &far, 1, path, &rep,
-                                    err);
+  int r =
+      w.bad ? sbx_err_field(err, "path", "path too long")
+            : sbx_chan_call_fds(sb, SBX_MSG_WRITE_FROM, w.buf, w.len, &far, 1, path, &rep, err);
   sbx_wbuf_free(&w);
   if (r < 0)
     return -1;

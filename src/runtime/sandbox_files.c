@@ -41,8 +41,9 @@ int sbx_sandbox_file_open_read(struct sbx_sandbox *sb, const char *path, int *fd
 {
   if (sb->fd_in) {
     char p[SBX_PROTO_MAX_PATH];
-    return sbx_req_norm(path, "path", p, sizeof p, err) < 0 ? -1
-                                                 : sbx_fdin_read_to(sb, p, fd_out, size_out, err);
+    return sbx_req_norm(path, "path", p, sizeof p, err) < 0
+               ? -1
+               : sbx_fdin_read_to(sb, p, fd_out, size_out, err);
   }
   struct sbx_chan_reply rep;
   if (sbx_req_path(sb, SBX_MSG_OPEN_READ, path, 0, 0, 0, -1, &rep, err) < 0)
@@ -97,8 +98,9 @@ int sbx_sandbox_file_write(struct sbx_sandbox *sb, const char *path, const void 
     return -1;
   if (sbx_write_all(fd, data, len) != (ssize_t)len) {
     int e = errno;
-    return sbx_err_set(err, e == ENOSPC || e == EFBIG || e == EDQUOT ? SBX_E_TOO_LARGE
-                                                                   : SBX_E_INTERNAL,
+    return sbx_err_set(err,
+                       e == ENOSPC || e == EFBIG || e == EDQUOT ? SBX_E_TOO_LARGE
+                                                                : SBX_E_INTERNAL,
                        e, "write %s: %s", path, strerror(e));
   }
   return 0;

@@ -96,8 +96,8 @@ int sbx_sandbox_list(struct sbx_sandbox *sb, const char *dir, struct sbx_dirent 
   uint64_t n = 0;
   if (sbx_req_norm(dir, "path", d, sizeof d, err) < 0)
     return -1;
-  _cleanup_fclose_ FILE *f = records_call(sb, SBX_MSG_LIST, d, max, SBX_PROTO_LIST_REC + 256,
-                                          "entries", &n, err);
+  _cleanup_fclose_ FILE *f =
+      records_call(sb, SBX_MSG_LIST, d, max, SBX_PROTO_LIST_REC + 256, "entries", &n, err);
   if (!f)
     return -1;
   _cleanup_free_ struct sbx_dirent *v = calloc(n ? n : 1, sizeof *v);
@@ -137,8 +137,8 @@ int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out, s
                      size_t max, struct sbx_error *err)
 {
   uint64_t n = 0;
-  _cleanup_fclose_ FILE *f = records_call(sb, SBX_MSG_GLOB, pattern, max,
-                                          2 + SBX_PROTO_MAX_PATH, "files", &n, err);
+  _cleanup_fclose_ FILE *f =
+      records_call(sb, SBX_MSG_GLOB, pattern, max, 2 + SBX_PROTO_MAX_PATH, "files", &n, err);
   if (!f)
     return -1;
   char **v = calloc(n + 1, sizeof *v);

@@ -91,10 +91,14 @@ ssize_t sbx_req_read_memfd(int fd, char *buf, size_t max)
 const char *sbx_req_type_name(uint8_t t)
 {
   switch (t) {
-  case SBX_PROTO_DT_FILE: return "file";
-  case SBX_PROTO_DT_DIR: return "dir";
-  case SBX_PROTO_DT_LINK: return "symlink";
-  default: return "other";
+  case SBX_PROTO_DT_FILE:
+    return "file";
+  case SBX_PROTO_DT_DIR:
+    return "dir";
+  case SBX_PROTO_DT_LINK:
+    return "symlink";
+  default:
+    return "other";
   }
 }
 

@@ -78,8 +78,7 @@ int sbx_watch_reader_next(struct sbx_watch_reader *r, struct sbx_watch_event *ev
   memcpy(&l2, r->buf + 4, 2);
   memcpy(&count, r->buf + 6, 4);
   if (kind < SBX_PROTO_WEV_CREATE || kind > SBX_PROTO_WEV_READY || dir > 1 ||
-      l1 >= SBX_PROTO_MAX_PATH || l2 >= SBX_PROTO_MAX_PATH ||
-      (l2 && kind != SBX_PROTO_WEV_MOVE))
+      l1 >= SBX_PROTO_MAX_PATH || l2 >= SBX_PROTO_MAX_PATH || (l2 && kind != SBX_PROTO_WEV_MOVE))
     return -1;
   size_t need = SBX_PROTO_WEV_HDR + l1 + l2;
   if (r->len < need)

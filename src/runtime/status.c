@@ -7,10 +7,9 @@
 #include "runtime/sandbox.h"
 
 static const char *const status_names[] = {
-    [SBX_ST_QUEUED] = "queued",     [SBX_ST_RUNNING] = "running",
-    [SBX_ST_SUCCEEDED] = "succeeded", [SBX_ST_FAILED] = "failed",
-    [SBX_ST_TIMEOUT] = "timeout",   [SBX_ST_OOM_KILLED] = "oom_killed",
-    [SBX_ST_KILLED] = "killed",     [SBX_ST_ERROR] = "error",
+    [SBX_ST_QUEUED] = "queued", [SBX_ST_RUNNING] = "running", [SBX_ST_SUCCEEDED] = "succeeded",
+    [SBX_ST_FAILED] = "failed", [SBX_ST_TIMEOUT] = "timeout", [SBX_ST_OOM_KILLED] = "oom_killed",
+    [SBX_ST_KILLED] = "killed", [SBX_ST_ERROR] = "error",
 };
 
 static const char *const reason_names[] = {

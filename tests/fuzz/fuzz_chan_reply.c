@@ -91,7 +91,8 @@ static bool reply(struct script *s, const struct sbx_proto_hdr *req, int *rfds, 
   }
   static const uint32_t types[] = {SBX_MSG_OK, SBX_MSG_ERR, SBX_MSG_PONG, 0};
   uint32_t type = types[ctl & 3] ? types[ctl & 3] : (len > 2 ? payload[2] : SBX_MSG_OK);
-  struct sbx_proto_hdr h = {.type = type, .id = req->id + ((ctl & 4) ? 1 : 0),
+  struct sbx_proto_hdr h = {.type = type,
+                            .id = req->id + ((ctl & 4) ? 1 : 0),
                             .flags = (ctl & 16) ? SBX_PROTO_F_MEMFD : 0,
                             .len = len + ((ctl & 32) ? 1 : 0)};
   int fd = (ctl & 8) ? memfd_create("fuzz-reply", MFD_CLOEXEC) : -1;
@@ -110,8 +111,9 @@ static bool reply(struct script *s, const struct sbx_proto_hdr *req, int *rfds, 
  * the payload; bit 3 length field off by one.  Then every fd closes. */
 static void shepherd(struct script *s, int *fds, size_t nfds)
 {
-  static const uint32_t types[] = {SBX_MSG_STARTED, SBX_MSG_EXEC_FAILED, SBX_MSG_EXITED,
-                                   SBX_MSG_ERR,     SBX_MSG_PTY,         SBX_MSG_PONG,
+  static const uint32_t types[] = {SBX_MSG_STARTED, SBX_MSG_EXEC_FAILED,
+                                   SBX_MSG_EXITED,  SBX_MSG_ERR,
+                                   SBX_MSG_PTY,     SBX_MSG_PONG,
                                    SBX_MSG_KILL,    0};
   uint8_t count = 0;
   take(s, &count, 1);
@@ -172,7 +174,9 @@ static void exec_ops(struct sbx_sandbox *sb)
   static char *const argv[] = {"true", NULL}, *const env[] = {NULL};
   const struct sbx_exec_live live = {.stdin_fd = -1, .on_started = on_started};
   for (int i = 0; i < 2; i++) {
-    struct sbx_exec_request req = {.argv = argv, .env = env, .timeout_ms = 5000,
+    struct sbx_exec_request req = {.argv = argv,
+                                   .env = env,
+                                   .timeout_ms = 5000,
                                    .live = i ? &live : NULL};
     struct sbx_exec_result res;
     memset(&res, 0, sizeof res);

@@ -30,12 +30,17 @@ void sbx_net_decide(const struct sbx_net_decision *d) { (void)d; }
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   (void)argc, (void)argv;
-  static const char *const pins[] = {
-      "pypi.org=198.51.100.7", "pypi.org=2001:db8::7", "files.pythonhosted.org=203.0.113.9",
-      "closed.example.com=127.0.0.1", "meta.example.com=169.254.169.254",
-      "many.example.com=198.51.100.1", "many.example.com=198.51.100.2",
-      "many.example.com=198.51.100.3", "many.example.com=2001:db8::3",
-      "many.example.com=2001:db8::4", NULL};
+  static const char *const pins[] = {"pypi.org=198.51.100.7",
+                                     "pypi.org=2001:db8::7",
+                                     "files.pythonhosted.org=203.0.113.9",
+                                     "closed.example.com=127.0.0.1",
+                                     "meta.example.com=169.254.169.254",
+                                     "many.example.com=198.51.100.1",
+                                     "many.example.com=198.51.100.2",
+                                     "many.example.com=198.51.100.3",
+                                     "many.example.com=2001:db8::3",
+                                     "many.example.com=2001:db8::4",
+                                     NULL};
   struct sbx_error err = {0};
   if (sbx_net_resolve_configure(pins, NULL, &err) < 0)
     abort();

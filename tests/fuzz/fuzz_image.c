@@ -27,8 +27,9 @@ static void as_manifest(const char *body, size_t len)
   if (img_manifest_parse(body, len, &m, &err) == 0) {
     if (m.nlayers > IMG_MAX_LAYERS)
       abort();
-    json_decref(img_record_new("sha256:0000000000000000000000000000000000000000000000000000000000000000",
-                               NULL, &m));
+    json_decref(
+        img_record_new("sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                       NULL, &m));
   }
   struct sbx_image img = {0};
   memset(&err, 0, sizeof err);

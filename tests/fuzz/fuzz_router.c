@@ -81,7 +81,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   examine(c, url, method);
-  struct MHD_Response *resp = MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
   enum MHD_Result ret = MHD_queue_response(c, 204, resp);
   MHD_destroy_response(resp);
   return ret;

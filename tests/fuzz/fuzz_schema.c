@@ -36,8 +36,8 @@ static void refused(const struct sbx_error *err)
 
 static void session_body(json_t *body, const struct sbx_profile *p)
 {
-  static const char *const create[] = {"profile", "image", "limits", "network", "env",
-                                       "metadata", "ttl_s", NULL};
+  static const char *const create[] = {"profile", "image",    "limits", "network",
+                                       "env",     "metadata", "ttl_s",  NULL};
   struct sbx_error err = {0};
   if (sbx_schema_only(body, "", create, &err) < 0)
     return refused(&err);
@@ -62,8 +62,8 @@ static void session_body(json_t *body, const struct sbx_profile *p)
 
 static void exec_body(json_t *body, uint64_t max_timeout, bool background, bool no_command)
 {
-  static const char *const exec[] = {"command", "language", "code", "stdin", "env", "cwd",
-                                     "timeout_s", "background", "pty", NULL};
+  static const char *const exec[] = {"command", "language",  "code",       "stdin", "env",
+                                     "cwd",     "timeout_s", "background", "pty",   NULL};
   struct sbx_error err = {0};
   if (!no_command && sbx_schema_only(body, "", exec, &err) < 0)
     return refused(&err);

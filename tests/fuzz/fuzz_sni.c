@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   struct sbx_net_http_req r;
   if (sbx_net_http_parse((const char *)data, size, &r) == SBX_NET_PARSE_OK) {
     if (r.head_len > size || r.line_end > r.head_len || r.target_off + r.target_len > size)
-      abort(); /* offsets the proxy slices the buffer with */
+      abort();                     /* offsets the proxy slices the buffer with */
     size_t cap = r.head_len + 512; /* "always suffices" (sni.h) */
     char *out = malloc(cap);
     if (out && sbx_net_http_rewrite((const char *)data, &r, out, cap) < 0)

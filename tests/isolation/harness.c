@@ -53,7 +53,8 @@ int h_setup(void)
   static struct sbx_driver_setting set[3];
   set[0] = (struct sbx_driver_setting){"cgroup_parent", h_parent};
   set[1] = (struct sbx_driver_setting){"overlay_layers", getenv("SANDBOXD_OVERLAY_LAYERS")};
-  set[2] = (struct sbx_driver_setting){"image_layer_idmap", getenv("SANDBOXD_IMAGE_LAYER_IDMAP")};
+  set[2] =
+      (struct sbx_driver_setting){"image_layer_idmap", getenv("SANDBOXD_IMAGE_LAYER_IDMAP")};
   static struct sbx_driver_env env = {.state_dir = "/tmp", .settings = set, .nsettings = 3};
   env.init_path = init;
   char why[256];
@@ -92,15 +93,14 @@ struct sbx_sandbox *h_make_profile(const char *profile, struct sbx_limits lim)
   return sb;
 }
 
-struct sbx_sandbox *h_make(struct sbx_limits lim)
-{
-  return h_make_profile("test", lim);
-}
+struct sbx_sandbox *h_make(struct sbx_limits lim) { return h_make_profile("test", lim); }
 
 static char *exec_argv(struct sbx_sandbox *sb, char **argv, uint64_t timeout_ms,
                        struct sbx_cancel *cancel, struct sbx_exec_result *res)
 {
-  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = timeout_ms,
+  struct sbx_exec_request req = {.argv = argv,
+                                 .env = envp,
+                                 .timeout_ms = timeout_ms,
                                  .cancel = cancel};
   struct sbx_error err = {0};
   if (sbx_sandbox_exec(sb, &req, res, &err) < 0) {
@@ -113,7 +113,8 @@ static char *exec_argv(struct sbx_sandbox *sb, char **argv, uint64_t timeout_ms,
 char *h_run_opts(struct sbx_sandbox *sb, const char *const *verbs, uint64_t timeout_ms,
                  struct sbx_cancel *cancel, struct sbx_exec_result *res)
 {
-  char *argv[128] = {"/bin/sh", "-c", "chmod 755 /work/probe && exec /work/probe \"$@\"", "probe"};
+  char *argv[128] = {"/bin/sh", "-c", "chmod 755 /work/probe && exec /work/probe \"$@\"",
+                     "probe"};
   int n = 4;
   for (int i = 0; verbs[i] && n < 127; i++)
     argv[n++] = (char *)verbs[i];

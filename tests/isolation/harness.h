@@ -67,16 +67,16 @@ char *h_sh(struct sbx_sandbox *sb, const char *cmd, struct sbx_exec_result *res)
 /* The text after "<verb> " on the verb's line, e.g. "BLOCKED EPERM". */
 const char *h_outcome(const char *out, const char *verb, char *buf, size_t len);
 
-#define EXPECT(out, verb, want)                                                         \
-  do {                                                                                  \
-    char b_[128];                                                                       \
-    const char *got_ = h_outcome(out, verb, b_, sizeof b_);                             \
-    check_total++;                                                                      \
-    if (strncmp(got_, want, strlen(want))) {                                            \
-      check_failed_count++;                                                             \
-      fprintf(stderr, "%s:%d: %s: got \"%s\", want \"%s\"\n", __FILE__, __LINE__, verb,  \
-              got_, want);                                                              \
-    }                                                                                   \
+#define EXPECT(out, verb, want)                                                                 \
+  do {                                                                                          \
+    char b_[128];                                                                               \
+    const char *got_ = h_outcome(out, verb, b_, sizeof b_);                                     \
+    check_total++;                                                                              \
+    if (strncmp(got_, want, strlen(want))) {                                                    \
+      check_failed_count++;                                                                     \
+      fprintf(stderr, "%s:%d: %s: got \"%s\", want \"%s\"\n", __FILE__, __LINE__, verb, got_,   \
+              want);                                                                            \
+    }                                                                                           \
   } while (0)
 
 /* ---- host-side observers ------------------------------------------------ */

@@ -208,7 +208,8 @@ static void verb(const char *v)
     memset(&a, 0, sizeof a);
     TRY(v, syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a));
   } else if (!strcmp(v, "perf_event_open")) {
-    struct perf_event_attr a = {.type = PERF_TYPE_SOFTWARE, .size = sizeof a,
+    struct perf_event_attr a = {.type = PERF_TYPE_SOFTWARE,
+                                .size = sizeof a,
                                 .config = PERF_COUNT_SW_CPU_CLOCK};
     TRY(v, syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
   } else if (!strcmp(v, "io_uring_setup")) {
@@ -264,7 +265,10 @@ static void verb(const char *v)
   else if (!strcmp(v, "setuid0"))
     TRY(v, setuid(0));
   else if (!strcmp(v, "capset_raise")) {
-    struct { unsigned v; int pid; } h = {0x20080522, 0};
+    struct {
+      unsigned v;
+      int pid;
+    } h = {0x20080522, 0};
     unsigned d[6] = {~0u, ~0u, 0, ~0u, ~0u, 0};
     TRY(v, syscall(SYS_capset, &h, d));
   } else if (!strcmp(v, "socket_packet"))
@@ -285,7 +289,8 @@ static void verb(const char *v)
     TRY(v, socket(AF_UNIX, SOCK_STREAM, 0));
   else if (!strcmp(v, "connect_out")) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(53),
                             .sin_addr.s_addr = htonl(0x08080808)};
     TRY(v, connect(s, (void *)&a, sizeof a));
   } else if (!strncmp(v, "kill:", 5))

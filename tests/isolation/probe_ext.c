@@ -63,7 +63,8 @@ static double cpu_s(int who)
 {
   struct rusage ru;
   getrusage(who, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* ---- files -------------------------------------------------------------- */
@@ -387,7 +388,8 @@ static void connect_unix(const char *v, const char *name, bool abstract)
   size_t n = strlen(name) < sizeof a.sun_path - 1 ? strlen(name) : sizeof a.sun_path - 2;
   memcpy(a.sun_path + (abstract ? 1 : 0), name, n);
   int s = socket(AF_UNIX, SOCK_STREAM, 0);
-  TRY(v, connect(s, (void *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + abstract)));
+  TRY(v, connect(s, (void *)&a,
+                 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + abstract)));
   close(s);
 }
 
@@ -448,14 +450,15 @@ static bool syscalls(const char *v)
     TRY(v, open("/dev/tty", O_RDWR));
   else if (!strcmp(v, "udp_out")) {
     int s = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(53),
                             .sin_addr.s_addr = htonl(0x08080808)};
     TRY(v, sendto(s, "q", 1, 0, (void *)&a, sizeof a));
   } else if (!strcmp(v, "connect6_out")) {
     int s = socket(AF_INET6, SOCK_STREAM, 0);
     struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
-    static const unsigned char g[16] = {0x20, 0x01, 0x48, 0x60, 0x48, 0x60, 0, 0,
-                                        0, 0, 0, 0, 0, 0, 0x88, 0x88};
+    static const unsigned char g[16] = {0x20, 0x01, 0x48, 0x60, 0x48, 0x60, 0,    0,
+                                        0,    0,    0,    0,    0,    0,    0x88, 0x88};
     memcpy(&a.sin6_addr, g, 16);
     TRY(v, connect(s, (void *)&a, sizeof a));
   } else if (!strcmp(v, "ping")) {

@@ -67,9 +67,14 @@ static void a05_proc_exe_overwrite(struct sbx_sandbox *sb)
 {
   const char *init = getenv("SBX_INIT_PATH");
   unsigned long long h_init = file_hash(init), h_libc = file_hash("/lib64/ld-linux-x86-64.so.2");
-  const char *v[] = {"openw:/proc/self/exe", "openw_path:/proc/self/exe", "openw:/proc/1/exe",
-                     "openw_path:/proc/1/exe", "openw:/lib64/ld-linux-x86-64.so.2",
-                     "openw:/usr/bin/sh", "openw:/work/probe", NULL};
+  const char *v[] = {"openw:/proc/self/exe",
+                     "openw_path:/proc/self/exe",
+                     "openw:/proc/1/exe",
+                     "openw_path:/proc/1/exe",
+                     "openw:/lib64/ld-linux-x86-64.so.2",
+                     "openw:/usr/bin/sh",
+                     "openw:/work/probe",
+                     NULL};
   struct sbx_exec_result res;
   char *out = run_verbs(sb, v, &res);
   if (out) {
@@ -111,7 +116,8 @@ static void a06_cwd_and_init_fds(struct sbx_sandbox *sb)
 /* #7 the new mount API and bind/remount (the old API is in test_container). */
 static void a07_mount_api(struct sbx_sandbox *sb)
 {
-  const char *v[] = {"move_mount", "mount_setattr", "mount_bind", "remount_rw", "pidfd_getfd", NULL};
+  const char *v[] = {"move_mount", "mount_setattr", "mount_bind",
+                     "remount_rw", "pidfd_getfd",   NULL};
   struct sbx_exec_result res;
   char *out = run_verbs(sb, v, &res);
   for (int i = 0; out && v[i]; i++)
@@ -130,8 +136,8 @@ static void a08_dotdot_stays_inside(struct sbx_sandbox *sb)
   if (out) {
     CHECK(strstr(out, "dotdot cwd /\n") != NULL);
     CHECK(strstr(out, "dotdot: work\n") && strstr(out, "dotdot: usr\n"));
-    static const char *const host_only[] = {"home", "var", "root", "srv", "opt", "boot",
-                                            "old_root", "run", "sys", "farm", NULL};
+    static const char *const host_only[] = {"home",     "var", "root", "srv",  "opt", "boot",
+                                            "old_root", "run", "sys",  "farm", NULL};
     for (int i = 0; host_only[i]; i++) {
       char l[64];
       snprintf(l, sizeof l, "dotdot: %s\n", host_only[i]);
@@ -228,7 +234,8 @@ static void a11_private_files_and_ipc(struct sbx_sandbox *a, struct sbx_sandbox 
   char shmc[64], shmg[64], rt[120], rs[120];
   snprintf(shmc, sizeof shmc, "shm_create:%s", key);
   snprintf(shmg, sizeof shmg, "shm_get:%s", key);
-  const char *bv[] = {"write:/tmp/bfile", "write:/dev/shm/bfile", "write:/work/bfile", shmc, NULL};
+  const char *bv[] = {"write:/tmp/bfile", "write:/dev/shm/bfile", "write:/work/bfile", shmc,
+                      NULL};
   struct sbx_exec_result res;
   char *out = run_verbs(b, bv, &res);
   CHECK(out && strstr(out, "write:/tmp/bfile OK") && strstr(out, "shm_create"));
@@ -237,8 +244,16 @@ static void a11_private_files_and_ipc(struct sbx_sandbox *a, struct sbx_sandbox 
   sbx_exec_result_free(&res);
   snprintf(rt, sizeof rt, "read:%s", htmp);
   snprintf(rs, sizeof rs, "read:%s", hshm);
-  const char *av[] = {rt, rs, "read:/tmp/bfile", "read:/dev/shm/bfile", "read:/work/bfile",
-                      shmg, "read:/run/sandboxd", "read:/var/lib", "list:/work", NULL};
+  const char *av[] = {rt,
+                      rs,
+                      "read:/tmp/bfile",
+                      "read:/dev/shm/bfile",
+                      "read:/work/bfile",
+                      shmg,
+                      "read:/run/sandboxd",
+                      "read:/var/lib",
+                      "list:/work",
+                      NULL};
   out = run_verbs(a, av, &res);
   if (out) {
     EXPECT(out, rt, "FAILED ENOENT");
@@ -250,7 +265,8 @@ static void a11_private_files_and_ipc(struct sbx_sandbox *a, struct sbx_sandbox 
     EXPECT(out, "read:/run/sandboxd", "FAILED ENOENT");
     EXPECT(out, "read:/var/lib", "FAILED ENOENT");
     /* /work is this sandbox's own tmpfs, not the host's /work */
-    CHECK(strstr(out, "list probe\n") && !strstr(out, "list main\n") && !strstr(out, "list shared\n"));
+    CHECK(strstr(out, "list probe\n") && !strstr(out, "list main\n") &&
+          !strstr(out, "list shared\n"));
   }
   free(out);
   sbx_exec_result_free(&res);
@@ -263,15 +279,25 @@ static void a11_private_files_and_ipc(struct sbx_sandbox *a, struct sbx_sandbox 
 /* #12 /proc and /sys reads and writes. */
 static void a12_proc_and_sys(struct sbx_sandbox *sb)
 {
-  static const char *const masked[] = {"read:/proc/keys", "read:/proc/timer_list",
-                                       "read:/proc/sched_debug", "read:/proc/interrupts",
-                                       "read:/proc/kallsyms", "read:/proc/kmsg",
+  static const char *const masked[] = {"read:/proc/keys",          "read:/proc/timer_list",
+                                       "read:/proc/sched_debug",   "read:/proc/interrupts",
+                                       "read:/proc/kallsyms",      "read:/proc/kmsg",
                                        "read:/proc/sysrq-trigger", NULL};
-  const char *v[] = {masked[0], masked[1], masked[2], masked[3], masked[4], masked[5], masked[6],
-                     "openw:/proc/sys/kernel/core_pattern", "openw:/proc/sys/vm/panic_on_oom",
-                     "openw:/proc/sysrq-trigger", "openw:/sys/kernel/uevent_helper",
-                     "openw:/sys/fs/cgroup/memory/release_agent", "read:/sys/firmware",
-                     "openw:/proc/self/oom_score_adj", NULL};
+  const char *v[] = {masked[0],
+                     masked[1],
+                     masked[2],
+                     masked[3],
+                     masked[4],
+                     masked[5],
+                     masked[6],
+                     "openw:/proc/sys/kernel/core_pattern",
+                     "openw:/proc/sys/vm/panic_on_oom",
+                     "openw:/proc/sysrq-trigger",
+                     "openw:/sys/kernel/uevent_helper",
+                     "openw:/sys/fs/cgroup/memory/release_agent",
+                     "read:/sys/firmware",
+                     "openw:/proc/self/oom_score_adj",
+                     NULL};
   struct sbx_exec_result res;
   char *out = run_verbs(sb, v, &res);
   if (out) {
@@ -302,10 +328,23 @@ static void a12_proc_and_sys(struct sbx_sandbox *sb)
  * negative nice, more egress, privilege regain. */
 static void a13_to_a29_syscalls(struct sbx_sandbox *sb)
 {
-  static const char *const eperm[] = {
-      "request_key", "kexec_load", "init_module", "finit_module", "syslog", "acct", "swapon",
-      "reboot", "settimeofday", "clock_settime", "sethostname", "socket_key",
-      "socket_netlink_xfrm", "uid_map_write", "setgroups", "ambient_raise", NULL};
+  static const char *const eperm[] = {"request_key",
+                                      "kexec_load",
+                                      "init_module",
+                                      "finit_module",
+                                      "syslog",
+                                      "acct",
+                                      "swapon",
+                                      "reboot",
+                                      "settimeofday",
+                                      "clock_settime",
+                                      "sethostname",
+                                      "socket_key",
+                                      "socket_netlink_xfrm",
+                                      "uid_map_write",
+                                      "setgroups",
+                                      "ambient_raise",
+                                      NULL};
   char host_before[256] = "", host_after[256] = "";
   gethostname(host_before, sizeof host_before);
   time_t t_before = time(NULL);
@@ -313,8 +352,8 @@ static void a13_to_a29_syscalls(struct sbx_sandbox *sb)
   int n = 0;
   for (int i = 0; eperm[i]; i++)
     v[n++] = eperm[i];
-  const char *more[] = {"open_tty", "nice_neg", "udp_out", "connect6_out", "suid_exec:/usr/bin/su",
-                        NULL};
+  const char *more[] = {
+      "open_tty", "nice_neg", "udp_out", "connect6_out", "suid_exec:/usr/bin/su", NULL};
   for (int i = 0; more[i]; i++)
     v[n++] = more[i];
   v[n] = NULL;
@@ -360,8 +399,8 @@ static void a28_host_ipc(struct sbx_sandbox *sb)
   close(c);
   snprintf(verb, sizeof verb, "connect_abstract:%s", name);
   const char *v[] = {verb, "connect_unix:/run/dbus/system_bus_socket",
-                     "connect_unix:/var/run/docker.sock", "connect_unix:/run/sandboxd/sandboxd.sock",
-                     NULL};
+                     "connect_unix:/var/run/docker.sock",
+                     "connect_unix:/run/sandboxd/sandboxd.sock", NULL};
   struct sbx_exec_result res;
   char *out = run_verbs(sb, v, &res);
   if (out) {

@@ -52,7 +52,8 @@ static struct sbx_sandbox *make(struct sbx_limits lim)
 /* Runs the probe with verbs; returns its stdout (caller frees) and fills res. */
 static char *run(struct sbx_sandbox *sb, const char *const *verbs, struct sbx_exec_result *res)
 {
-  char *argv[96] = {"/bin/sh", "-c", "chmod 755 /work/probe && exec /work/probe \"$@\"", "probe"};
+  char *argv[96] = {"/bin/sh", "-c", "chmod 755 /work/probe && exec /work/probe \"$@\"",
+                    "probe"};
   int n = 4;
   for (int i = 0; verbs[i] && n < 95; i++)
     argv[n++] = (char *)verbs[i];
@@ -85,16 +86,16 @@ static const char *outcome(const char *out, const char *verb, char *buf, size_t 
   return buf;
 }
 
-#define EXPECT(out, verb, want)                                                         \
-  do {                                                                                  \
-    char b_[128];                                                                       \
-    const char *got_ = outcome(out, verb, b_, sizeof b_);                               \
-    check_total++;                                                                      \
-    if (strncmp(got_, want, strlen(want))) {                                            \
-      check_failed_count++;                                                             \
-      fprintf(stderr, "%s:%d: %s: got \"%s\", want \"%s\"\n", __FILE__, __LINE__, verb,  \
-              got_, want);                                                              \
-    }                                                                                   \
+#define EXPECT(out, verb, want)                                                                 \
+  do {                                                                                          \
+    char b_[128];                                                                               \
+    const char *got_ = outcome(out, verb, b_, sizeof b_);                                       \
+    check_total++;                                                                              \
+    if (strncmp(got_, want, strlen(want))) {                                                    \
+      check_failed_count++;                                                                     \
+      fprintf(stderr, "%s:%d: %s: got \"%s\", want \"%s\"\n", __FILE__, __LINE__, verb, got_,   \
+              want);                                                                            \
+    }                                                                                           \
   } while (0)
 
 static void test_attacks(void)
@@ -103,24 +104,70 @@ static void test_attacks(void)
   CHECK(sb != NULL);
   if (!sb)
     return;
-  static const char *const blocked_eperm[] = {
-      "mount", "umount_proc", "unshare_user", "unshare_ns", "clone_newuser", "setns",
-      "pivot_root", "chroot", "fsopen", "open_tree", "ptrace", "ptrace_traceme",
-      "process_vm_readv", "keyctl", "add_key", "bpf", "perf_event_open", "io_uring_setup",
-      "userfaultfd", "tiocsti", "tiocsti_high", "tioclinux", "open_by_handle_at",
-      "name_to_handle_at", "setuid0", "capset_raise", "socket_packet", "socket_raw_inet",
-      "socket_vsock", "socket_alg", "socket_netlink_audit", "personality", NULL};
+  static const char *const blocked_eperm[] = {"mount",
+                                              "umount_proc",
+                                              "unshare_user",
+                                              "unshare_ns",
+                                              "clone_newuser",
+                                              "setns",
+                                              "pivot_root",
+                                              "chroot",
+                                              "fsopen",
+                                              "open_tree",
+                                              "ptrace",
+                                              "ptrace_traceme",
+                                              "process_vm_readv",
+                                              "keyctl",
+                                              "add_key",
+                                              "bpf",
+                                              "perf_event_open",
+                                              "io_uring_setup",
+                                              "userfaultfd",
+                                              "tiocsti",
+                                              "tiocsti_high",
+                                              "tioclinux",
+                                              "open_by_handle_at",
+                                              "name_to_handle_at",
+                                              "setuid0",
+                                              "capset_raise",
+                                              "socket_packet",
+                                              "socket_raw_inet",
+                                              "socket_vsock",
+                                              "socket_alg",
+                                              "socket_netlink_audit",
+                                              "personality",
+                                              NULL};
   char killv[32];
   snprintf(killv, sizeof killv, "kill:%d", (int)getpid()); /* the host test process */
   const char *verbs[80];
   int n = 0;
   for (int i = 0; blocked_eperm[i]; i++)
     verbs[n++] = blocked_eperm[i];
-  const char *more[] = {"clone3", "fork", "ioctl_fionread", "read_kcore", "write_sysrq",
-                        "write_proc_sys", "read_shadow", "write_root", "write_usr", "write_etc",
-                        "write_work", "write_tmp", "socket_netlink_route", "socket_inet",
-                        "socket_unix", "connect_out", killv, "personality_query", "sys",
-                        "ifaces", "hostname", "id", "uid_map", "cgroup", NULL};
+  const char *more[] = {"clone3",
+                        "fork",
+                        "ioctl_fionread",
+                        "read_kcore",
+                        "write_sysrq",
+                        "write_proc_sys",
+                        "read_shadow",
+                        "write_root",
+                        "write_usr",
+                        "write_etc",
+                        "write_work",
+                        "write_tmp",
+                        "socket_netlink_route",
+                        "socket_inet",
+                        "socket_unix",
+                        "connect_out",
+                        killv,
+                        "personality_query",
+                        "sys",
+                        "ifaces",
+                        "hostname",
+                        "id",
+                        "uid_map",
+                        "cgroup",
+                        NULL};
   for (int i = 0; more[i]; i++)
     verbs[n++] = more[i];
   verbs[n] = NULL;
@@ -159,8 +206,8 @@ static void test_attacks(void)
     /* uid map: inside 0 is some unprivileged host uid, never host 0 */
     const char *um = strstr(out, "uid_map:");
     unsigned in = 1, host = 0, cnt = 0;
-    CHECK(um && sscanf(um, "uid_map: %u %u %u", &in, &host, &cnt) == 3 && in == 0 && host >= 1000 &&
-          cnt == SBX_ISO_UID_RANGE);
+    CHECK(um && sscanf(um, "uid_map: %u %u %u", &in, &host, &cnt) == 3 && in == 0 &&
+          host >= 1000 && cnt == SBX_ISO_UID_RANGE);
     free(out);
   }
   sbx_exec_result_free(&res);
@@ -254,8 +301,8 @@ static void test_limits(void)
     uint64_t t0 = sbx_now_ms();
     char *out = run(sb, v, &res);
     int made = -1, failed = -1;
-    CHECK(out && sscanf(strstr(out, "forkbomb") ? strstr(out, "forkbomb") : "", "forkbomb made %d failed %d",
-                        &made, &failed) == 2);
+    CHECK(out && sscanf(strstr(out, "forkbomb") ? strstr(out, "forkbomb") : "",
+                        "forkbomb made %d failed %d", &made, &failed) == 2);
     CHECK(made >= 0 && made < 32 && failed > 0);
     CHECK(drv->usage(sb, &u) == 0 && u.pids_current <= 32);
     uint64_t t1 = sbx_now_ms();
@@ -442,7 +489,9 @@ int main(void)
   snprintf(parent, sizeof parent, "sandboxd-test-%d", (int)getpid());
   sbx_container_pool_configure(0);
   struct sbx_driver_setting set[] = {{"cgroup_parent", parent}};
-  struct sbx_driver_env env = {.state_dir = "/tmp", .init_path = init, .settings = set,
+  struct sbx_driver_env env = {.state_dir = "/tmp",
+                               .init_path = init,
+                               .settings = set,
                                .nsettings = 1};
   char why[256];
   if (drv->probe(&env, why, sizeof why) < 0) {

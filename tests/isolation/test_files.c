@@ -47,10 +47,7 @@ static int api_write(struct sbx_sandbox *sb, const char *path, const char *data)
   return sbx_sandbox_file_write(sb, path, data, strlen(data), &err);
 }
 
-static bool is_host_passwd(const char *s)
-{
-  return s[0] && !strcmp(s, host_passwd);
-}
+static bool is_host_passwd(const char *s) { return s[0] && !strcmp(s, host_passwd); }
 
 static void plant_host_secret(void)
 {
@@ -66,9 +63,14 @@ static void plant_host_secret(void)
 /* #1 traversal: rejected, nothing outside touched. */
 static void files_traversal(struct sbx_sandbox *sb)
 {
-  static const char *const bad[] = {"../../etc/passwd", "/../../etc/shadow", "a/../../x",
-                                    "/work/../../etc/passwd", "/proc/1/root/etc/shadow",
-                                    "/proc/self/root/etc/passwd", "/etc/shadow", NULL};
+  static const char *const bad[] = {"../../etc/passwd",
+                                    "/../../etc/shadow",
+                                    "a/../../x",
+                                    "/work/../../etc/passwd",
+                                    "/proc/1/root/etc/shadow",
+                                    "/proc/self/root/etc/passwd",
+                                    "/etc/shadow",
+                                    NULL};
   char buf[65536];
   for (int i = 0; bad[i]; i++) {
     int r = api_read(sb, bad[i], buf, sizeof buf);
@@ -110,7 +112,8 @@ static void planted_reads(struct sbx_sandbox *sb)
   char buf[65536], p[160];
   CHECK(api_read(sb, "/work/rootlink/etc/passwd", buf, sizeof buf) == 0 &&
         !strcmp(buf, sandbox_passwd));
-  CHECK(api_read(sb, "/work/etclink/passwd", buf, sizeof buf) == 0 && !strcmp(buf, sandbox_passwd));
+  CHECK(api_read(sb, "/work/etclink/passwd", buf, sizeof buf) == 0 &&
+        !strcmp(buf, sandbox_passwd));
   /* a symlink as the last component is never followed */
   CHECK(api_read(sb, "/work/out.txt", buf, sizeof buf) < 0 && !is_host_passwd(buf));
   CHECK(api_read(sb, "/work/magic/etc/passwd", buf, sizeof buf) < 0 && !is_host_passwd(buf));
@@ -164,7 +167,8 @@ static void planted_listings(struct sbx_sandbox *sb)
   free(e);
   e = NULL;
   CHECK(sbx_sandbox_list(sb, "/work/etclink", &e, &n, 1000, &err) == 0);
-  CHECK(names_have(e, n, "passwd") && !names_have(e, n, "shadow") && !names_have(e, n, "sudoers"));
+  CHECK(names_have(e, n, "passwd") && !names_have(e, n, "shadow") &&
+        !names_have(e, n, "sudoers"));
   free(e);
   char **g = NULL;
   CHECK(sbx_sandbox_glob(sb, "/work/rootlink/tmp/sbx*", &g, &n, 100, &err) == 0);
@@ -276,7 +280,8 @@ static void files_swap_race(struct sbx_sandbox *sb)
   /* until the racer has built d: its passwd opens between the racer's
    * O_CREAT and its write, so wait for the bytes, not the open */
   for (int i = 0; i < 200 && (api_read(sb, "/work/d/etc/passwd", buf, sizeof buf) < 0 ||
-                              strcmp(buf, "INSIDE\n") != 0); i++)
+                              strcmp(buf, "INSIDE\n") != 0);
+       i++)
     usleep(5000);
   struct race_stats st = {0};
   uint64_t t0 = sbx_now_ms();

@@ -102,7 +102,8 @@ static void lc_cpu_quota_throttles(void)
     double quota = 0.25 * wall;
     CHECK(h_drv->usage(sb, &u) == 0);
     printf("cpu=250m: %.2f s wall, %.3f cpu-s (probe), %.3f (exec rusage), %.3f (cgroup); "
-           "quota × wall = %.3f\n", wall, in, res.cpu_seconds, u.cpu_seconds, quota);
+           "quota × wall = %.3f\n",
+           wall, in, res.cpu_seconds, u.cpu_seconds, quota);
     CHECK(wall >= 1.9);
     CHECK(res.cpu_seconds <= quota * 1.15 + 0.05 && res.cpu_seconds >= quota * 0.5);
     CHECK(u.cpu_seconds <= quota * 1.15 + 0.1);
@@ -175,7 +176,8 @@ static void lc_exhaustion(void)
     CHECK(sbx_sandbox_alive(sb));
     h_drv->destroy(sb);
   }
-  sb = h_make((struct sbx_limits){.memory_bytes = 512 << 20, .disk_bytes = 16 << 20, .pids = 64});
+  sb =
+      h_make((struct sbx_limits){.memory_bytes = 512 << 20, .disk_bytes = 16 << 20, .pids = 64});
   CHECK(sb != NULL);
   if (sb) {
     const char *v[] = {"fill:/dev/shm/x", "fill:/work/big", "inodes:/tmp", NULL};
@@ -202,8 +204,10 @@ static void lc_huge_output(void)
     return;
   long rss0 = h_vmrss_kb();
   char *argv[] = {"/bin/sh", "-c", "chmod 755 /work/probe && exec /work/probe spew:128", NULL};
-  struct sbx_exec_request req = {.argv = argv, .env = (char *[]){"PATH=/usr/bin:/bin", NULL},
-                                 .timeout_ms = 30000, .output_cap = 64 << 10};
+  struct sbx_exec_request req = {.argv = argv,
+                                 .env = (char *[]){"PATH=/usr/bin:/bin", NULL},
+                                 .timeout_ms = 30000,
+                                 .output_cap = 64 << 10};
   struct sbx_exec_result res;
   struct sbx_error err = {0};
   uint64_t t0 = sbx_now_ms();
@@ -276,7 +280,8 @@ static int wait_netns(int want, int ms)
   return n;
 }
 
-static const char *const ns_names[] = {"mnt", "net", "pid", "ipc", "uts", "user", "cgroup", NULL};
+static const char *const ns_names[] = {"mnt", "net",  "pid",    "ipc",
+                                       "uts", "user", "cgroup", NULL};
 
 /* Everything a live sandbox holds, then none of it after destroy. */
 static void lc_nothing_survives(void)
@@ -410,7 +415,8 @@ static int count_cycle(int i, bool batch, struct sbx_sandbox **keep, int *nkeep)
 {
   char id[64];
   snprintf(id, sizeof id, "leak%d_%d", (int)getpid(), i);
-  struct sbx_sandbox_spec spec = {.id = id, .profile = batch ? "leakc" : "leakp",
+  struct sbx_sandbox_spec spec = {.id = id,
+                                  .profile = batch ? "leakc" : "leakp",
                                   .limits = {.pids = 16, .memory_bytes = 64 << 20}};
   struct sbx_error err = {0};
   struct sbx_sandbox *sb = NULL;
@@ -455,8 +461,8 @@ static void lc_leak_500(void)
   int net = wait_netns(net0, 3000);
   long rss = h_vmrss_kb();
   printf("500 cycles in %llu ms: fds %d → %d, RSS %ld → %ld KiB, cgroup dirs %d → %d, "
-         "netns %d → %d\n", (unsigned long long)ms, fd0, h_fd_count(), rss0, rss, cg0,
-         h_cg_dirs(), net0, net);
+         "netns %d → %d\n",
+         (unsigned long long)ms, fd0, h_fd_count(), rss0, rss, cg0, h_cg_dirs(), net0, net);
   CHECK(failures == 0);
   CHECK(h_fd_count() == fd0);
   CHECK(rss - rss0 < 4 * 1024);
@@ -484,7 +490,7 @@ static void check_mount_line(const char *l)
     CHECK(!"unparsable mountinfo line");
     return;
   }
-  static const char *const host_only[] = {"/sys", "/mnt", "/run", "/home", "/root", "/var",
+  static const char *const host_only[] = {"/sys", "/mnt", "/run",  "/home",     "/root", "/var",
                                           "/srv", "/opt", "/boot", "/old_root", NULL};
   for (int i = 0; host_only[i]; i++)
     CHECK(strncmp(mp, host_only[i], strlen(host_only[i])) != 0);
@@ -537,9 +543,10 @@ static void lc_posture_vs_host(void)
   struct sbx_exec_result res;
   char *out = h_run(sb, v, &res);
   CHECK(out != NULL);
-  static const char *const fields[] = {"CapEff:", "CapBnd:", "CapPrm:", "NoNewPrivs:", "Seccomp:",
-                                       NULL};
-  static const char *const want[] = {"CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n",
+  static const char *const fields[] = {"CapEff:",     "CapBnd:",  "CapPrm:",
+                                       "NoNewPrivs:", "Seccomp:", NULL};
+  static const char *const want[] = {"CapEff:\t0000000000000000\n",
+                                     "CapBnd:\t0000000000000000\n",
                                      "CapPrm:\t0000000000000000\n", "NoNewPrivs:\t1\n",
                                      "Seccomp:\t2\n"};
   for (int i = 0; out && fields[i]; i++) {

@@ -100,12 +100,15 @@ static int build_image(void)
   snprintf(upper, sizeof upper, "%s/l1", img_dir);
   if (mkdir(img_dir, 0700) < 0 || mkdir(lower, 0755) < 0 || mkdir(upper, 0755) < 0)
     return -1;
-  static const char *const applets[] = {"sh", "ls", "cat", "stat", "id", "touch", "echo", "dd",
-                                        "rm", "mkdir", "test", "grep", "head", "sync", NULL};
-  static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000::/work:/bin/sh\n";
+  static const char *const applets[] = {"sh",    "ls",   "cat",  "stat", "id",
+                                        "touch", "echo", "dd",   "rm",   "mkdir",
+                                        "test",  "grep", "head", "sync", NULL};
+  static const char passwd[] =
+      "root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000::/work:/bin/sh\n";
   static const char image_hosts[] = "10.9.9.9 image-hosts-file\n";
   char p[256];
-  if (put_dir(lower, "bin", 0755) < 0 || copy_host_file("/bin/busybox", lower, "bin/busybox", 0755) < 0)
+  if (put_dir(lower, "bin", 0755) < 0 ||
+      copy_host_file("/bin/busybox", lower, "bin/busybox", 0755) < 0)
     return -1;
   for (int i = 0; applets[i]; i++) {
     snprintf(p, sizeof p, "%s/bin/%s", lower, applets[i]);
@@ -113,9 +116,11 @@ static int build_image(void)
       return -1;
   }
   if (put_file(lower, "bin/suidprobe", h_probe_bytes, h_probe_len, 04755, 0) < 0 ||
-      put_dir(lower, "etc", 0755) < 0 || put_file(lower, "etc/passwd", passwd, strlen(passwd), 0644, 0) < 0 ||
+      put_dir(lower, "etc", 0755) < 0 ||
+      put_file(lower, "etc/passwd", passwd, strlen(passwd), 0644, 0) < 0 ||
       put_file(lower, "etc/hosts", image_hosts, strlen(image_hosts), 0644, 0) < 0 ||
-      put_dir(lower, "data", 0755) < 0 || put_file(lower, "data/rootfile", "lower\n", 6, 0644, 0) < 0 ||
+      put_dir(lower, "data", 0755) < 0 ||
+      put_file(lower, "data/rootfile", "lower\n", 6, 0644, 0) < 0 ||
       put_file(lower, "data/owned1234", "x\n", 2, 0640, 1234) < 0 ||
       put_file(lower, "data/gone", "must not be seen\n", 17, 0644, 0) < 0 ||
       put_dir(lower, "shared", 01777) < 0 || put_dir(lower, "opq", 0755) < 0 ||
@@ -126,7 +131,8 @@ static int build_image(void)
   if (symlink("../run/systemd/resolve/stub-resolv.conf", p) < 0)
     return -1;
   /* upper layer: a new file, a whiteout and an opaque dir */
-  if (put_dir(upper, "data", 0755) < 0 || put_file(upper, "data/upperfile", "upper\n", 6, 0644, 0) < 0 ||
+  if (put_dir(upper, "data", 0755) < 0 ||
+      put_file(upper, "data/upperfile", "upper\n", 6, 0644, 0) < 0 ||
       put_dir(upper, "opq", 0755) < 0 || put_file(upper, "opq/new", "new\n", 4, 0644, 0) < 0)
     return -1;
   snprintf(p, sizeof p, "%s/data/gone", upper);
@@ -162,8 +168,14 @@ static int walk_fn(const char *path, const struct stat *st, int flag, struct FTW
   (void)flag;
   (void)ftw;
   mix(path, strlen(path) + 1);
-  uint64_t f[] = {st->st_mode, st->st_uid, st->st_gid, (uint64_t)st->st_size, st->st_rdev,
-                  (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec, st->st_nlink};
+  uint64_t f[] = {st->st_mode,
+                  st->st_uid,
+                  st->st_gid,
+                  (uint64_t)st->st_size,
+                  st->st_rdev,
+                  (uint64_t)st->st_mtim.tv_sec,
+                  (uint64_t)st->st_mtim.tv_nsec,
+                  st->st_nlink};
   mix(f, sizeof f);
   tree_blocks += (uint64_t)st->st_blocks;
   char buf[8192];
@@ -208,9 +220,13 @@ static struct sbx_sandbox *make_img(uint64_t disk, struct sbx_error *err)
   char id[64];
   snprintf(id, sizeof id, "ov%d_%lu", (int)getpid(), ++seq);
   struct sbx_sandbox_spec spec = {
-      .id = id, .profile = "test", .image = "test/overlay:1",
+      .id = id,
+      .profile = "test",
+      .image = "test/overlay:1",
       .limits = {.memory_bytes = 256 << 20, .pids = 64, .disk_bytes = disk},
-      .layers = layers, .nlayers = 2, .image_digest = "sha256:0123",
+      .layers = layers,
+      .nlayers = 2,
+      .image_digest = "sha256:0123",
   };
   struct sbx_sandbox *sb = NULL;
   if (h_drv->create(&spec, &sb, err) < 0) {
@@ -277,8 +293,11 @@ static void ov_image_view(void)
   /* the workload is the sandbox user; /work is its own */
   expect_sh(sb, "id -u; cd; pwd; echo w > /work/f && cat /work/f", "1000\n/work\nw");
   /* /etc is the image's, with the sandbox's hosts, resolv.conf, hostname */
-  expect_sh(sb, "head -1 /etc/passwd; cat /etc/hostname", "root:x:0:0:root:/root:/bin/sh\nsandbox");
-  expect_sh(sb, "grep -c image-hosts-file /etc/hosts; grep -c '^127.0.0.1.*localhost' /etc/hosts", "0\n1");
+  expect_sh(sb, "head -1 /etc/passwd; cat /etc/hostname",
+            "root:x:0:0:root:/root:/bin/sh\nsandbox");
+  expect_sh(sb,
+            "grep -c image-hosts-file /etc/hosts; grep -c '^127.0.0.1.*localhost' /etc/hosts",
+            "0\n1");
   expect_sh(sb, "test -f /etc/resolv.conf && test ! -L /etc/resolv.conf && echo ok", "ok");
   expect_sh(sb, "echo x >> /etc/hosts 2>/dev/null || echo refused", "refused");
   /* copy-on-write: root-owned image files stay the image root's */
@@ -349,8 +368,10 @@ static void ov_private_and_vanishing(void)
   if (a && b) {
     expect_sh(a, "echo mine > /shared/a.txt && cat /shared/a.txt", "mine");
     expect_sh(a, "rm /shared/../data/upperfile 2>/dev/null || echo refused", "refused");
-    expect_sh(a, "mkdir -p /shared/site-packages/pkg && echo 1 > /shared/site-packages/pkg/m.py && echo ok",
-              "ok");
+    expect_sh(
+        a,
+        "mkdir -p /shared/site-packages/pkg && echo 1 > /shared/site-packages/pkg/m.py && echo ok",
+        "ok");
     expect_sh(b, "ls -a /shared", ".\n..");
     expect_sh(b, "echo theirs > /shared/a.txt && cat /shared/a.txt", "theirs");
     expect_sh(a, "cat /shared/a.txt", "mine");
@@ -378,7 +399,8 @@ static void ov_disk_limit(void)
   if (!sb)
     return;
   int code = 0;
-  const char *out = sh(sb, "dd if=/dev/zero of=/shared/big bs=1M count=32 2>&1; echo rc=$?", &code);
+  const char *out =
+      sh(sb, "dd if=/dev/zero of=/shared/big bs=1M count=32 2>&1; echo rc=$?", &code);
   CHECK(strstr(out, "No space left") != NULL);
   CHECK(strstr(out, "rc=1") != NULL);
   /* the upper is full; the sandbox is still usable once it frees space */
@@ -387,8 +409,9 @@ static void ov_disk_limit(void)
   /* a builtin's redirection, not touch: 3000 forks outlast the exec's 30 s
    * under emulation on a loaded host (true, not ":": a redirection that
    * fails on a special builtin ends the shell) */
-  out = sh(sb, "i=0; while [ $i -lt 3000 ]; do { true >/shared/f$i; } 2>/dev/null || break; "
-               "i=$((i+1)); done; echo $i",
+  out = sh(sb,
+           "i=0; while [ $i -lt 3000 ]; do { true >/shared/f$i; } 2>/dev/null || break; "
+           "i=$((i+1)); done; echo $i",
            &code);
   long made = strtol(out, NULL, 10);
   CHECK(made >= 900 && made < 3000);
@@ -476,8 +499,12 @@ static void ov_errors_fail_closed(void)
   static char missing[128];
   snprintf(missing, sizeof missing, "%s/no-such-layer", img_dir);
   const char *bad[] = {lower, missing};
-  struct sbx_sandbox_spec spec = {.id = "ovbad", .profile = "test", .image = "test/overlay:1",
-                                  .limits = {.memory_bytes = 64 << 20}, .layers = bad, .nlayers = 2};
+  struct sbx_sandbox_spec spec = {.id = "ovbad",
+                                  .profile = "test",
+                                  .image = "test/overlay:1",
+                                  .limits = {.memory_bytes = 64 << 20},
+                                  .layers = bad,
+                                  .nlayers = 2};
   struct sbx_sandbox *sb = NULL;
   struct sbx_error err = {0};
   CHECK(h_drv->create(&spec, &sb, &err) < 0 && sb == NULL);
@@ -485,12 +512,14 @@ static void ov_errors_fail_closed(void)
   printf("missing layer: %s\n", err.msg);
   CHECK(h_cg_dirs() == cg_before);
   /* an image the core did not resolve, and relative layer paths */
-  struct sbx_sandbox_spec unresolved = {.id = "ovbad2", .profile = "test", .image = "python:3.12"};
+  struct sbx_sandbox_spec unresolved = {.id = "ovbad2",
+                                        .profile = "test",
+                                        .image = "python:3.12"};
   memset(&err, 0, sizeof err);
   CHECK(h_drv->create(&unresolved, &sb, &err) < 0 && err.code == SBX_E_INVALID);
   const char *rel[] = {"l0"};
-  struct sbx_sandbox_spec relspec = {.id = "ovbad3", .profile = "test", .image = "x",
-                                     .layers = rel, .nlayers = 1};
+  struct sbx_sandbox_spec relspec = {
+      .id = "ovbad3", .profile = "test", .image = "x", .layers = rel, .nlayers = 1};
   memset(&err, 0, sizeof err);
   CHECK(h_drv->create(&relspec, &sb, &err) < 0);
 }
@@ -709,8 +738,11 @@ static void ov_autodetect_neither(void)
   CHECK(mkdir(bad, 0755) == 0 && mkdir(mnt, 0755) == 0 &&
         mount("sbx-test-inner", mnt, "tmpfs", 0, "size=64k") == 0);
   const char *bad_layers[] = {bad, upper};
-  struct sbx_sandbox_spec spec = {.id = "ovneither", .profile = "test", .image = "test/overlay:1",
-                                  .limits = {.memory_bytes = 64 << 20}, .layers = bad_layers,
+  struct sbx_sandbox_spec spec = {.id = "ovneither",
+                                  .profile = "test",
+                                  .image = "test/overlay:1",
+                                  .limits = {.memory_bytes = 64 << 20},
+                                  .layers = bad_layers,
                                   .nlayers = 2};
   struct sbx_sandbox *sb = NULL;
   struct sbx_error err = {0};
@@ -769,8 +801,8 @@ static int autodetect_main(void)
   }
   ov_autodetect();
   char cmd[160];
-  snprintf(cmd, sizeof cmd, "umount '%s' && rm -rf '%.*s'", img_dir,
-           (int)(strlen(img_dir) - 2), img_dir);
+  snprintf(cmd, sizeof cmd, "umount '%s' && rm -rf '%.*s'", img_dir, (int)(strlen(img_dir) - 2),
+           img_dir);
   if (system(cmd) != 0)
     fprintf(stderr, "could not remove %s\n", img_dir);
   return h_finish("isolation-overlay-autodetect");
@@ -781,7 +813,8 @@ int main(void)
   /* the store's overlayfs in a mount namespace of this test's own, so it
    * goes with the process whatever happens */
   bool on_ovl = getenv("SBX_TEST_LAYERS_ON_OVERLAYFS") != NULL;
-  if (on_ovl && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)) {
+  if (on_ovl &&
+      (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)) {
     perror("a mount namespace for the test store");
     return 1;
   }

@@ -27,23 +27,23 @@
 static int check_failed_count;
 static int check_total;
 
-#define CHECK(expr)                                                                          \
-  do {                                                                                       \
-    check_total++;                                                                           \
-    if (!(expr)) {                                                                           \
-      check_failed_count++;                                                                  \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #expr);               \
-    }                                                                                        \
+#define CHECK(expr)                                                                             \
+  do {                                                                                          \
+    check_total++;                                                                              \
+    if (!(expr)) {                                                                              \
+      check_failed_count++;                                                                     \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #expr);                  \
+    }                                                                                           \
   } while (0)
-#define CHECK_STR(a, b)                                                                      \
-  do {                                                                                       \
-    const char *a_ = (a), *b_ = (b);                                                         \
-    check_total++;                                                                           \
-    if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                 \
-      check_failed_count++;                                                                  \
-      fprintf(stderr, "%s:%d: CHECK_STR failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__,     \
-              a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                       \
-    }                                                                                        \
+#define CHECK_STR(a, b)                                                                         \
+  do {                                                                                          \
+    const char *a_ = (a), *b_ = (b);                                                            \
+    check_total++;                                                                              \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                    \
+      check_failed_count++;                                                                     \
+      fprintf(stderr, "%s:%d: CHECK_STR failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__,        \
+              a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                          \
+    }                                                                                           \
   } while (0)
 
 static inline bool check_in_ci(void)

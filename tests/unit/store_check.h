@@ -11,33 +11,33 @@
 
 static int failures;
 
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                            \
-    }                                                                        \
+#define CHECK(cond)                                                                             \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                  \
+      failures++;                                                                               \
+    }                                                                                           \
   } while (0)
 /* An op that must succeed; prints the store's error otherwise. */
-#define CHECK_OK(call)                                                             \
-  do {                                                                             \
-    struct sbx_error e_ = {0};                                                     \
-    struct sbx_error *err = &e_;                                                   \
-    if ((call) != 0) {                                                             \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, e_.msg); \
-      failures++;                                                                  \
-    }                                                                              \
+#define CHECK_OK(call)                                                                          \
+  do {                                                                                          \
+    struct sbx_error e_ = {0};                                                                  \
+    struct sbx_error *err = &e_;                                                                \
+    if ((call) != 0) {                                                                          \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, e_.msg);             \
+      failures++;                                                                               \
+    }                                                                                           \
   } while (0)
 /* An op that must fail with code. */
-#define CHECK_ERR(call, want)                                                        \
-  do {                                                                               \
-    struct sbx_error e_ = {0};                                                       \
-    struct sbx_error *err = &e_;                                                     \
-    if ((call) == 0 || e_.code != (want)) {                                          \
-      fprintf(stderr, "%s:%d: %s: wanted code %d, got %d (%s)\n", __FILE__, __LINE__, \
-              #call, (int)(want), (int)e_.code, e_.msg);                             \
-      failures++;                                                                    \
-    }                                                                                \
+#define CHECK_ERR(call, want)                                                                   \
+  do {                                                                                          \
+    struct sbx_error e_ = {0};                                                                  \
+    struct sbx_error *err = &e_;                                                                \
+    if ((call) == 0 || e_.code != (want)) {                                                     \
+      fprintf(stderr, "%s:%d: %s: wanted code %d, got %d (%s)\n", __FILE__, __LINE__, #call,    \
+              (int)(want), (int)e_.code, e_.msg);                                               \
+      failures++;                                                                               \
+    }                                                                                           \
   } while (0)
 
 #endif

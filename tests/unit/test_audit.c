@@ -84,8 +84,8 @@ static void test_canonical(void)
 
 static void test_details(void)
 {
-  json_t *in = json_pack("{s:f, s:[f, i], s:{s:f}, s:s}", "cpu", 0.25, "list", 1.5, 3, "o",
-                         "x", 2.0, "s", "t");
+  json_t *in = json_pack("{s:f, s:[f, i], s:{s:f}, s:s}", "cpu", 0.25, "list", 1.5, 3, "o", "x",
+                         2.0, "s", "t");
   json_t *d = sbx_audit_details(in);
   char *txt = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
   CHECK_STR(txt, "{\"cpu\":\"0.25\",\"list\":[\"1.5\",3],\"o\":{\"x\":\"2\"},\"s\":\"t\"}");
@@ -108,8 +108,11 @@ static void *appender(void *arg)
   for (int i = 0; i < PER_THREAD; i++) {
     struct sbx_error err = {0};
     json_t *d = json_pack("{s:i}", "i", i);
-    struct sbx_audit_event ev = {.tenant_id = 1 + i % 3, .actor = "kthread",
-                                 .action = "sandbox.execute", .target = "ses_x", .details = d};
+    struct sbx_audit_event ev = {.tenant_id = 1 + i % 3,
+                                 .actor = "kthread",
+                                 .action = "sandbox.execute",
+                                 .target = "ses_x",
+                                 .details = d};
     if (sbx_audit_append(st, &ev, NULL, &err) < 0)
       fprintf(stderr, "append: %s\n", err.msg);
     json_decref(d);
@@ -287,10 +290,15 @@ static void test_usage_store(void)
                       "{\"project\":\"p2\",\"run\":7}", NULL};
   struct sbx_usage_row rows[4];
   for (int i = 0; i < 4; i++) {
-    struct sbx_usage_input in = {.tenant_id = 5, .tenant = "t5", .kind = "exec",
-                                 .source_id = "ses_1", .profile = i == 3 ? "container" : "process",
-                                 .status = "succeeded", .metadata_json = md[i],
-                                 .cpu_seconds = 1.0 + i, .duration_seconds = 2};
+    struct sbx_usage_input in = {.tenant_id = 5,
+                                 .tenant = "t5",
+                                 .kind = "exec",
+                                 .source_id = "ses_1",
+                                 .profile = i == 3 ? "container" : "process",
+                                 .status = "succeeded",
+                                 .metadata_json = md[i],
+                                 .cpu_seconds = 1.0 + i,
+                                 .duration_seconds = 2};
     CHECK(sbx_usage_record(&st, &in, &rows[i], &err) == 0);
     CHECK(strcmp(rows[i].delivery, "none") == 0); /* no outbox in this process */
   }
@@ -313,8 +321,8 @@ static void test_usage_store(void)
   snprintf(p.delivery, sizeof p.delivery, "pending");
   CHECK(st.ops->usage_insert(st.st, &p, &err) == 0);
   CHECK(st.ops->usage_insert(st.st, &p, &err) < 0 && err.code == SBX_E_CONFLICT);
-  CHECK(st.ops->outbox_mark(st.st, "use_pending", false, sbx_wall_s() + 100, "HTTP 503",
-                            &err) == 0);
+  CHECK(st.ops->outbox_mark(st.st, "use_pending", false, sbx_wall_s() + 100, "HTTP 503", &err) ==
+        0);
   CHECK(st.ops->outbox_mark(st.st, "use_nope", true, 0, NULL, &err) < 0 &&
         err.code == SBX_E_NOT_FOUND);
   sbx_store_close(&st);

@@ -17,10 +17,7 @@ static void passes(void)
   CHECK(2 > 1);
 }
 
-static void fails_once(void)
-{
-  CHECK(1 == 2);
-}
+static void fails_once(void) { CHECK(1 == 2); }
 
 int main(void)
 {

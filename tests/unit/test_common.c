@@ -42,7 +42,7 @@ static void test_bytes(void)
   CHECK(sbx_parse_bytes("1.5Gi", &v) < 0); /* fractions of bytes are ambiguous: refused */
   CHECK(sbx_parse_bytes("", &v) < 0);
   CHECK(sbx_parse_bytes("-5Mi", &v) < 0);
-  CHECK(sbx_parse_bytes("16Ei", &v) < 0);  /* 2^64: overflows */
+  CHECK(sbx_parse_bytes("16Ei", &v) < 0); /* 2^64: overflows */
   CHECK(sbx_parse_bytes("18446744073709551615", &v) == 0 && v == UINT64_MAX);
   CHECK(sbx_parse_bytes("18446744073709551616", &v) < 0);
   CHECK(sbx_parse_bytes("20000000Ti", &v) < 0);
@@ -131,7 +131,8 @@ static void test_envelope(void)
   json_t *e = sbx_envelope_build(&err, "fr", "req_1");
   json_t *inner = json_object_get(e, "error");
   CHECK_STR(json_string_value(json_object_get(inner, "code")), "invalid_request");
-  CHECK_STR(json_string_value(json_object_get(inner, "message")), "limits.memory : pas une quantité");
+  CHECK_STR(json_string_value(json_object_get(inner, "message")),
+            "limits.memory : pas une quantité");
   CHECK_STR(json_string_value(json_object_get(json_object_get(inner, "message_i18n"), "en")),
             "limits.memory: not a quantity");
   CHECK_STR(json_string_value(json_object_get(json_object_get(inner, "details"), "field")),
@@ -146,7 +147,8 @@ static void test_envelope(void)
   CHECK_STR(json_string_value(json_object_get(inner, "code")), "runtime_unavailable");
   CHECK_STR(json_string_value(json_object_get(inner, "message")), "no runsc");
   /* no French text given: a French sentence for the code prefixes the detail */
-  const char *fr = json_string_value(json_object_get(json_object_get(inner, "message_i18n"), "fr"));
+  const char *fr =
+      json_string_value(json_object_get(json_object_get(inner, "message_i18n"), "fr"));
   CHECK(fr && strstr(fr, "indisponible") != NULL);
   json_decref(e);
   CHECK(sbx_envelope_status(SBX_E_NOT_FOUND) == 404);

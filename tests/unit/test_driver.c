@@ -32,21 +32,35 @@ static unsigned three_idle(const char *profile, const struct sbx_limits *limits)
   return 3;
 }
 
-static const struct sbx_driver future = {
-    .abi = SBX_DRIVER_ABI + 1, .name = "future", .klass = "none", .probe = ok_probe,
-    .create = ok_create, .destroy = ok_destroy};
-static const struct sbx_driver ancient = {
-    .abi = SBX_DRIVER_ABI_MIN - 1, .name = "ancient", .klass = "none", .probe = ok_probe,
-    .create = ok_create, .destroy = ok_destroy};
-static const struct sbx_driver no_create = {
-    .abi = SBX_DRIVER_ABI, .name = "nocreate", .klass = "none", .probe = ok_probe,
-    .destroy = ok_destroy};
-static const struct sbx_driver no_klass = {
-    .abi = SBX_DRIVER_ABI, .name = "noklass", .probe = ok_probe, .create = ok_create,
-    .destroy = ok_destroy};
-static const struct sbx_driver good = {
-    .abi = SBX_DRIVER_ABI, .name = "good", .klass = "none", .probe = ok_probe,
-    .create = ok_create, .destroy = ok_destroy, .pool_idle = three_idle};
+static const struct sbx_driver future = {.abi = SBX_DRIVER_ABI + 1,
+                                         .name = "future",
+                                         .klass = "none",
+                                         .probe = ok_probe,
+                                         .create = ok_create,
+                                         .destroy = ok_destroy};
+static const struct sbx_driver ancient = {.abi = SBX_DRIVER_ABI_MIN - 1,
+                                          .name = "ancient",
+                                          .klass = "none",
+                                          .probe = ok_probe,
+                                          .create = ok_create,
+                                          .destroy = ok_destroy};
+static const struct sbx_driver no_create = {.abi = SBX_DRIVER_ABI,
+                                            .name = "nocreate",
+                                            .klass = "none",
+                                            .probe = ok_probe,
+                                            .destroy = ok_destroy};
+static const struct sbx_driver no_klass = {.abi = SBX_DRIVER_ABI,
+                                           .name = "noklass",
+                                           .probe = ok_probe,
+                                           .create = ok_create,
+                                           .destroy = ok_destroy};
+static const struct sbx_driver good = {.abi = SBX_DRIVER_ABI,
+                                       .name = "good",
+                                       .klass = "none",
+                                       .probe = ok_probe,
+                                       .create = ok_create,
+                                       .destroy = ok_destroy,
+                                       .pool_idle = three_idle};
 
 static void wrong_abi_is_refused(void)
 {
@@ -128,8 +142,10 @@ static void refused_driver_profiles_are_unavailable(void)
 
 static void settings_reach_the_driver(void)
 {
-  struct sbx_driver_setting s[] = {{"gvisor_pool_size", "3"}, {"cgroup_parent", "x"},
-                                   {"uid_slots", "nope"}, {"container_pool_size", "999"}};
+  struct sbx_driver_setting s[] = {{"gvisor_pool_size", "3"},
+                                   {"cgroup_parent", "x"},
+                                   {"uid_slots", "nope"},
+                                   {"container_pool_size", "999"}};
   struct sbx_driver_env env = {.settings = s, .nsettings = 4};
   CHECK_STR(sbx_driver_setting(&env, "cgroup_parent"), "x");
   CHECK(sbx_driver_setting(&env, "gvisor_platform") == NULL);

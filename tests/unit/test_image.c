@@ -43,8 +43,8 @@ static void test_refs(void)
       {"index.docker.io/library/python:3", "docker.io/library/python:3", "registry-1.docker.io",
        "library/python", "3", false},
       {"ghcr.io/org/tool:v1.2", "ghcr.io/org/tool:v1.2", "ghcr.io", "org/tool", "v1.2", false},
-      {"127.0.0.1:5000/t/busybox:1", "127.0.0.1:5000/t/busybox:1", "127.0.0.1:5000",
-       "t/busybox", "1", true},
+      {"127.0.0.1:5000/t/busybox:1", "127.0.0.1:5000/t/busybox:1", "127.0.0.1:5000", "t/busybox",
+       "1", true},
       {"127.8.9.10/x", "127.8.9.10/x:latest", "127.8.9.10", "x", "latest", true},
       {"localhost:5000/x", "localhost:5000/x:latest", "localhost:5000", "x", "latest", true},
       {"localhost/x", "localhost/x:latest", "localhost", "x", "latest", true},
@@ -81,10 +81,26 @@ static void test_refs(void)
   CHECK(r.digest[0] != '\0');
 
   static const char *const bad[] = {
-      "", "Python", "python:", "python:bad tag", "python@sha256:abc", "python@md5:" , "/python",
-      "python/", "a//b", "-a", "a-", "ex ample/x", "host:port/x", "a/b:c:d", "python:-x",
-      "docker.io/", "a..b", "x@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
-      "[::1/x", "ex\xc3\xa9/x",
+      "",
+      "Python",
+      "python:",
+      "python:bad tag",
+      "python@sha256:abc",
+      "python@md5:",
+      "/python",
+      "python/",
+      "a//b",
+      "-a",
+      "a-",
+      "ex ample/x",
+      "host:port/x",
+      "a/b:c:d",
+      "python:-x",
+      "docker.io/",
+      "a..b",
+      "x@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+      "[::1/x",
+      "ex\xc3\xa9/x",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct sbx_error e = {0};
@@ -105,8 +121,10 @@ static void test_digests(void)
   img_digest_buf("abc", 3, d);
   CHECK_STR(d, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(img_digest_valid(d));
-  CHECK(!img_digest_valid("sha256:BA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
-  CHECK(!img_digest_valid("sha512:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+  CHECK(!img_digest_valid(
+      "sha256:BA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+  CHECK(!img_digest_valid(
+      "sha512:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
   CHECK(!img_digest_valid("sha256:../../etc/passwd"));
   struct sbx_error err = {0};
   CHECK(img_digest_check("x", d, d, &err) == 0);
@@ -266,16 +284,24 @@ static void test_hostile(void)
   /* neutralised, not refused: device nodes skipped, setuid/setgid cleared,
    * escaping symlinks created as symlinks, inner hard links kept */
   const struct ent benign[] = {
-      {"dev", D, NULL, 0},           {"dev/null", CHR, NULL, 0},
-      {"bin", D, NULL, 0},           {"bin/su", F, "#!/bin/sh\n", 04755},
-      {"bin/sg", F, "x", 02755},     {"etc", D, NULL, 0},
-      {"etc/link", SYM, "/etc/shadow", 0}, {"etc/rel", SYM, "../../..", 0},
-      {"bin/su2", HARD, "bin/su", 0}, {"fifo", FIFO, NULL, 0},
-      {"./a//b/", D, NULL, 0},       {"./a/b/c", F, "c", 0},
+      {"dev", D, NULL, 0},
+      {"dev/null", CHR, NULL, 0},
+      {"bin", D, NULL, 0},
+      {"bin/su", F, "#!/bin/sh\n", 04755},
+      {"bin/sg", F, "x", 02755},
+      {"etc", D, NULL, 0},
+      {"etc/link", SYM, "/etc/shadow", 0},
+      {"etc/rel", SYM, "../../..", 0},
+      {"bin/su2", HARD, "bin/su", 0},
+      {"fifo", FIFO, NULL, 0},
+      {"./a//b/", D, NULL, 0},
+      {"./a/b/c", F, "c", 0},
       /* later entries replace earlier ones; a file over a symlink replaces
        * the symlink, never writes to its target */
-      {"dup", F, "1", 0},            {"dup", F, "22", 0},
-      {"sl", SYM, "/etc/passwd", 0}, {"sl", F, "z", 0},
+      {"dup", F, "1", 0},
+      {"dup", F, "22", 0},
+      {"sl", SYM, "/etc/passwd", 0},
+      {"sl", F, "z", 0},
   };
   sbx_err_clear(&err);
   CHECK(unpack_ents(benign, sizeof benign / sizeof benign[0], layer, sizeof layer, &err) == 0);

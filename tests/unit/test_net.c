@@ -279,7 +279,8 @@ static void test_policy_bad_entries(void)
     CHECK(err.msg_fr[0] != '\0');
     if (!strstr(err.msg, b[i].msg)) {
       CHECK(!"message");
-      fprintf(stderr, "  entry %s: message \"%s\" lacks \"%s\"\n", b[i].entry, err.msg, b[i].msg);
+      fprintf(stderr, "  entry %s: message \"%s\" lacks \"%s\"\n", b[i].entry, err.msg,
+              b[i].msg);
     }
   }
 }
@@ -340,7 +341,8 @@ static void test_policy_object(void)
   json_decref(net);
 
   /* Accepted shapes: null, {}, none, none with an empty list, empty allowlist. */
-  const char *ok[] = {"null", "{}", "{\"egress\":\"none\"}", "{\"egress\":\"none\",\"allow\":[]}",
+  const char *ok[] = {"null", "{}", "{\"egress\":\"none\"}",
+                      "{\"egress\":\"none\",\"allow\":[]}",
                       "{\"egress\":\"allowlist\",\"allow\":[]}"};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     json_t *j = J(ok[i]);
@@ -360,7 +362,8 @@ static void test_policy_object(void)
 
 static void test_policy_json(void)
 {
-  struct sbx_net_policy *p = allow("[\"PyPI.org\", \"*.pythonhosted.org\", \"[2001:db8::1]:443\"]");
+  struct sbx_net_policy *p =
+      allow("[\"PyPI.org\", \"*.pythonhosted.org\", \"[2001:db8::1]:443\"]");
   CHECK(p != NULL);
   json_t *j = sbx_net_policy_json(p);
   char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -389,9 +392,9 @@ static void test_policy_json(void)
 
 static void test_policy_match(void)
 {
-  struct sbx_net_policy *p =
-      allow("[\"pypi.org\", \"*.pythonhosted.org\", \"api.example.com:443\", "
-            "\"203.0.113.0/24:8080\", \"198.51.100.7\", \"2001:db8::/32\", \"[2001:db8:1::5]:22\"]");
+  struct sbx_net_policy *p = allow(
+      "[\"pypi.org\", \"*.pythonhosted.org\", \"api.example.com:443\", "
+      "\"203.0.113.0/24:8080\", \"198.51.100.7\", \"2001:db8::/32\", \"[2001:db8:1::5]:22\"]");
   CHECK(p != NULL);
   if (!p)
     return;
@@ -442,24 +445,39 @@ static void test_closed(void)
     int family;
     const char *addr, *range;
   } t[] = {
-      {AF_INET, "127.0.0.1", "loopback"},     {AF_INET, "127.255.0.9", "loopback"},
-      {AF_INET, "0.0.0.0", "unspecified"},    {AF_INET, "169.254.169.254", "metadata"},
-      {AF_INET, "169.254.1.1", "link-local"}, {AF_INET, "10.1.2.3", "private"},
-      {AF_INET, "172.16.0.1", "private"},     {AF_INET, "172.31.255.255", "private"},
-      {AF_INET, "192.168.1.1", "private"},    {AF_INET, "100.64.0.1", "cgnat"},
-      {AF_INET, "100.127.255.255", "cgnat"},  {AF_INET, "224.0.0.251", "multicast"},
-      {AF_INET, "255.255.255.255", "broadcast"}, {AF_INET, "240.0.0.1", "reserved"},
-      {AF_INET, "198.51.100.7", NULL},        {AF_INET, "203.0.113.9", NULL},
-      {AF_INET, "172.32.0.1", NULL},          {AF_INET, "100.128.0.1", NULL},
+      {AF_INET, "127.0.0.1", "loopback"},
+      {AF_INET, "127.255.0.9", "loopback"},
+      {AF_INET, "0.0.0.0", "unspecified"},
+      {AF_INET, "169.254.169.254", "metadata"},
+      {AF_INET, "169.254.1.1", "link-local"},
+      {AF_INET, "10.1.2.3", "private"},
+      {AF_INET, "172.16.0.1", "private"},
+      {AF_INET, "172.31.255.255", "private"},
+      {AF_INET, "192.168.1.1", "private"},
+      {AF_INET, "100.64.0.1", "cgnat"},
+      {AF_INET, "100.127.255.255", "cgnat"},
+      {AF_INET, "224.0.0.251", "multicast"},
+      {AF_INET, "255.255.255.255", "broadcast"},
+      {AF_INET, "240.0.0.1", "reserved"},
+      {AF_INET, "198.51.100.7", NULL},
+      {AF_INET, "203.0.113.9", NULL},
+      {AF_INET, "172.32.0.1", NULL},
+      {AF_INET, "100.128.0.1", NULL},
       {AF_INET, "8.8.8.8", NULL},
-      {AF_INET6, "::1", "loopback"},          {AF_INET6, "::", "unspecified"},
-      {AF_INET6, "fe80::1", "link-local"},    {AF_INET6, "fd00::1", "private"},
-      {AF_INET6, "fc00::1", "private"},       {AF_INET6, "ff02::1", "multicast"},
+      {AF_INET6, "::1", "loopback"},
+      {AF_INET6, "::", "unspecified"},
+      {AF_INET6, "fe80::1", "link-local"},
+      {AF_INET6, "fd00::1", "private"},
+      {AF_INET6, "fc00::1", "private"},
+      {AF_INET6, "ff02::1", "multicast"},
       {AF_INET6, "fd00:ec2::254", "metadata"},
-      {AF_INET6, "::ffff:127.0.0.1", "loopback"}, {AF_INET6, "::ffff:10.0.0.1", "private"},
+      {AF_INET6, "::ffff:127.0.0.1", "loopback"},
+      {AF_INET6, "::ffff:10.0.0.1", "private"},
       {AF_INET6, "::ffff:198.51.100.7", "v4-mapped"},
-      {AF_INET6, "64:ff9b::a9fe:a9fe", "metadata"}, {AF_INET6, "64:ff9b::c633:6407", "nat64"},
-      {AF_INET6, "2002:c0a8:0101::1", "private"},  {AF_INET6, "2001:db8:ffff::1", NULL},
+      {AF_INET6, "64:ff9b::a9fe:a9fe", "metadata"},
+      {AF_INET6, "64:ff9b::c633:6407", "nat64"},
+      {AF_INET6, "2002:c0a8:0101::1", "private"},
+      {AF_INET6, "2001:db8:ffff::1", NULL},
       {AF_INET6, "2606:4700::1111", NULL},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -478,7 +496,8 @@ static void test_closed(void)
   CHECK(getifaddrs(&ifa) == 0);
   int seen = 0;
   for (struct ifaddrs *x = ifa; x; x = x->ifa_next) {
-    if (!x->ifa_addr || (x->ifa_addr->sa_family != AF_INET && x->ifa_addr->sa_family != AF_INET6))
+    if (!x->ifa_addr ||
+        (x->ifa_addr->sa_family != AF_INET && x->ifa_addr->sa_family != AF_INET6))
       continue;
     int fam = x->ifa_addr->sa_family;
     const void *a = fam == AF_INET ? (void *)&((struct sockaddr_in *)x->ifa_addr)->sin_addr
@@ -511,8 +530,8 @@ static void test_closed(void)
 
   /* Explicit naming: a CIDR rule opens a closed address only when it is no
    * wider than the closed range. */
-  struct sbx_net_policy *p =
-      allow("[\"0.0.0.0/0\", \"10.0.0.0/7\", \"::/0\", \"10.9.0.0/16:5432\", \"169.254.169.254\"]");
+  struct sbx_net_policy *p = allow(
+      "[\"0.0.0.0/0\", \"10.0.0.0/7\", \"::/0\", \"10.9.0.0/16:5432\", \"169.254.169.254\"]");
   ip(AF_INET, "10.1.2.3", a);
   CHECK(sbx_net_policy_match_closed(p, AF_INET, a, 0) == -1);
   ip(AF_INET, "10.9.1.1", a);
@@ -666,9 +685,16 @@ static size_t put_rr(uint8_t *r, size_t len, const uint8_t *owner, size_t olen, 
 {
   memcpy(r + len, owner, olen);
   len += olen;
-  uint8_t h[10] = {(uint8_t)(type >> 8), (uint8_t)type, 0, 1, (uint8_t)(ttl >> 24),
-                   (uint8_t)(ttl >> 16), (uint8_t)(ttl >> 8), (uint8_t)ttl,
-                   (uint8_t)(rdlen >> 8), (uint8_t)rdlen};
+  uint8_t h[10] = {(uint8_t)(type >> 8),
+                   (uint8_t)type,
+                   0,
+                   1,
+                   (uint8_t)(ttl >> 24),
+                   (uint8_t)(ttl >> 16),
+                   (uint8_t)(ttl >> 8),
+                   (uint8_t)ttl,
+                   (uint8_t)(rdlen >> 8),
+                   (uint8_t)rdlen};
   memcpy(r + len, h, 10);
   memcpy(r + len + 10, rd, rdlen);
   r[7]++;
@@ -727,7 +753,7 @@ static size_t upstream_answer(const uint8_t *q, size_t qlen, bool tcp, uint8_t *
     len = put_rr(r, len, self, 2, ns_t_a, 30, a, 4);
   } else if (strcmp(name, "bad.up.test") == 0) {
     len = put_rr(r, len, self, 2, ns_t_a, 30, "\x01\x02", 2); /* rdlength 2 for an A */
-    r[7] = 50;                                               /* and a lying count */
+    r[7] = 50;                                                /* and a lying count */
   }
   return len;
 }
@@ -853,16 +879,16 @@ static int resolve_strs(const char *name, char out[][INET6_ADDRSTRLEN], int max,
 
 static void test_resolve_config(void)
 {
-  const char *bad_pins[][2] = {{"noequals", NULL},   {"single=198.51.100.1", NULL},
-                               {"a.test=", NULL},    {"a.test=not-an-ip", NULL},
+  const char *bad_pins[][2] = {{"noequals", NULL},      {"single=198.51.100.1", NULL},
+                               {"a.test=", NULL},       {"a.test=not-an-ip", NULL},
                                {"=198.51.100.1", NULL}, {"a_b.test=1.2.3.4", NULL}};
   for (size_t i = 0; i < sizeof bad_pins / sizeof bad_pins[0]; i++) {
     struct sbx_error err = {0};
     CHECK(sbx_net_resolve_configure(bad_pins[i], NULL, &err) < 0);
     CHECK(err.code == SBX_E_INVALID && strstr(err.msg, "--resolve"));
   }
-  const char *bad_up[] = {"1.2.3.4:0", "1.2.3.4:99999", "[::1", "[::1]x", "foo", "1.2.3.4:",
-                          "1.2.3.4:+53", "[::1]:53:1"};
+  const char *bad_up[] = {"1.2.3.4:0", "1.2.3.4:99999", "[::1",        "[::1]x",
+                          "foo",       "1.2.3.4:",      "1.2.3.4:+53", "[::1]:53:1"};
   for (size_t i = 0; i < sizeof bad_up / sizeof bad_up[0]; i++) {
     struct sbx_error err = {0};
     CHECK(sbx_net_resolve_configure(NULL, bad_up[i], &err) < 0);
@@ -973,8 +999,9 @@ static int bind_from(int family, int type, const char *src)
     s6->sin6_family = AF_INET6;
     inet_pton(AF_INET6, src, &s6->sin6_addr);
   }
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&ss, family == AF_INET ? sizeof(struct sockaddr_in)
-                                                                     : sizeof(struct sockaddr_in6)) < 0) {
+  if (fd >= 0 &&
+      bind(fd, (struct sockaddr *)&ss,
+           family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0) {
     close(fd);
     return -1;
   }
@@ -1086,7 +1113,8 @@ static bool learned_has(const char *addr, uint16_t port)
   bool found = false;
   pthread_mutex_lock(&seam_mu);
   for (int i = 0; i < nlearned && !found; i++)
-    found = learned[i].family == fam && memcmp(learned[i].addr, a, fam == AF_INET ? 4 : 16) == 0 &&
+    found = learned[i].family == fam &&
+            memcmp(learned[i].addr, a, fam == AF_INET ? 4 : 16) == 0 &&
             learned[i].port == port && learned[i].ttl > 30 && learned[i].ttl <= 90 &&
             strcmp(learned[i].sandbox, "sess-dns") == 0;
   pthread_mutex_unlock(&seam_mu);
@@ -1099,12 +1127,14 @@ static void test_dns_hostile(uint16_t port)
   struct reply r;
   /* Name is a compression pointer to itself. */
   uint8_t loop[] = {0x12, 0x34, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 0x0c, 0, 1, 0, 1};
-  parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, loop, sizeof loop, resp, sizeof resp), &r);
+  parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, loop, sizeof loop, resp, sizeof resp),
+             &r);
   CHECK(r.rcode == ns_r_formerr && r.n == 0);
   /* Two labels pointing at each other. */
-  uint8_t loop2[] = {0x12, 0x35, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0,
-                     1, 'a', 0xc0, 0x10, 1, 'b', 0xc0, 0x0c, 0, 1, 0, 1};
-  parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, loop2, sizeof loop2, resp, sizeof resp), &r);
+  uint8_t loop2[] = {0x12, 0x35, 0x01, 0,    0, 1,   0,    0,    0, 0, 0, 0,
+                     1,    'a',  0xc0, 0x10, 1, 'b', 0xc0, 0x0c, 0, 1, 0, 1};
+  parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, loop2, sizeof loop2, resp, sizeof resp),
+             &r);
   CHECK(r.rcode == ns_r_formerr);
   /* Pointer beyond the end; label running past the end; no question bytes. */
   uint8_t oob[] = {0, 1, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xc3, 0xff, 0, 1, 0, 1};
@@ -1128,12 +1158,13 @@ static void test_dns_hostile(uint16_t port)
   CHECK(udp_raw(AF_INET, "127.0.0.1", port, rsp, sizeof rsp, resp, sizeof resp) == 0);
   CHECK(udp_raw(AF_INET, "127.0.0.1", port, "\x01", 1, resp, sizeof resp) == 0);
   /* Names with a dot or a NUL inside a label, or the root: refused. */
-  uint8_t dot[] = {0, 7, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0,
-                   10, 'p', 'i', 'n', 'n', 'e', 'd', '.', 't', 'e', 's', 0, 0, 1, 0, 1};
+  uint8_t dot[] = {0,   7,   0x01, 0,   0,   1,   0,   0,   0,   0, 0, 0, 10, 'p',
+                   'i', 'n', 'n',  'e', 'd', '.', 't', 'e', 's', 0, 0, 1, 0,  1};
   parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, dot, sizeof dot, resp, sizeof resp), &r);
   CHECK(r.rcode == ns_r_refused && r.n == 0);
   uint8_t root[] = {0, 8, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};
-  parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, root, sizeof root, resp, sizeof resp), &r);
+  parse_resp(resp, udp_raw(AF_INET, "127.0.0.1", port, root, sizeof root, resp, sizeof resp),
+             &r);
   CHECK(r.rcode == ns_r_refused);
   /* Oversized datagram (beyond what a query needs). */
   static uint8_t big[4000];
@@ -1197,11 +1228,10 @@ static void test_dns(void)
   CHECK(have_up);
   char up[64];
   snprintf(up, sizeof up, "127.0.0.1:%u", have_up ? u.port : 9);
-  const char *pins[] = {"pinned.test=198.51.100.7", "pinned.test=2001:db8::7",
-                        "evil.test=10.0.0.1",       "loop.test=127.0.0.1",
-                        "a.wild.test=203.0.113.9",  "meta.test=169.254.169.254",
-                        "mixed.test=10.0.0.2",      "mixed.test=198.51.100.8",
-                        NULL};
+  const char *pins[] = {
+      "pinned.test=198.51.100.7", "pinned.test=2001:db8::7", "evil.test=10.0.0.1",
+      "loop.test=127.0.0.1",      "a.wild.test=203.0.113.9", "meta.test=169.254.169.254",
+      "mixed.test=10.0.0.2",      "mixed.test=198.51.100.8", NULL};
   struct sbx_error err = {0};
   CHECK(sbx_net_resolve_configure(pins, up, &err) == 0);
   res_init();
@@ -1367,15 +1397,9 @@ static void test_dns(void)
   sbx_net_resolve_configure(NULL, NULL, &err);
 }
 
-static void test_resolve_upstream_v4(void)
-{
-  test_resolve_upstream(AF_INET);
-}
+static void test_resolve_upstream_v4(void) { test_resolve_upstream(AF_INET); }
 
-static void test_resolve_upstream_v6(void)
-{
-  test_resolve_upstream(AF_INET6);
-}
+static void test_resolve_upstream_v6(void) { test_resolve_upstream(AF_INET6); }
 
 int main(void)
 {

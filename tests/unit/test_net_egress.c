@@ -344,8 +344,9 @@ static void test_http_parse(void)
   CHECK(r.form == SBX_NET_HTTP_ORIGIN);
   CHECK_STR(r.host, "example.com");
   CHECK(r.port == 8080);
-  const char *abs = "GET http://a.test:81/p?q=1 HTTP/1.1\r\nHost: evil.test\r\n"
-                    "Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\nX-A: b\r\n\r\nBODY";
+  const char *abs =
+      "GET http://a.test:81/p?q=1 HTTP/1.1\r\nHost: evil.test\r\n"
+      "Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\nX-A: b\r\n\r\nBODY";
   CHECK(parse(abs, &r) == SBX_NET_PARSE_OK);
   CHECK(r.form == SBX_NET_HTTP_ABSOLUTE);
   CHECK_STR(r.host, "a.test");
@@ -354,7 +355,8 @@ static void test_http_parse(void)
   long n = sbx_net_http_rewrite(abs, &r, out, sizeof out);
   CHECK(n > 0);
   out[n > 0 ? n : 0] = 0;
-  CHECK_STR(out, "GET /p?q=1 HTTP/1.1\r\nHost: a.test:81\r\nX-A: b\r\nConnection: close\r\n\r\n");
+  CHECK_STR(out,
+            "GET /p?q=1 HTTP/1.1\r\nHost: a.test:81\r\nX-A: b\r\nConnection: close\r\n\r\n");
   CHECK(parse("GET http://a.test HTTP/1.0\r\n\r\n", &r) == SBX_NET_PARSE_OK);
   n = sbx_net_http_rewrite("GET http://a.test HTTP/1.0\r\n\r\n", &r, out, sizeof out);
   out[n > 0 ? n : 0] = 0;
@@ -374,7 +376,8 @@ static void test_http_parse(void)
   CHECK(parse("CONNECT pypi.org HTTP/1.1\r\n\r\n", &r) == SBX_NET_PARSE_BAD);
   CHECK(parse("CONNECT pypi.org:0 HTTP/1.1\r\n\r\n", &r) == SBX_NET_PARSE_BAD);
   CHECK(parse("CONNECT pypi.org:65536 HTTP/1.1\r\n\r\n", &r) == SBX_NET_PARSE_BAD);
-  CHECK(parse("GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n", &r) == SBX_NET_PARSE_BAD);
+  CHECK(parse("GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n", &r) ==
+        SBX_NET_PARSE_BAD);
   CHECK(parse("GET / HTTP/1.1\r\nHost: a.test\r\nX: 1\r\n  folded\r\n\r\n", &r) ==
         SBX_NET_PARSE_BAD);
   CHECK(parse("GET / HTTP/1.1\nHost: a.test\r\n\r\n", &r) == SBX_NET_PARSE_BAD);
@@ -605,7 +608,8 @@ static void test_peer_cap(void)
 }
 
 /* Runtime change: the next connection sees the new policy. */
-static void test_patch(uint16_t up, const struct sbx_net_peer *peer, struct sbx_net_policy *allow)
+static void test_patch(uint16_t up, const struct sbx_net_peer *peer,
+                       struct sbx_net_policy *allow)
 {
   char req[256], resp[8192];
   struct sbx_net_policy *none = policy_of("{\"egress\":\"none\"}");
@@ -722,7 +726,8 @@ static int setup_transparent(void)
   snprintf(cmd, sizeof cmd,
            "add table ip sbxtest\n"
            "add chain ip sbxtest out { type nat hook output priority -100; policy accept; }\n"
-           "add rule ip sbxtest out ip saddr " CLIENT_IP " tcp dport { 80, 443 } redirect to :%u\n",
+           "add rule ip sbxtest out ip saddr " CLIENT_IP
+           " tcp dport { 80, 443 } redirect to :%u\n",
            proxy_port);
   rc = nft_run_cmd_from_buffer(nft, cmd);
   nft_ctx_free(nft);
@@ -807,8 +812,7 @@ static void test_transparent(void)
   sbx_write_all(fd, get, strlen(get));
   read_all(fd, resp, sizeof resp);
   CHECK(strncmp(resp, "HTTP/1.1 200 ", 13) == 0);
-  CHECK(strstr(resp, "\r\n\r\nGET /p HTTP/1.1\r\nHost: web.test\r\nConnection: close") !=
-        NULL);
+  CHECK(strstr(resp, "\r\n\r\nGET /p HTTP/1.1\r\nHost: web.test\r\nConnection: close") != NULL);
   close(fd);
   i = find_decision("web.test:80");
   CHECK(i >= 0 && dec.v[i].allowed && strcmp(dec.v[i].proto, "http") == 0);
@@ -863,9 +867,9 @@ int main(void)
   test_http_parse();
 
   struct sbx_error err = {0};
-  const char *pins[] = {"allowed.test=127.0.0.1", "rebind.test=127.0.0.2",
-                        "other.test=127.0.0.1",   "ported.test=127.0.0.1",
-                        "web.test=" WEB_IP,       "sibling.test=" WEB_IP,
+  const char *pins[] = {"allowed.test=127.0.0.1",   "rebind.test=127.0.0.2",
+                        "other.test=127.0.0.1",     "ported.test=127.0.0.1",
+                        "web.test=" WEB_IP,         "sibling.test=" WEB_IP,
                         "front.test=198.51.100.11", NULL};
   CHECK(sbx_net_resolve_configure(pins, NULL, &err) == 0);
   sbx_net_set_decision_hook(on_decision, NULL);

@@ -84,8 +84,8 @@ static void world_serve(void)
 {
   struct pollfd p[8];
   for (int i = 0; i < 8; i++) {
-    p[i].fd = listen_on(i & 1 ? AF_INET6 : AF_INET, i & 2 ? SOCK_DGRAM : SOCK_STREAM,
-                        i & 4 ? 8 : 7);
+    p[i].fd =
+        listen_on(i & 1 ? AF_INET6 : AF_INET, i & 2 ? SOCK_DGRAM : SOCK_STREAM, i & 4 ? 8 : 7);
     p[i].events = POLLIN;
   }
   for (;;) {
@@ -256,9 +256,9 @@ static int do_ping4(const struct probe *p)
 
 static int do_dns(const struct probe *p)
 {
-  static const unsigned char q[] = {0x5b, 0x17, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0,
-                                    7, 'a', 'l', 'l', 'o', 'w', 'e', 'd', 4, 't', 'e', 's', 't', 0,
-                                    0, 1, 0, 1};
+  static const unsigned char q[] = {0x5b, 0x17, 0x01, 0x00, 0,   1,   0,   0,   0,   0,
+                                    0,    0,    7,    'a',  'l', 'l', 'o', 'w', 'e', 'd',
+                                    4,    't',  'e',  's',  't', 0,   0,   1,   0,   1};
   struct sockaddr_storage ss;
   socklen_t len = sockaddr_of(p, &ss);
   int s = socket(p->family, SOCK_DGRAM, 0);
@@ -327,14 +327,27 @@ static int probe(const struct probe *p, unsigned *ms)
       _exit(250);
     int r;
     switch (p->op) {
-    case P_ADDRS: r = do_addrs(p); break;
-    case P_NO_ETH0: r = if_nametoindex("eth0") == 0 ? 0 : 1; break;
+    case P_ADDRS:
+      r = do_addrs(p);
+      break;
+    case P_NO_ETH0:
+      r = if_nametoindex("eth0") == 0 ? 0 : 1;
+      break;
     case P_TCP:
-    case P_CONNECT: r = do_tcp(p); break;
-    case P_UDP: r = do_udp(p); break;
-    case P_PING4: r = do_ping4(p); break;
-    case P_DNS: r = do_dns(p); break;
-    default: r = 251;
+    case P_CONNECT:
+      r = do_tcp(p);
+      break;
+    case P_UDP:
+      r = do_udp(p);
+      break;
+    case P_PING4:
+      r = do_ping4(p);
+      break;
+    case P_DNS:
+      r = do_dns(p);
+      break;
+    default:
+      r = 251;
     }
     _exit(r & 0xff);
   }
@@ -419,8 +432,8 @@ static bool saw_decision(const char *dest, const char *reason, const char *proto
 {
   for (int i = 0; i < 40; i++) {
     pthread_mutex_lock(&dlock);
-    bool ok = !strcmp(last_dest, dest) && !strcmp(last_reason, reason) && !strcmp(last_proto, proto) &&
-              !strcmp(last_id, "sbx_plumb");
+    bool ok = !strcmp(last_dest, dest) && !strcmp(last_reason, reason) &&
+              !strcmp(last_proto, proto) && !strcmp(last_id, "sbx_plumb");
     pthread_mutex_unlock(&dlock);
     if (ok)
       return true;
@@ -474,7 +487,10 @@ static bool table_exists(void)
 
 /* ---- the tests ------------------------------------------------------------------ */
 
-static void ntop(int family, const void *a, char *out, size_t len) { inet_ntop(family, a, out, len); }
+static void ntop(int family, const void *a, char *out, size_t len)
+{
+  inet_ntop(family, a, out, len);
+}
 
 static void gw_of(const struct sbx_net_peer *peer, char *g4, char *g6)
 {
@@ -553,7 +569,8 @@ static void test_attach(void)
   strcpy(t80.addr, WORLD4);
   r = probe(&t80, &ms);
   /* connected, then an answer, a close or a reset to our non-HTTP bytes */
-  CHECK(r == 0 || r == EPIPE || r == ECONNRESET); /* the proxy answered, or closed after its 403 */
+  CHECK(r == 0 || r == EPIPE ||
+        r == ECONNRESET); /* the proxy answered, or closed after its 403 */
 
   /* DNS to the fixed address reaches the responder. */
   struct in_addr d4;

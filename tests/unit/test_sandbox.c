@@ -27,12 +27,12 @@
 #include "runtime/sandbox.h"
 
 static int failures;
-#define CHECK(c)                                                                      \
-  do {                                                                                \
-    if (!(c)) {                                                                       \
-      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, __func__, #c); \
-      failures++;                                                                     \
-    }                                                                                 \
+#define CHECK(c)                                                                                \
+  do {                                                                                          \
+    if (!(c)) {                                                                                 \
+      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, __func__, #c);       \
+      failures++;                                                                               \
+    }                                                                                           \
   } while (0)
 
 static char state_dir[256];
@@ -56,7 +56,9 @@ static char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "FOO=b
 static int run(struct sbx_sandbox *sb, struct sbx_exec_result *res, uint64_t timeout_ms,
                const char *stdin_data, char *const *argv)
 {
-  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = timeout_ms,
+  struct sbx_exec_request req = {.argv = argv,
+                                 .env = envp,
+                                 .timeout_ms = timeout_ms,
                                  .stdin_data = stdin_data,
                                  .stdin_len = stdin_data ? strlen(stdin_data) : 0};
   struct sbx_error err = {0};
@@ -207,7 +209,9 @@ static void test_big_output(struct sbx_sandbox *sb)
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
   char *argv[] = {"sh", "-c", "printf HEAD; head -c 60000000 /dev/zero; printf TAIL", NULL};
-  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = 30000,
+  struct sbx_exec_request req = {.argv = argv,
+                                 .env = envp,
+                                 .timeout_ms = 30000,
                                  .output_cap = 1048576};
   struct sbx_exec_result res;
   struct sbx_error err = {0};
@@ -336,7 +340,8 @@ static void test_files(struct sbx_sandbox *sb)
     CHECK(!strcmp(ents[1].name, "d") && ents[1].size == 5 && ents[1].mtime > 1600000000);
   }
   free(ents);
-  CHECK(sbx_sandbox_list(sb, "/work/a/b", &ents, &n, 1, &err) < 0 && err.code == SBX_E_TOO_LARGE);
+  CHECK(sbx_sandbox_list(sb, "/work/a/b", &ents, &n, 1, &err) < 0 &&
+        err.code == SBX_E_TOO_LARGE);
   CHECK(sbx_sandbox_list(sb, "/work/a/b/c.txt", &ents, &n, 10, &err) < 0 &&
         err.code == SBX_E_INVALID);
   CHECK(sbx_sandbox_remove(sb, "/work/a", &err) == 0);
@@ -380,13 +385,13 @@ static void test_hostile_paths(struct sbx_sandbox *sb)
   CHECK(read_file(sb, "../../etc/passwd", &err) == NULL && err.code == SBX_E_INVALID);
   CHECK(read_file(sb, "/../../etc/shadow", &err) == NULL && err.code == SBX_E_INVALID);
   struct sbx_exec_result res;
-  CHECK(sh(sb, &res, 5000, "ln -s / escape && ln -s /etc/passwd pw && ln -s /etc etc && "
-                           "mkfifo fifo") == 0);
+  CHECK(sh(sb, &res, 5000,
+           "ln -s / escape && ln -s /etc/passwd pw && ln -s /etc etc && "
+           "mkfifo fifo") == 0);
   CHECK(res.status == SBX_ST_SUCCEEDED);
   sbx_exec_result_free(&res);
   /* "/" planted by the sandbox resolves to the sandbox root, not the host */
-  CHECK(read_file(sb, "/work/escape/etc/hostname", &err) == NULL &&
-        err.code == SBX_E_NOT_FOUND);
+  CHECK(read_file(sb, "/work/escape/etc/hostname", &err) == NULL && err.code == SBX_E_NOT_FOUND);
   CHECK(read_file(sb, "/work/etc/hostname", &err) == NULL && err.code == SBX_E_NOT_FOUND);
   CHECK(read_file(sb, "/work/pw", &err) == NULL); /* final symlink never followed */
   CHECK(sbx_sandbox_file_write(sb, "/work/escape/sbx_escape_test", "x", 1, &err) < 0 ||
@@ -409,7 +414,6 @@ static void test_hostile_paths(struct sbx_sandbox *sb)
   free(v);
   CHECK(sbx_sandbox_alive(sb));
 }
-
 
 /* ---- fd-in: the forms a gVisor sandbox needs, forced on a
  * process sandbox (sb->fd_in), so each is tested without gVisor. ---- */
@@ -562,12 +566,16 @@ static void test_fdin_terminal(struct sbx_sandbox *sb)
     return;
   }
   struct term t = {.lock = PTHREAD_MUTEX_INITIALIZER, .pty_fd = -1};
-  struct sbx_exec_live live = {.stdin_fd = -1, .pty = true, .cols = 80, .rows = 24,
-                               .on_started = term_started};
+  struct sbx_exec_live live = {
+      .stdin_fd = -1, .pty = true, .cols = 80, .rows = 24, .on_started = term_started};
   char *argv[] = {"sh", "-c", "stty size; [ -t 0 ] && echo tty; read l; stty size; echo got:$l",
                   NULL};
-  struct sbx_exec_request req = {.argv = argv, .env = envp, .timeout_ms = 10000,
-                                 .on_output = term_out, .on_output_ctx = &t, .live = &live};
+  struct sbx_exec_request req = {.argv = argv,
+                                 .env = envp,
+                                 .timeout_ms = 10000,
+                                 .on_output = term_out,
+                                 .on_output_ctx = &t,
+                                 .live = &live};
   pthread_t th;
   pthread_create(&th, NULL, term_drive, &t);
   struct sbx_exec_result res;
@@ -828,7 +836,8 @@ int main(void)
   snprintf(state_dir, sizeof state_dir, "/tmp/sbx-test-sandbox-XXXXXX");
   if (!mkdtemp(state_dir))
     return 1;
-  env = (struct sbx_driver_env){.state_dir = state_dir, .init_path = init,
+  env = (struct sbx_driver_env){.state_dir = state_dir,
+                                .init_path = init,
                                 .unsafe_process_enabled = true};
   test_registry();
   struct sbx_sandbox *sb = make_sandbox("t_main");
@@ -836,10 +845,14 @@ int main(void)
     const char *name;
     void (*fn)(struct sbx_sandbox *);
   } tests[] = {
-      {"basic", test_basic},           {"stdin_cwd_missing", test_stdin_cwd_missing},
-      {"timeout", test_timeout},       {"big_output", test_big_output},
-      {"cancel", test_cancel},         {"concurrent", test_concurrent},
-      {"files", test_files},           {"glob", test_glob},
+      {"basic", test_basic},
+      {"stdin_cwd_missing", test_stdin_cwd_missing},
+      {"timeout", test_timeout},
+      {"big_output", test_big_output},
+      {"cancel", test_cancel},
+      {"concurrent", test_concurrent},
+      {"files", test_files},
+      {"glob", test_glob},
       {"hostile_paths", test_hostile_paths},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
@@ -861,9 +874,12 @@ int main(void)
     void (*fn)(struct sbx_sandbox *);
   } fdin[] = {
       {"fdin files", test_files},
-      {"fdin glob", test_glob},            {"fdin hostile_paths", test_hostile_paths},
-      {"fdin open_write", test_fdin_open_write}, {"fdin terminal", test_fdin_terminal},
-      {"fdin connect", test_fdin_connect}, {"fdin watch", test_fdin_watch},
+      {"fdin glob", test_glob},
+      {"fdin hostile_paths", test_hostile_paths},
+      {"fdin open_write", test_fdin_open_write},
+      {"fdin terminal", test_fdin_terminal},
+      {"fdin connect", test_fdin_connect},
+      {"fdin watch", test_fdin_watch},
   };
   for (size_t i = 0; i < sizeof fdin / sizeof fdin[0]; i++) {
     int before = failures;

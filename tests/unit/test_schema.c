@@ -47,7 +47,8 @@ static void test_exec(void)
   CHECK_STR(exec_field("{}"), "command");
   CHECK_STR(exec_field("{\"language\":\"cobol\",\"code\":\"x\"}"), "language");
   CHECK_STR(exec_field("{\"language\":\"python\"}"), "code");
-  CHECK_STR(exec_field("{\"language\":\"python\",\"code\":\"1\",\"command\":[\"x\"]}"), "command");
+  CHECK_STR(exec_field("{\"language\":\"python\",\"code\":\"1\",\"command\":[\"x\"]}"),
+            "command");
   CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":\"5\"}"), "timeout_s");
   CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":0}"), "timeout_s");
   CHECK_STR(exec_field("{\"command\":[\"x\"],\"timeout_s\":61}"), "timeout_s");
@@ -108,10 +109,10 @@ static void test_limits(void)
   json_decref(j);
 
   const char *bad[][2] = {
-      {"{\"memory\":\"512Mi\"}", "limits.memory"},  /* above the maximum */
+      {"{\"memory\":\"512Mi\"}", "limits.memory"}, /* above the maximum */
       {"{\"memory\":\"lots\"}", "limits.memory"},
       {"{\"memory\":true}", "limits.memory"},
-      {"{\"cpu\":\"1\"}", "limits.cpu"},            /* above 750m */
+      {"{\"cpu\":\"1\"}", "limits.cpu"}, /* above 750m */
       {"{\"cpu\":\"fast\"}", "limits.cpu"},
       {"{\"pids\":-1}", "limits.pids"},
       {"{\"pids\":1.5}", "limits.pids"},

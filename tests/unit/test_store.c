@@ -29,8 +29,8 @@ static int64_t raw_int(const char *dbdir, const char *sql)
   sqlite3 *db = NULL;
   sqlite3_stmt *s = NULL;
   int64_t v = -1;
-  if (sqlite3_open(path, &db) == SQLITE_OK && sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
-      sqlite3_step(s) == SQLITE_ROW)
+  if (sqlite3_open(path, &db) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
     v = sqlite3_column_int64(s, 0);
   sqlite3_finalize(s);
   sqlite3_close(db);
@@ -67,7 +67,8 @@ static void test_open_and_migrations(void)
   int latest = sbx_store_schema_latest();
   CHECK(latest >= 1);
   CHECK(raw_int(dir, "SELECT MAX(version) FROM schema_migrations") == latest);
-  CHECK(raw_int(dir, "SELECT COUNT(*) FROM schema_migrations") == (int64_t)sbx_store_nmigrations);
+  CHECK(raw_int(dir, "SELECT COUNT(*) FROM schema_migrations") ==
+        (int64_t)sbx_store_nmigrations);
   CHECK(raw_int(dir, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'executions'") == 1);
   char path[256];
   snprintf(path, sizeof path, "%s/sandboxd.db", dir);
@@ -79,7 +80,8 @@ static void test_open_and_migrations(void)
   /* Reopening applies nothing twice. */
   sbx_store_close(&h);
   CHECK_OK(sbx_store_open("", dir, &h, err));
-  CHECK(raw_int(dir, "SELECT COUNT(*) FROM schema_migrations") == (int64_t)sbx_store_nmigrations);
+  CHECK(raw_int(dir, "SELECT COUNT(*) FROM schema_migrations") ==
+        (int64_t)sbx_store_nmigrations);
   CHECK(raw_int(dir, "PRAGMA journal_mode") == 0); /* "wal" is text: column_int64 → 0 */
 }
 
@@ -101,7 +103,8 @@ static void test_backend_choice(void)
   sbx_store_close(&x);
   char sub[128];
   snprintf(sub, sizeof sub, "%s/viaurl", dir);
-  CHECK(raw_int(sub, "SELECT COUNT(*) FROM schema_migrations") == (int64_t)sbx_store_nmigrations);
+  CHECK(raw_int(sub, "SELECT COUNT(*) FROM schema_migrations") ==
+        (int64_t)sbx_store_nmigrations);
 }
 
 static void test_future_schema_refused(void)
@@ -120,7 +123,6 @@ static void test_future_schema_refused(void)
   CHECK(strstr(e.msg, "newer than this sandboxd") != NULL);
   CHECK(x.st == NULL);
 }
-
 
 int main(void)
 {

@@ -212,15 +212,14 @@ static bool app_write_fails(PGconn *c, const char *tenant, const char *sql)
 {
   PQclear(PQexec(c, "BEGIN"));
   const char *v[1] = {tenant};
-  PQclear(PQexecParams(c, "SELECT set_config('app.tenant_id', $1, true)", 1, NULL, v, NULL,
-                       NULL, 0));
+  PQclear(PQexecParams(c, "SELECT set_config('app.tenant_id', $1, true)", 1, NULL, v, NULL, NULL,
+                       0));
   PGresult *r = PQexec(c, sql);
   bool failed = PQresultStatus(r) != PGRES_COMMAND_OK;
   PQclear(r);
   PQclear(PQexec(c, "ROLLBACK"));
   return failed;
 }
-
 
 static void test_rls_direct(void)
 {
@@ -241,12 +240,14 @@ static void test_rls_direct(void)
   CHECK(app_count(c, other, "SELECT COUNT(*) FROM sessions WHERE id = 'ses_1000_a'") == 0);
   snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM executions WHERE tenant_id = %s", acme);
   CHECK(app_count(c, acme, sql) > 0 && app_count(c, other, sql) == 0);
-  CHECK(app_count(c, other, "SELECT COUNT(*) FROM execution_files WHERE execution_id = 'exe_1'") == 0);
-  CHECK(app_count(c, acme, "SELECT COUNT(*) FROM execution_files WHERE execution_id = 'exe_1'") == 2);
+  CHECK(app_count(c, other,
+                  "SELECT COUNT(*) FROM execution_files WHERE execution_id = 'exe_1'") == 0);
+  CHECK(app_count(c, acme,
+                  "SELECT COUNT(*) FROM execution_files WHERE execution_id = 'exe_1'") == 2);
   snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM api_keys WHERE tenant_id = %s", acme);
   CHECK(app_count(c, other, sql) == 0);
   /* No app.tenant_id at all: nothing in any tenant table. */
-  static const char *tables[] = {"tenants", "api_keys", "sessions", "executions",
+  static const char *tables[] = {"tenants",         "api_keys",     "sessions",     "executions",
                                  "execution_files", "audit_events", "usage_records"};
   for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s", tables[i]);
@@ -259,11 +260,13 @@ static void test_rls_direct(void)
   /* Writes into another tenant are refused by WITH CHECK / invisible. */
   snprintf(sql, sizeof sql,
            "INSERT INTO sessions (id, tenant_id, status, created_at, updated_at)"
-           " VALUES ('ses_evil', %s, 'ready', 1, 1)", acme);
+           " VALUES ('ses_evil', %s, 'ready', 1, 1)",
+           acme);
   CHECK(app_write_fails(c, other, sql));
   PQclear(PQexec(c, "BEGIN"));
   const char *v[1] = {other};
-  PQclear(PQexecParams(c, "SELECT set_config('app.tenant_id', $1, true)", 1, NULL, v, NULL, NULL, 0));
+  PQclear(PQexecParams(c, "SELECT set_config('app.tenant_id', $1, true)", 1, NULL, v, NULL, NULL,
+                       0));
   PGresult *r = PQexec(c, "UPDATE sessions SET status = 'lost' WHERE id = 'ses_1000_b'");
   CHECK(PQresultStatus(r) == PGRES_COMMAND_OK && !strcmp(PQcmdTuples(r), "0"));
   PQclear(r);
@@ -302,8 +305,8 @@ static int chain_hash(void *ctx, struct sbx_audit_row *row)
 {
   /* Not SHA-256 (obs/audit.c owns that): any function of prev + seq shows
    * whether the chain links up. */
-  snprintf(row->hash, sizeof row->hash, "%016llx%.48s", (unsigned long long)row->seq * 2654435761ULL,
-           row->prev_hash);
+  snprintf(row->hash, sizeof row->hash, "%016llx%.48s",
+           (unsigned long long)row->seq * 2654435761ULL, row->prev_hash);
   return 0;
 }
 
@@ -433,7 +436,6 @@ static void test_usage_outbox(void)
   CHECK(raw_int("SELECT attempts FROM usage_records WHERE id = 'use_other'") == 1);
   CHECK(raw_int("SELECT COUNT(*) FROM usage_records WHERE delivery = 'delivered'") == 1);
 }
-
 
 int main(void)
 {

@@ -30,19 +30,19 @@ static void test_traceparent(void)
   char out[SBX_TRACEPARENT_LEN + 1];
   sbx_traceparent_format(&c, out);
   CHECK_STR(out, "00-" TID "-" PID "-01");
-  CHECK(parses("00-" TID "-" PID "-00"));   /* not sampled: still valid */
+  CHECK(parses("00-" TID "-" PID "-00")); /* not sampled: still valid */
   CHECK(!parses(NULL));
   CHECK(!parses(""));
-  CHECK(!parses("01-" TID "-" PID "-01"));  /* only version 00 */
+  CHECK(!parses("01-" TID "-" PID "-01")); /* only version 00 */
   CHECK(!parses("ff-" TID "-" PID "-01"));
-  CHECK(!parses("00-" TID "-" PID "-01-")); /* too long for 00 */
-  CHECK(!parses("00-" TID "-" PID "-1"));   /* too short */
+  CHECK(!parses("00-" TID "-" PID "-01-"));                         /* too long for 00 */
+  CHECK(!parses("00-" TID "-" PID "-1"));                           /* too short */
   CHECK(!parses("00-4BF92F3577B34DA6A3CE929D0E0E4736-" PID "-01")); /* uppercase */
-  CHECK(!parses("00-00000000000000000000000000000000-" PID "-01"));  /* zero trace id */
-  CHECK(!parses("00-" TID "-0000000000000000-01"));                   /* zero parent id */
+  CHECK(!parses("00-00000000000000000000000000000000-" PID "-01")); /* zero trace id */
+  CHECK(!parses("00-" TID "-0000000000000000-01"));                 /* zero parent id */
   CHECK(!parses("00_" TID "-" PID "-01"));
   CHECK(!parses("00-" TID "_" PID "-01"));
-  CHECK(!parses("00-4bf92f3577b34da6a3ce929d0e0e473g-" PID "-01"));  /* not hex */
+  CHECK(!parses("00-4bf92f3577b34da6a3ce929d0e0e473g-" PID "-01")); /* not hex */
   CHECK(!parses("00-" TID "-" PID "-0x"));
   CHECK(!parses(" 00-" TID "-" PID "-0"));
 }
@@ -93,8 +93,8 @@ static void test_spans(void)
   CHECK(!sbx_trace_current(&cur));
   char tenant[16];
   CHECK(!sbx_trace_unpark("exe_test", &cur, tenant, sizeof tenant)); /* taken once */
-  struct sbx_span *orphan = sbx_trace_op_begin_parked("sandbox.execution", "exe_none", 7, "p",
-                                                      NULL);
+  struct sbx_span *orphan =
+      sbx_trace_op_begin_parked("sandbox.execution", "exe_none", 7, "p", NULL);
   CHECK(orphan && !orphan->has_parent);
   sbx_trace_op_end(orphan, NULL, NULL, NULL, NULL);
   sbx_trace_request_end(req, 201);
@@ -109,9 +109,10 @@ static const char *attr_value(json_t *span, const char *key, const char *kind)
 {
   size_t i;
   json_t *a;
-  json_array_foreach(json_object_get(span, "attributes"), i, a)
-    if (strcmp(json_string_value(json_object_get(a, "key")), key) == 0)
-      return json_string_value(json_object_get(json_object_get(a, "value"), kind));
+  json_array_foreach(
+      json_object_get(span, "attributes"), i,
+      a) if (strcmp(json_string_value(json_object_get(a, "key")), key) ==
+             0) return json_string_value(json_object_get(json_object_get(a, "value"), kind));
   return NULL;
 }
 
@@ -126,7 +127,8 @@ static void test_otlp_json(void)
   s->end_ns = s->start_ns + 5;
   json_t *doc = sbx_trace_otlp_json(&s, 1, "svc");
   json_t *rs = json_array_get(json_object_get(doc, "resourceSpans"), 0);
-  json_t *rattr = json_array_get(json_object_get(json_object_get(rs, "resource"), "attributes"), 0);
+  json_t *rattr =
+      json_array_get(json_object_get(json_object_get(rs, "resource"), "attributes"), 0);
   CHECK_STR(json_string_value(json_object_get(rattr, "key")), "service.name");
   CHECK_STR(json_string_value(json_object_get(json_object_get(rattr, "value"), "stringValue")),
             "svc");
@@ -137,10 +139,10 @@ static void test_otlp_json(void)
   CHECK(!json_object_get(sp, "parentSpanId"));
   CHECK(json_integer_value(json_object_get(sp, "kind")) == 2);
   CHECK(json_is_string(json_object_get(sp, "startTimeUnixNano")));
-  unsigned long long t0 = strtoull(json_string_value(json_object_get(sp, "startTimeUnixNano")),
-                                   NULL, 10);
-  unsigned long long t1 = strtoull(json_string_value(json_object_get(sp, "endTimeUnixNano")),
-                                   NULL, 10);
+  unsigned long long t0 =
+      strtoull(json_string_value(json_object_get(sp, "startTimeUnixNano")), NULL, 10);
+  unsigned long long t1 =
+      strtoull(json_string_value(json_object_get(sp, "endTimeUnixNano")), NULL, 10);
   CHECK(t1 == t0 + 5 && t0 > 1600000000ull * 1000000000ull);
   CHECK_STR(attr_value(sp, "http.route", "stringValue"), "/v1/x");
   CHECK_STR(attr_value(sp, "http.response.status_code", "intValue"), "201");
@@ -186,7 +188,7 @@ static void test_quota_config(void)
   struct sbx_quota_limits l = sbx_quota_config_resolve(&c, "alice", 1000);
   CHECK(l.sessions == 1000 && l.executions == 0 && l.cpu_seconds_per_day == 0 && l.rps == 0);
   CHECK(l.burst == 1);
-  CHECK(sbx_quota_config_set(&c, NULL, "listen", "x", &err) == 0); /* not ours */
+  CHECK(sbx_quota_config_set(&c, NULL, "listen", "x", &err) == 0);   /* not ours */
   CHECK(sbx_quota_config_set(&c, NULL, "sessions", "3", &err) == 0); /* alias: tenants only */
   CHECK(sbx_quota_config_set(&c, NULL, "quota_sessions", "5", &err) == 1);
   CHECK(sbx_quota_config_set(&c, NULL, "rate_limit_rps", "2.5", &err) == 1);

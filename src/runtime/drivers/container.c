@@ -56,7 +56,9 @@ static int build_box(const char *leaf, const struct sbx_limits *lim,
                      const struct sbx_sandbox_spec *image, struct sbx_iso_box **out,
                      struct sbx_error *err)
 {
-  struct sbx_iso_spec spec = {.leaf = leaf, .limits = sbx_drv_iso_limits(lim), .exec_fd = init_memfd,
+  struct sbx_iso_spec spec = {.leaf = leaf,
+                              .limits = sbx_drv_iso_limits(lim),
+                              .exec_fd = init_memfd,
                               .stdio = {-1, -1, -1}};
   if (image) {
     spec.layers = image->layers;
@@ -79,7 +81,8 @@ static int build_box(const char *leaf, const struct sbx_limits *lim,
 static int build_pooled(const char *leaf, uint64_t disk, struct sbx_iso_box **out,
                         struct sbx_error *err)
 {
-  struct sbx_limits lim = {.memory_bytes = POOL_IDLE_MEMORY, .pids = POOL_IDLE_PIDS,
+  struct sbx_limits lim = {.memory_bytes = POOL_IDLE_MEMORY,
+                           .pids = POOL_IDLE_PIDS,
                            .disk_bytes = disk};
   return build_box(leaf, &lim, NULL, out, err);
 }
@@ -93,8 +96,8 @@ static void configure(const struct sbx_driver_env *env)
   const char *parent = sbx_driver_setting(env, "cgroup_parent");
   unsigned char h[8];
   char name[40], hex[17];
-  crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir,
-                     strlen(env->state_dir), NULL, 0);
+  crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir, strlen(env->state_dir),
+                     NULL, 0);
   sbx_hex(h, sizeof h, hex);
   snprintf(name, sizeof name, "sandboxd-%s", hex);
   sbx_cg_set_default_parent(parent && *parent ? parent : name);
@@ -160,7 +163,8 @@ static int check_image(const struct sbx_sandbox_spec *spec, struct sbx_error *er
                          SBX_ISO_MAX_LAYERS, spec->nlayers);
   for (size_t i = 0; i < spec->nlayers; i++)
     if (!spec->layers[i] || spec->layers[i][0] != '/')
-      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu is not an absolute path", i);
+      return sbx_err_set(err, SBX_E_INTERNAL, EINVAL, "image layer %zu is not an absolute path",
+                         i);
   return 0;
 }
 
@@ -276,17 +280,14 @@ static int ctr_recover(const struct sbx_driver_env *env)
   return n;
 }
 
-static void ctr_shutdown(void)
-{
-  sbx_pool_stop();
-}
+static void ctr_shutdown(void) { sbx_pool_stop(); }
 
 const struct sbx_driver sbx_drv_container = {
     .abi = SBX_DRIVER_ABI,
     .name = "container",
     .klass = "shared-kernel",
-    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS |
-            SBX_CAP_WATCH |
+    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_ARCHIVE |
+            SBX_CAP_CONTEXTS | SBX_CAP_WATCH |
             /* its own network namespace: the ports proxy reaches only the sandbox */
             SBX_CAP_UPSTREAM | SBX_CAP_EGRESS |
             /* spec.layers become a copy-on-write root (isolation/overlay.c) */

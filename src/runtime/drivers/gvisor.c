@@ -61,14 +61,14 @@
 #include "runtime/drivers/gvisor_int.h"
 #include "runtime/drivers/iso_limits.h"
 
-#define HANDSHAKE_MS 20000   /* runsc start is 0.3–1 s here; loaded CI hosts are slower */
-#define RUNSC_CMD_MS 10000   /* bound of one runsc kill/delete/probe */
-#define KVM_PROBE_MS 2000    /* a working KVM probe takes ~0.3 s; a hung one never ends */
+#define HANDSHAKE_MS 20000 /* runsc start is 0.3–1 s here; loaded CI hosts are slower */
+#define RUNSC_CMD_MS 10000 /* bound of one runsc kill/delete/probe */
+#define KVM_PROBE_MS 2000  /* a working KVM probe takes ~0.3 s; a hung one never ends */
 #define DEFAULT_DISK (256ull << 20)
-#define PIDS_OVERHEAD 256   /* host tasks of gVisor itself (see build) */
+#define PIDS_OVERHEAD 256 /* host tasks of gVisor itself (see build) */
 #define PIDS_PER_TASK 32
 #define POOL_IDLE_MEMORY (256ull << 20) /* until the hand-over sets the request's */
-#define GRACE_MS 1000        /* for runsc to end by itself once sbx-init exits */
+#define GRACE_MS 1000                   /* for runsc to end by itself once sbx-init exits */
 
 static struct {
   bool ready;
@@ -78,7 +78,7 @@ static struct {
   char dir[PATH_MAX];        /* <state_dir>/gvisor: one bundle dir per sandbox */
   char runsc_root[PATH_MAX]; /* <state_dir>/gvisor-runsc: runsc's own state */
   char describe[PATH_MAX + 64];
-  char note[256];            /* why this platform (a KVM probe that hung, …) */
+  char note[256]; /* why this platform (a KVM probe that hung, …) */
   struct sbx_cg_host cg;
 } gv;
 
@@ -205,8 +205,8 @@ static void sweep_probe_tmp(void)
   struct dirent *de;
   while (d && (de = readdir(d))) {
     int pid = 0;
-    if (sscanf(de->d_name, "sandboxd-probe-%d-", &pid) != 1 || pid <= 0 ||
-        kill(pid, 0) == 0 || errno != ESRCH)
+    if (sscanf(de->d_name, "sandboxd-probe-%d-", &pid) != 1 || pid <= 0 || kill(pid, 0) == 0 ||
+        errno != ESRCH)
       continue;
     char p[PATH_MAX];
     snprintf(p, sizeof p, "/tmp/%s", de->d_name);
@@ -265,7 +265,8 @@ static int start_probe(const char *p, unsigned timeout_ms, const struct sbx_driv
     snprintf(why, whylen, "runsc start probe (platform %s) timed out after %u s", p,
              (timeout_ms + 999) / 1000);
   else if (rc == PROBE_CANCELLED)
-    snprintf(why, whylen, "runsc start probe (platform %s) cancelled: the daemon is stopping", p);
+    snprintf(why, whylen, "runsc start probe (platform %s) cancelled: the daemon is stopping",
+             p);
   else
     snprintf(why, whylen, "runsc start probe (platform %s) failed: %s", p,
              msg[0] ? msg : "no error output");
@@ -369,15 +370,9 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
   return 0;
 }
 
-static const char *gvisor_describe(void)
-{
-  return gv.ready ? gv.describe : NULL;
-}
+static const char *gvisor_describe(void) { return gv.ready ? gv.describe : NULL; }
 
-static const char *gvisor_note(void)
-{
-  return gv.ready ? gv.note : NULL;
-}
+static const char *gvisor_note(void) { return gv.ready ? gv.note : NULL; }
 
 /* ---- teardown --------------------------------------------------------- */
 
@@ -449,8 +444,10 @@ static int start_runsc(struct sbx_gv_priv *pv, const char *id, int far_end, bool
   snprintf(bundle, sizeof bundle, "--bundle=%s", pv->bundle);
   /* sandbox: gVisor's netstack takes over the interfaces (the veth) of the
    * netns config.json names; none: only its own loopback */
-  char *argv[] = {gv.runsc, rootarg, platarg, networked ? "--network=sandbox" : "--network=none",
-                  "run", bundle, (char *)id, NULL};
+  char *argv[] = {gv.runsc,   rootarg,
+                  platarg,    networked ? "--network=sandbox" : "--network=none",
+                  "run",      bundle,
+                  (char *)id, NULL};
   _cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log_fd < 0)
     return sbx_err_sys(err, errno, "gvisor: open %s", log);
@@ -596,19 +593,22 @@ static int gvisor_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox
   /* An image reference must come with its layers (the core resolves it);
    * never the host pack in its place. */
   bool named = spec->image && *spec->image && strcmp(spec->image, "host") != 0;
-  if ((named || spec->nlayers) && (!spec->layers || spec->nlayers == 0 ||
-                                   spec->nlayers > SBX_GV_MAX_LAYERS))
+  if ((named || spec->nlayers) &&
+      (!spec->layers || spec->nlayers == 0 || spec->nlayers > SBX_GV_MAX_LAYERS))
     return sbx_err_field(err, "image", "image '%s' has no usable layers (%zu; 1 to %d)",
                          spec->image ? spec->image : "", spec->nlayers, SBX_GV_MAX_LAYERS);
-  struct sbx_gv_image img = {.layers = spec->layers, .nlayers = spec->nlayers,
-                             .run_uid = spec->run_uid, .run_gid = spec->run_gid};
+  struct sbx_gv_image img = {.layers = spec->layers,
+                             .nlayers = spec->nlayers,
+                             .run_uid = spec->run_uid,
+                             .run_gid = spec->run_gid};
   bool image = spec->nlayers > 0;
   uint64_t disk = spec->limits.disk_bytes ? spec->limits.disk_bytes : DEFAULT_DISK;
   struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_gvisor, spec);
   if (!sb)
     return sbx_err_sys(err, ENOMEM, "gvisor");
   int chan = -1;
-  struct sbx_gv_net net = {.prepare = spec->net_prepare, .ctx = spec->net_ctx,
+  struct sbx_gv_net net = {.prepare = spec->net_prepare,
+                           .ctx = spec->net_ctx,
                            .resolv_conf = spec->net_resolv_conf};
   bool networked = spec->net_prepare != NULL;
   /* Images (and their User) always start cold: a pooled sandbox is the
@@ -619,7 +619,8 @@ static int gvisor_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox
   if (!pv) {
     struct sbx_limits lim = spec->limits;
     lim.disk_bytes = disk;
-    if (build(spec->id, &lim, image ? &img : NULL, networked ? &net : NULL, &pv, &chan, err) < 0) {
+    if (build(spec->id, &lim, image ? &img : NULL, networked ? &net : NULL, &pv, &chan, err) <
+        0) {
       sbx_sandbox_free(sb);
       return -1;
     }
@@ -731,9 +732,9 @@ const struct sbx_driver sbx_drv_gvisor = {
     /* all through the fd-in forms (see the top); egress allowlists with
      * the link made before runsc starts (spec.net_prepare); OCI images as
      * copy-on-write overlays (gvisor_bundle.c) */
-    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH |
-            SBX_CAP_UPSTREAM | SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES |
-            SBX_CAP_EGRESS | SBX_CAP_EGRESS_AT_START,
+    .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH | SBX_CAP_UPSTREAM |
+            SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES | SBX_CAP_EGRESS |
+            SBX_CAP_EGRESS_AT_START,
     .probe = gvisor_probe,
     .create = gvisor_create,
     .destroy = gvisor_destroy,

@@ -48,10 +48,9 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-static const char etc_passwd[] =
-    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-    "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
-    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char etc_passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                 "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
+                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 static const char etc_group[] = "root:x:0:\ntty:x:5:\nsandbox:x:1000:\nnogroup:x:65534:\n";
 static const char etc_hosts[] =
     "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n";
@@ -134,9 +133,11 @@ static int build_rootfs(int root, json_t *mounts, const char *resolv)
     }
   }
   _cleanup_close_ int etc = openat(root, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (etc < 0 || put_file(etc, "passwd", etc_passwd) < 0 || put_file(etc, "group", etc_group) < 0 ||
-      put_file(etc, "hosts", etc_hosts) < 0 || put_file(etc, "resolv.conf", resolv) < 0 ||
-      put_file(etc, "nsswitch.conf", etc_nsswitch) < 0 || put_file(etc, "hostname", "sandbox\n") < 0)
+  if (etc < 0 || put_file(etc, "passwd", etc_passwd) < 0 ||
+      put_file(etc, "group", etc_group) < 0 || put_file(etc, "hosts", etc_hosts) < 0 ||
+      put_file(etc, "resolv.conf", resolv) < 0 ||
+      put_file(etc, "nsswitch.conf", etc_nsswitch) < 0 ||
+      put_file(etc, "hostname", "sandbox\n") < 0)
     return -1;
   if (is_file("/etc/ld.so.cache")) {
     if (put_file(etc, "ld.so.cache", NULL) < 0)
@@ -170,9 +171,13 @@ static int mount_image(const char *rootfs, const struct sbx_gv_image *img, uint6
 {
   uint64_t inodes = disk / 16384; /* as the container driver's upper */
   inodes = inodes < 1024 ? 1024 : inodes > 1048576 ? 1048576 : inodes;
-  struct sbx_overlay_spec o = {.layers = img->layers, .nlayers = img->nlayers, .userns_fd = -1,
-                               .upper_size = disk, .upper_inodes = inodes,
-                               .source = "sbxgv-image", .upper_source = "sbxgv-upper"};
+  struct sbx_overlay_spec o = {.layers = img->layers,
+                               .nlayers = img->nlayers,
+                               .userns_fd = -1,
+                               .upper_size = disk,
+                               .upper_inodes = inodes,
+                               .source = "sbxgv-image",
+                               .upper_source = "sbxgv-upper"};
   int mnt = sbx_overlay_mount(&o, err);
   if (mnt < 0)
     return -1;
@@ -192,8 +197,8 @@ static int image_dir(int dir, const char *name, struct sbx_error *err)
     return sbx_err_sys(err, errno, "image: mkdir /%s", name);
   int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return sbx_err_set(err, SBX_E_INVALID, errno, "image: %s cannot be a mount point (%s)",
-                       name, errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
+    return sbx_err_set(err, SBX_E_INVALID, errno, "image: %s cannot be a mount point (%s)", name,
+                       errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
   return fd;
 }
 
@@ -240,9 +245,9 @@ static int image_points(int root, struct sbx_error *err)
 
 /* The image as rootfs, and the sandbox's own /etc files (in the bundle,
  * bound read-only over the image's). */
-static int build_image_rootfs(const char *dir, const char *rootfs, const struct sbx_gv_image *img,
-                              uint64_t disk, json_t *mounts, const char *resolv,
-                              struct sbx_error *err)
+static int build_image_rootfs(const char *dir, const char *rootfs,
+                              const struct sbx_gv_image *img, uint64_t disk, json_t *mounts,
+                              const char *resolv, struct sbx_error *err)
 {
   _cleanup_close_ int bd = open(dir, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (bd < 0 || mkdirat(bd, "etc", 0755) < 0)
@@ -290,8 +295,8 @@ static json_t *process_obj(uint64_t pids, uint32_t uid, uint32_t gid)
   json_decref(none);
   return json_pack(
       "{s:{s:i, s:i}, s:[s,s,s,s,s], s:[], s:s, s:o, s:b, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}],"
-      " s:b}", "user",
-      "uid", (int)uid, "gid", (int)gid, "args", "/.sbx/sbx-init", "--root", "/",
+      " s:b}",
+      "user", "uid", (int)uid, "gid", (int)gid, "args", "/.sbx/sbx-init", "--root", "/",
       "--chan-fd", "0", "env", "cwd", "/work", "capabilities", caps, "noNewPrivileges", 1,
       "rlimits", "type", "RLIMIT_NOFILE", "hard", 4096, "soft", 4096, "type", "RLIMIT_NPROC",
       "hard", (json_int_t)nproc, "soft", (json_int_t)nproc, "terminal", 0);
@@ -314,10 +319,9 @@ static json_t *config_obj(json_t *mounts, uint64_t pids, bool readonly, uint32_t
                       : json_pack("{s:s}", "type", "network");
   return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:O, s:{s:s, s:[{s:s},o,{s:s},{s:s},{s:s}]}}",
                    "ociVersion", "1.0.0", "process", process_obj(pids, uid, gid), "root", "path",
-                   "rootfs", "readonly", readonly, "hostname", "sandbox", "mounts", mounts, "linux", "cgroupsPath",
-                   CGROUPS_PATH, "namespaces",
-                   "type", "pid", net, "type", "ipc", "type", "uts", "type",
-                   "mount");
+                   "rootfs", "readonly", readonly, "hostname", "sandbox", "mounts", mounts,
+                   "linux", "cgroupsPath", CGROUPS_PATH, "namespaces", "type", "pid", net,
+                   "type", "ipc", "type", "uts", "type", "mount");
 }
 
 static int write_bundle(const char *dir, const char *init_path, uint64_t disk_bytes,
@@ -330,11 +334,11 @@ static int write_bundle(const char *dir, const char *init_path, uint64_t disk_by
   snprintf(p, sizeof p, "%s/rootfs", dir);
   if (mkdir(p, 0755) < 0)
     return sbx_err_sys(err, errno, "gvisor: mkdir %s", p);
-  json_t *mounts = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s,s,s,s]}]",
-                             "destination", "/proc", "type", "proc", "source", "proc",
-                             "destination", "/dev", "type", "tmpfs", "source", "tmpfs",
-                             "destination", "/sys", "type", "sysfs", "source", "sysfs", "options",
-                             "nosuid", "noexec", "nodev", "ro");
+  json_t *mounts =
+      json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s,s,s,s]}]",
+                "destination", "/proc", "type", "proc", "source", "proc", "destination", "/dev",
+                "type", "tmpfs", "source", "tmpfs", "destination", "/sys", "type", "sysfs",
+                "source", "sysfs", "options", "nosuid", "noexec", "nodev", "ro");
   if (!mounts)
     return sbx_err_sys(err, ENOMEM, "gvisor: config");
   /* The image's User (both ids 1..65535, the core checked) or ours. */

@@ -23,11 +23,11 @@
 
 /* One started gVisor sandbox from the host's side. */
 struct sbx_gv_priv {
-  char rid[96];          /* runsc container id = cgroup leaf = bundle dir name */
+  char rid[96]; /* runsc container id = cgroup leaf = bundle dir name */
   struct sbx_cgroup cg;
-  pid_t runsc_pid;       /* `runsc run`, our child */
+  pid_t runsc_pid; /* `runsc run`, our child */
   char bundle[4096];
-  bool fd_in;            /* READY said FDIN (always, under gVisor) */
+  bool fd_in; /* READY said FDIN (always, under gVisor) */
   /* Egress allowlist: the netns holder (sbx_gv_netns_hold) whose netns
    * runsc joined; 0/-1 for network none. */
   pid_t holder_pid;
@@ -65,8 +65,8 @@ void sbx_gv_pool_start(sbx_gv_build_fn build, sbx_gv_drop_fn drop, unsigned size
 /* Remembers a key to keep warm (starts the refill thread if needed). */
 void sbx_gv_pool_want(const char *profile, uint64_t disk, uint64_t pids);
 /* Hands over an idle sandbox of that key, or false (then build cold). */
-bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids,
-                      struct sbx_gv_priv **pv, int *chan);
+bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids, struct sbx_gv_priv **pv,
+                      int *chan);
 /* Idle sandboxes of every key of profile (the sandbox_pool_idle gauge). */
 unsigned sbx_gv_pool_idle(const char *profile);
 /* Stops the refill thread and drops every idle sandbox. */

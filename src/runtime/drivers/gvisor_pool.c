@@ -146,8 +146,8 @@ void sbx_gv_pool_want(const char *profile, uint64_t disk, uint64_t pids)
   pthread_mutex_unlock(&lock);
 }
 
-bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids,
-                      struct sbx_gv_priv **pv, int *chan)
+bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids, struct sbx_gv_priv **pv,
+                      int *chan)
 {
   bool got = false;
   pthread_mutex_lock(&lock);

@@ -77,8 +77,8 @@ static bool started;
  * Async-signal-safe calls only (forked from the threaded daemon). */
 static int hide_net_sysctl(void)
 {
-  static const char *const keep[] = {"abi", "crypto", "debug", "dev", "fs", "kernel", "user",
-                                     "vm"};
+  static const char *const keep[] = {"abi", "crypto", "debug", "dev",
+                                     "fs",  "kernel", "user",  "vm"};
   enum { N = sizeof keep / sizeof keep[0] };
   int fds[N];
   char path[32];
@@ -206,8 +206,8 @@ static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err);
 int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err)
 {
-  struct gv_req r = {.argv = argv, .in_fd = in_fd, .log_fd = log_fd, .cg = cg,
-                     .hide_net_sysctl = netns};
+  struct gv_req r = {
+      .argv = argv, .in_fd = in_fd, .log_fd = log_fd, .cg = cg, .hide_net_sysctl = netns};
   return spawn_req(&r, pid_out, err);
 }
 

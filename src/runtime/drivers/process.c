@@ -50,8 +50,9 @@ static int process_probe(const struct sbx_driver_env *env, char *why, size_t why
 {
   probed_ok = false;
   if (!env->unsafe_process_enabled) {
-    snprintf(why, whylen, "process driver is unsafe and disabled; start sandboxd with "
-                          "--enable-unsafe-process-driver");
+    snprintf(why, whylen,
+             "process driver is unsafe and disabled; start sandboxd with "
+             "--enable-unsafe-process-driver");
     return -1;
   }
   if (!env->init_path || access(env->init_path, X_OK) < 0) {
@@ -65,8 +66,8 @@ static int process_probe(const struct sbx_driver_env *env, char *why, size_t why
    * state dir (the name hashes its path) so daemons never share one. */
   unsigned char h[8];
   char hex[17];
-  crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir,
-                     strlen(env->state_dir), NULL, 0);
+  crypto_generichash(h, sizeof h, (const unsigned char *)env->state_dir, strlen(env->state_dir),
+                     NULL, 0);
   sbx_hex(h, sizeof h, hex);
   if (sbx_mkdir_p("/run/sandboxd", 0711) < 0 || chmod("/run/sandboxd", 0711) < 0) {
     snprintf(why, whylen, "cannot create /run/sandboxd: %s", strerror(errno));

@@ -15,8 +15,8 @@
 
 struct sbx_store_migration {
   int version;
-  const char *name; /* "init" for 0001_init.sql */
-  const char *sql;  /* SQLite: one or more statements separated by ';' */
+  const char *name;         /* "init" for 0001_init.sql */
+  const char *sql;          /* SQLite: one or more statements separated by ';' */
   const char *sql_postgres; /* PostgreSQL's text ("" when it has nothing to
                              * do for this version); the shared file unless
                              * a .postgres.sql variant exists */

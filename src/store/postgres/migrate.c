@@ -43,19 +43,22 @@ static int record_version(PGconn *c, int version, struct sbx_error *err)
   struct pg_params p = {0};
   pp_i64(&p, version);
   pp_i64(&p, sbx_wall_s());
-  PGresult *r = PQexecParams(c, "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                             p.n, NULL, p.v, p.len, p.fmt, 0);
-  int ret = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : pg_fail(c, r, "record schema version", err);
+  PGresult *r =
+      PQexecParams(c, "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", p.n,
+                   NULL, p.v, p.len, p.fmt, 0);
+  int ret =
+      PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : pg_fail(c, r, "record schema version", err);
   PQclear(r);
   return ret;
 }
 
 static int too_new(long long current, struct sbx_error *err)
 {
-  return sbx_err_set(err, SBX_E_INTERNAL, 0,
-                     "store: database schema version %lld is newer than this sandboxd knows (%d); "
-                     "run a sandboxd at least as new as the one that last migrated it",
-                     current, sbx_store_schema_latest());
+  return sbx_err_set(
+      err, SBX_E_INTERNAL, 0,
+      "store: database schema version %lld is newer than this sandboxd knows (%d); "
+      "run a sandboxd at least as new as the one that last migrated it",
+      current, sbx_store_schema_latest());
 }
 
 static int apply_pending(PGconn *c, long long current, struct sbx_error *err)
@@ -120,7 +123,8 @@ static int url_user(const char *url, char *out, size_t size, struct sbx_error *e
       snprintf(out, size, "%s", o->val);
   PQconninfoFree(opts);
   if (!out[0])
-    return sbx_err_field(err, "database", "the database URL must name its role (postgres://ROLE@…)");
+    return sbx_err_field(err, "database",
+                         "the database URL must name its role (postgres://ROLE@…)");
   return 0;
 }
 
@@ -203,9 +207,10 @@ int pg_check_schema(PGconn *c, struct sbx_error *err)
   const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
   if (state && !strcmp(state, "42P01")) {
     PQclear(r);
-    return sbx_err_set(err, SBX_E_INTERNAL, 0,
-                       "store: the PostgreSQL database has no sandboxd schema yet: run "
-                       "`sandboxd db init --database URL --owner-url OWNER_URL` (docs/postgres.md)");
+    return sbx_err_set(
+        err, SBX_E_INTERNAL, 0,
+        "store: the PostgreSQL database has no sandboxd schema yet: run "
+        "`sandboxd db init --database URL --owner-url OWNER_URL` (docs/postgres.md)");
   }
   if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
     pg_fail(c, r, "read schema version", err);

@@ -154,7 +154,8 @@ int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err)
 static bool pg_is_write(PGresult *r)
 {
   const char *cmd = PQcmdStatus(r);
-  return cmd && (!strncmp(cmd, "INSERT", 6) || !strncmp(cmd, "UPDATE", 6) || !strncmp(cmd, "DELETE", 6));
+  return cmd && (!strncmp(cmd, "INSERT", 6) || !strncmp(cmd, "UPDATE", 6) ||
+                 !strncmp(cmd, "DELETE", 6));
 }
 
 PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,

@@ -11,7 +11,7 @@
 int pg_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
                      struct sbx_error *err)
 {
-  if (!name || !*name || strlen(name) >= sizeof ((struct sbx_tenant_row *)0)->name)
+  if (!name || !*name || strlen(name) >= sizeof((struct sbx_tenant_row *)0)->name)
     return sbx_err_field(err, "tenant", "tenant name must be 1 to 127 bytes");
   struct pg_tx tx;
   if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
@@ -20,7 +20,8 @@ int pg_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
   pp_text(&p, name);
   pp_i64(&p, sbx_wall_s());
   _cleanup_pg_res_ PGresult *r =
-      pg_q1(&tx, PGQ_TENANT_ENSURE, "SELECT sbx_tenant_ensure($1, $2)", &p, "tenant not found", err);
+      pg_q1(&tx, PGQ_TENANT_ENSURE, "SELECT sbx_tenant_ensure($1, $2)", &p, "tenant not found",
+            err);
   if (r)
     *id_out = pr_i64(r, 0, 0);
   return pg_end(&tx, r ? 0 : -1, err);

@@ -52,8 +52,8 @@ static int audit_insert(struct sbx_store *st, const struct sbx_audit_row *row,
 {
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_AUD_INSERT,
-              "INSERT INTO audit_events (" AUD_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &s,
-              err) < 0)
+              "INSERT INTO audit_events (" AUD_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              &s, err) < 0)
     return -1;
   sqlite3_bind_int64(s, 1, row->seq);
   sqlite3_bind_int64(s, 2, row->time_ms);
@@ -238,9 +238,9 @@ int sq_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struc
 static int usage_stmt(struct sbx_store *st, const char *group_by, sqlite3_stmt **s,
                       struct sbx_error *err)
 {
-#define GROUP_SQL(col)                                                                    \
-  "SELECT " col ", COUNT(*), SUM(cpu_seconds), SUM(memory_mb_seconds),"                 \
-  " SUM(duration_seconds) FROM usage_records WHERE tenant_id = ?1 AND created_at >= ?2"  \
+#define GROUP_SQL(col)                                                                          \
+  "SELECT " col ", COUNT(*), SUM(cpu_seconds), SUM(memory_mb_seconds),"                         \
+  " SUM(duration_seconds) FROM usage_records WHERE tenant_id = ?1 AND created_at >= ?2"         \
   " AND (?3 <= 0 OR created_at < ?3) GROUP BY " col " ORDER BY " col
   if (!strcmp(group_by, "profile"))
     return sq_stmt(st, SQ_USE_BY_PROFILE, GROUP_SQL("profile"), s, err);

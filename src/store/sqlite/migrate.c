@@ -7,9 +7,8 @@
 #include "common/util.h"
 #include "store/sqlite/sqlite_int.h"
 
-static const char SCHEMA_TABLE[] =
-    "CREATE TABLE IF NOT EXISTS schema_migrations ("
-    " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)";
+static const char SCHEMA_TABLE[] = "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                                   " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)";
 
 static int current_version(struct sbx_store *st, int64_t *out, struct sbx_error *err)
 {
@@ -29,9 +28,10 @@ static int current_version(struct sbx_store *st, int64_t *out, struct sbx_error 
 static int record_version(struct sbx_store *st, int version, struct sbx_error *err)
 {
   sqlite3_stmt *s = NULL;
-  int rc = sqlite3_prepare_v2(st->db,
-                              "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
-                              -1, &s, NULL);
+  int rc =
+      sqlite3_prepare_v2(st->db,
+                         "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", -1,
+                         &s, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int(s, 1, version);
     sqlite3_bind_int64(s, 2, sbx_wall_s());

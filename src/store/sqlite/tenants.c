@@ -35,8 +35,8 @@ static int tenant_create(struct sbx_store *st, const char *name, int64_t *id,
   *id = sqlite3_column_int64(next, 0);
 
   _cleanup_sq_reset_ sqlite3_stmt *ins = NULL;
-  if (sq_stmt(st, SQ_TENANT_INSERT, "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
-              &ins, err) < 0)
+  if (sq_stmt(st, SQ_TENANT_INSERT,
+              "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)", &ins, err) < 0)
     return -1;
   sqlite3_bind_int64(ins, 1, *id);
   sq_bind_text(ins, 2, name);
@@ -47,7 +47,7 @@ static int tenant_create(struct sbx_store *st, const char *name, int64_t *id,
 int sq_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
                      struct sbx_error *err)
 {
-  if (!name || !*name || strlen(name) >= sizeof ((struct sbx_tenant_row *)0)->name)
+  if (!name || !*name || strlen(name) >= sizeof((struct sbx_tenant_row *)0)->name)
     return sbx_err_field(err, "tenant", "tenant name must be 1 to 127 bytes");
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   int found = 0;
