@@ -22,13 +22,21 @@ static const char *path_arg(struct sbx_req *r, struct sbx_error *err)
   return p;
 }
 
+/* The checked ?path= and the session it names, acquired for file access
+ * (released by the caller), for the handlers that need nothing else first. */
+static struct sbx_live_session *path_session(struct sbx_req *r, const char **path,
+                                             struct sbx_error *err)
+{
+  *path = path_arg(r, err);
+  if (!*path)
+    return NULL;
+  return sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
+}
+
 int sbx_h_files_put(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  const char *path = path_arg(r, err);
-  if (!path)
-    return -1;
-  struct sbx_live_session *ls =
-      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
+  const char *path;
+  struct sbx_live_session *ls = path_session(r, &path, err);
   if (!ls)
     return -1;
   int rc = sbx_files_write(ls, path, r->body, r->body_len, err);
@@ -238,11 +246,8 @@ out:
 
 int sbx_h_files_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  const char *path = path_arg(r, err);
-  if (!path)
-    return -1;
-  struct sbx_live_session *ls =
-      sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
+  const char *path;
+  struct sbx_live_session *ls = path_session(r, &path, err);
   if (!ls)
     return -1;
   int rc = sbx_files_remove(ls, path, err);

@@ -44,6 +44,17 @@ int sbx_poll_until(struct pollfd *p, unsigned n, uint64_t deadline)
 
 int64_t sbx_wall_s(void) { return (int64_t)time(NULL); }
 
+void sbx_timespec_in(clockid_t clk, unsigned ms, struct timespec *ts)
+{
+  clock_gettime(clk, ts);
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
 void sbx_format_time(int64_t t, char *buf, size_t len)
 {
   time_t tt = (time_t)t;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* Monotonic clock in nanoseconds / milliseconds. */
 uint64_t sbx_now_ns(void);
@@ -19,6 +20,9 @@ struct pollfd;
 int sbx_poll_until(struct pollfd *p, unsigned n, uint64_t deadline);
 /* Wall clock, seconds since the epoch. */
 int64_t sbx_wall_s(void);
+/* *ts = now on clock clk plus ms: the absolute deadline a timed wait
+ * (pthread_cond_timedwait on that clock) takes. */
+void sbx_timespec_in(clockid_t clk, unsigned ms, struct timespec *ts);
 /* RFC 3339 UTC ("2026-12-02T16:32:00Z") for t (seconds). */
 void sbx_format_time(int64_t t, char *buf, size_t len);
 

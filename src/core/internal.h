@@ -110,6 +110,12 @@ struct sbx_core {
 void sbx_session_touch(struct sbx_core *core, struct sbx_live_session *ls);
 void sbx_sessions_reap(struct sbx_core *core, int64_t now);
 void sbx_sessions_shutdown(struct sbx_core *core);
+/* What an exec in a session checks first, buffered or streamed alike: the
+ * request's fields, the tenant's CPU quota; then the held session. */
+struct sbx_live_session *sbx_session_exec_acquire(struct sbx_core *core,
+                                                  const struct sbx_principal *who,
+                                                  const char *id, json_t *body,
+                                                  struct sbx_error *err);
 
 /* core/execution.c */
 int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err);

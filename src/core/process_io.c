@@ -241,13 +241,7 @@ int sbx_process_next(struct sbx_proc *p, uint64_t off[2], struct sbx_proc_chunk 
                      unsigned timeout_ms, json_t **result)
 {
   struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
+  sbx_timespec_in(CLOCK_MONOTONIC, timeout_ms, &until);
   int rc = 0;
   pthread_mutex_lock(&p->lock);
   for (;;) {

@@ -661,14 +661,22 @@ void sbx_session_slot_remove(struct sbx_core *core, struct sbx_live_session *ls,
   slot_remove(core, ls, s);
 }
 
-int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, const char *id,
-                     json_t *body, json_t **out, struct sbx_error *err)
+struct sbx_live_session *sbx_session_exec_acquire(struct sbx_core *core,
+                                                  const struct sbx_principal *who,
+                                                  const char *id, json_t *body,
+                                                  struct sbx_error *err)
 {
   static const char *const allowed[] = {"command", "language",  "code",       "stdin", "env",
                                         "cwd",     "timeout_s", "background", "pty",   NULL};
   if (sbx_schema_only(body, "", allowed, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
-    return -1;
-  struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
+    return NULL;
+  return sbx_session_acquire(core, who, id, err);
+}
+
+int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                     json_t *body, json_t **out, struct sbx_error *err)
+{
+  struct sbx_live_session *ls = sbx_session_exec_acquire(core, who, id, body, err);
   if (!ls)
     return -1;
   struct sbx_exec_spec spec;

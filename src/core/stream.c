@@ -126,11 +126,7 @@ int sbx_session_exec_stream(struct sbx_core *core, const struct sbx_principal *w
                             const char *id, json_t *body, const struct sbx_exec_sink *sink,
                             uint64_t token, struct sbx_error *err)
 {
-  static const char *const allowed[] = {"command", "language",  "code",       "stdin", "env",
-                                        "cwd",     "timeout_s", "background", "pty",   NULL};
-  if (sbx_schema_only(body, "", allowed, err) < 0 || sbx_quota_cpu_check(core, who, err) < 0)
-    return -1;
-  struct sbx_live_session *ls = sbx_session_acquire(core, who, id, err);
+  struct sbx_live_session *ls = sbx_session_exec_acquire(core, who, id, body, err);
   if (!ls)
     return -1;
   if (sbx_res_fds_take(core, who->tenant_id, ls->id, SBX_RES_FDS_PROCESS, err) < 0) {

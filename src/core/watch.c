@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "core/internal.h"
 #include "core/resources.h"
 
@@ -195,13 +196,7 @@ static void *watch_main(void *arg)
 void sbx_watch_drain(unsigned timeout_ms)
 {
   struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
+  sbx_timespec_in(CLOCK_REALTIME, timeout_ms, &until);
   pthread_mutex_lock(&count_lock);
   while (threads > 0)
     if (pthread_cond_timedwait(&threads_cond, &count_lock, &until) != 0)

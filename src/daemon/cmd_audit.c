@@ -22,26 +22,20 @@ int sbx_cmd_audit(struct sbx_config *cfg, int argc, char **argv)
   if (argc < 1 || strcmp(argv[0], "verify") != 0)
     return usage();
   for (int i = 1; i < argc; i++) {
-    struct sbx_error err = {0};
-    int used = sbx_config_flag(cfg, argc, argv, i, &err);
-    if (used < 0) {
-      fprintf(stderr, "sandboxd: %s\n", err.msg);
+    int used = sbx_cmd_config_flag(cfg, argc, argv, &i);
+    if (used < 0)
       return 2;
-    }
     if (used > 0)
-      i += used - 1;
-    else if (!strcmp(argv[i], "--json"))
+      continue;
+    if (!strcmp(argv[i], "--json"))
       as_json = true;
     else
       return usage();
   }
-  struct sbx_error err = {0};
   struct sbx_store_handle st;
-  if (sbx_config_resolve_state(cfg, &err) < 0 ||
-      sbx_store_open(cfg->database_url, cfg->state_dir, &st, &err) < 0) {
-    fprintf(stderr, "sandboxd: %s\n", err.msg);
+  if (sbx_cmd_open_store(cfg, &st) < 0)
     return 2;
-  }
+  struct sbx_error err = {0};
   struct sbx_audit_verdict v;
   int rc = sbx_audit_verify(&st, &v, &err);
   sbx_store_close(&st);

@@ -32,15 +32,12 @@ int sbx_cmd_db(struct sbx_config *cfg, int argc, char **argv)
   if (argc < 1 || strcmp(argv[0], "init") != 0)
     return usage();
   for (int i = 1; i < argc; i++) {
-    struct sbx_error err = {0};
-    int used = sbx_config_flag(cfg, argc, argv, i, &err);
-    if (used < 0) {
-      fprintf(stderr, "sandboxd: %s\n", err.msg);
+    int used = sbx_cmd_config_flag(cfg, argc, argv, &i);
+    if (used < 0)
       return 2;
-    }
     if (used > 0)
-      i += used - 1;
-    else if (!strcmp(argv[i], "--owner-url") && i + 1 < argc)
+      continue;
+    if (!strcmp(argv[i], "--owner-url") && i + 1 < argc)
       owner = argv[++i];
     else if (!strncmp(argv[i], "--owner-url=", 12))
       owner = argv[i] + 12;

@@ -20,15 +20,12 @@ int sbx_cmd_key(struct sbx_config *cfg, int argc, char **argv)
     return 2;
   }
   for (int i = 1; i < argc; i++) {
-    struct sbx_error err = {0};
-    int used = sbx_config_flag(cfg, argc, argv, i, &err);
-    if (used < 0) {
-      fprintf(stderr, "sandboxd: %s\n", err.msg);
+    int used = sbx_cmd_config_flag(cfg, argc, argv, &i);
+    if (used < 0)
       return 2;
-    }
-    if (used > 0) {
-      i += used - 1;
-    } else if (!strcmp(argv[i], "--tenant") && i + 1 < argc) {
+    if (used > 0)
+      continue;
+    if (!strcmp(argv[i], "--tenant") && i + 1 < argc) {
       tenant = argv[++i];
     } else if (!strncmp(argv[i], "--tenant=", 9)) {
       tenant = argv[i] + 9;
@@ -43,13 +40,10 @@ int sbx_cmd_key(struct sbx_config *cfg, int argc, char **argv)
     fprintf(stderr, "sandboxd key create: --tenant NAME is required\n");
     return 2;
   }
-  struct sbx_error err = {0};
   struct sbx_store_handle st;
-  if (sbx_config_resolve_state(cfg, &err) < 0 ||
-      sbx_store_open(cfg->database_url, cfg->state_dir, &st, &err) < 0) {
-    fprintf(stderr, "sandboxd: %s\n", err.msg);
+  if (sbx_cmd_open_store(cfg, &st) < 0)
     return 1;
-  }
+  struct sbx_error err = {0};
   char *key = NULL;
   int rc = sbx_keys_create(&st, tenant, admin, &key, &err);
   sbx_store_close(&st);

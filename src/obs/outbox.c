@@ -158,13 +158,7 @@ static bool round_once(struct outbox *ob)
 static void wait_for_work(struct outbox *ob, unsigned ms)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  sbx_timespec_in(CLOCK_REALTIME, ms, &ts);
   pthread_mutex_lock(&ob->lock);
   while (!ob->stopping && !ob->kicked)
     if (pthread_cond_timedwait(&ob->cond, &ob->lock, &ts) != 0)

@@ -189,13 +189,7 @@ static int post_once(CURL *h, const char *body, long *http)
 static bool backoff(unsigned ms)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  sbx_timespec_in(CLOCK_REALTIME, ms, &ts);
   pthread_mutex_lock(&ex.lock);
   while (!ex.stopping && pthread_cond_timedwait(&ex.stop_cond, &ex.lock, &ts) == 0)
     ;
@@ -230,13 +224,7 @@ static void export_batch(CURL *h, struct sbx_span **spans, size_t n)
 static size_t take_batch(struct sbx_span **out, bool *done)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += ex.delay_ms / 1000;
-  ts.tv_nsec += (long)(ex.delay_ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  sbx_timespec_in(CLOCK_REALTIME, ex.delay_ms, &ts);
   pthread_mutex_lock(&ex.lock);
   while (!ex.stopping && ex.len < ex.batch_max)
     if (pthread_cond_timedwait(&ex.cond, &ex.lock, &ts) != 0)
