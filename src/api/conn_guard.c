@@ -74,11 +74,7 @@ int sbx_conn_guard_new(unsigned timeout_s, struct sbx_conn_guard **out, struct s
     return sbx_err_sys(err, ENOMEM, "connection guard");
   g->timeout_ns = (uint64_t)timeout_s * 1000000000ULL;
   pthread_mutex_init(&g->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g->wake, &ca);
-  pthread_condattr_destroy(&ca);
+  sbx_cond_init_monotonic(&g->wake);
   if (timeout_s) {
     int e = pthread_create(&g->thread, NULL, watchdog, g);
     if (e) {

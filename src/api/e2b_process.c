@@ -181,12 +181,7 @@ static int follow(struct sbx_req *r, struct sbx_resp *out, const char *pid, bool
     return sbx_err_sys(err, ENOMEM, "event stream");
   }
   sbx_sse_respond_raw(out, f->sse, "application/connect+json", NULL, NULL);
-  pthread_attr_t a;
-  pthread_t t;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&t, &a, follow_main, f);
-  pthread_attr_destroy(&a);
+  int rc = sbx_thread_detached(follow_main, f);
   if (rc != 0) {
     sbx_sse_finish(f->sse);
     sbx_sse_unref(f->sse);

@@ -103,12 +103,7 @@ static int pull_stream(struct sbx_req *r, struct sbx_resp *out, const char *ref,
    * producer's; if the thread cannot start, the request fails as JSON. */
   struct sbx_resp tmp = {.fd = -1};
   sbx_sse_respond(&tmp, ps->sse, NULL, NULL);
-  pthread_attr_t a;
-  pthread_t t;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&t, &a, pull_main, ps);
-  pthread_attr_destroy(&a);
+  int rc = sbx_thread_detached(pull_main, ps);
   if (rc != 0) {
     tmp.stream_free(tmp.stream_ctx);
     sbx_sse_unref(ps->sse);

@@ -11,6 +11,7 @@
 
 #include "api/handlers.h"
 #include "api/sse.h"
+#include "common/util.h"
 #include "core/core.h"
 #include "core/resources.h"
 
@@ -161,12 +162,7 @@ static int follow(struct sbx_req *r, struct sbx_resp *out, const uint64_t off[2]
     return sbx_err_sys(err, ENOMEM, "event stream");
   }
   sbx_sse_respond(out, f->sse, NULL, NULL);
-  pthread_attr_t a;
-  pthread_t t;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&t, &a, follow_main, f);
-  pthread_attr_destroy(&a);
+  int rc = sbx_thread_detached(follow_main, f);
   if (rc != 0) { /* no producer: end the stream at once */
     sbx_sse_finish(f->sse);
     sbx_sse_unref(f->sse);

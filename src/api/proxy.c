@@ -288,11 +288,7 @@ static struct sbx_proxy *proxy_new(const struct sbx_proxy_req *req)
   if (!p)
     return NULL;
   pthread_mutex_init(&p->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&p->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  sbx_cond_init_monotonic(&p->cond);
   p->fd = req->fd;
   p->client_fd = req->client_fd;
   p->headers = json_array();

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
+
 struct sse_item {
   char *text; /* "event: x\ndata: …\n\n" */
   size_t len;
@@ -32,11 +34,7 @@ struct sbx_sse *sbx_sse_new(size_t max_queued_bytes)
   if (!s)
     return NULL;
   pthread_mutex_init(&s->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&s->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  sbx_cond_init_monotonic(&s->cond);
   s->refs = 1;
   s->max = max_queued_bytes ? max_queued_bytes : (4u << 20);
   return s;

@@ -44,6 +44,26 @@ int sbx_poll_until(struct pollfd *p, unsigned n, uint64_t deadline)
 
 int64_t sbx_wall_s(void) { return (int64_t)time(NULL); }
 
+void sbx_cond_init_monotonic(pthread_cond_t *c)
+{
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(c, &ca);
+  pthread_condattr_destroy(&ca);
+}
+
+int sbx_thread_detached(void *(*fn)(void *), void *arg)
+{
+  pthread_attr_t a;
+  pthread_t t;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &a, fn, arg);
+  pthread_attr_destroy(&a);
+  return rc;
+}
+
 void sbx_timespec_in(clockid_t clk, unsigned ms, struct timespec *ts)
 {
   clock_gettime(clk, ts);

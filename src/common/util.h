@@ -3,6 +3,7 @@
 #ifndef SBX_COMMON_UTIL_H
 #define SBX_COMMON_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,6 +24,11 @@ int64_t sbx_wall_s(void);
 /* *ts = now on clock clk plus ms: the absolute deadline a timed wait
  * (pthread_cond_timedwait on that clock) takes. */
 void sbx_timespec_in(clockid_t clk, unsigned ms, struct timespec *ts);
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines,
+ * so a wall-clock step neither cuts a wait short nor stretches it. */
+void sbx_cond_init_monotonic(pthread_cond_t *c);
+/* Starts fn(arg) on a detached thread: 0, or pthread_create's error. */
+int sbx_thread_detached(void *(*fn)(void *), void *arg);
 /* RFC 3339 UTC ("2026-12-02T16:32:00Z") for t (seconds). */
 void sbx_format_time(int64_t t, char *buf, size_t len);
 

@@ -472,12 +472,7 @@ static int ctx_launch(struct sbx_context *c, struct sbx_error *err)
   registry = c;
   nthreads++;
   pthread_mutex_unlock(&reg_lock);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  pthread_t t;
-  int e = pthread_create(&t, &a, ctx_thread, c);
-  pthread_attr_destroy(&a);
+  int e = sbx_thread_detached(ctx_thread, c);
   if (e == 0)
     return 0;
   pthread_mutex_lock(&reg_lock);

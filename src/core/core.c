@@ -87,11 +87,7 @@ static void init_sync(struct sbx_core *core)
   pthread_mutex_init(&core->sess_lock, NULL);
   pthread_mutex_init(&core->q_lock, NULL);
   pthread_cond_init(&core->q_cond, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* execution_get waits on it */
-  pthread_cond_init(&core->done_cond, &ca);
-  pthread_condattr_destroy(&ca);
+  sbx_cond_init_monotonic(&core->done_cond); /* execution_get waits on it */
   pthread_mutex_init(&core->reaper_lock, NULL);
   pthread_cond_init(&core->reaper_cond, NULL);
 }

@@ -77,11 +77,7 @@ static struct sbx_proc *proc_new(const struct sbx_exec_spec *spec, size_t bufcap
   p->mem = mem; /* given back with the buffers, whatever happens below */
   pthread_mutex_init(&p->lock, NULL);
   pthread_mutex_init(&p->in_lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&p->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  sbx_cond_init_monotonic(&p->cond);
   p->refs = 1;
   p->stdin_w = p->stdin_r = p->ctl_fd = p->pty_fd = -1;
   p->pty = spec->pty;
@@ -427,13 +423,8 @@ void sbx_procs_drain(void)
 
 static int spawn(struct proc_job *job, struct sbx_error *err)
 {
-  pthread_attr_t a;
-  pthread_t t;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   atomic_fetch_add(&live_threads, 1);
-  int rc = pthread_create(&t, &a, proc_main, job);
-  pthread_attr_destroy(&a);
+  int rc = sbx_thread_detached(proc_main, job);
   if (rc != 0) {
     atomic_fetch_sub(&live_threads, 1);
     return sbx_err_sys(err, rc, "starting the process thread");

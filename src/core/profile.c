@@ -141,11 +141,7 @@ int sbx_profiles_build(const struct sbx_profile *extra, size_t nextra, const cha
   if (!out->items)
     return sbx_err_sys(err, ENOMEM, "profiles");
   pthread_mutex_init(&out->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&out->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  sbx_cond_init_monotonic(&out->cond);
   out->sync_ready = true;
   add_builtins(out->items, &out->count);
   for (size_t i = 0; i < nextra; i++) {

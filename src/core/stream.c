@@ -108,13 +108,8 @@ static void *stream_main(void *arg)
 
 static int spawn(struct stream_job *job, struct sbx_error *err)
 {
-  pthread_attr_t a;
-  pthread_t t;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   sbx_procs_thread_enter();
-  int rc = pthread_create(&t, &a, stream_main, job);
-  pthread_attr_destroy(&a);
+  int rc = sbx_thread_detached(stream_main, job);
   if (rc != 0) {
     sbx_procs_thread_leave();
     return sbx_err_sys(err, rc, "starting the exec thread");
