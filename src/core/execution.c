@@ -127,15 +127,6 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
 
 /* ---- JSON view ---- */
 
-static json_t *time_or_null(int64_t t)
-{
-  if (t <= 0)
-    return json_null();
-  char buf[40];
-  sbx_format_time(t, buf, sizeof buf);
-  return json_string(buf);
-}
-
 static json_t *execution_json(const struct sbx_execution_row *row, bool with_output)
 {
   json_t *files = json_array();
@@ -157,9 +148,9 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
       (json_int_t)row->stdout_dropped, "stderr_dropped_bytes", (json_int_t)row->stderr_dropped,
       "files", files, "usage", "cpu_seconds", row->cpu_seconds, "memory_mb_seconds",
       row->memory_mb_seconds, "duration_seconds", row->duration_seconds, "memory_peak_bytes",
-      (json_int_t)row->memory_peak_bytes, "created_at", time_or_null(row->created_at),
-      "started_at", time_or_null(row->started_at), "finished_at",
-      time_or_null(row->finished_at));
+      (json_int_t)row->memory_peak_bytes, "created_at", sbx_time_json(row->created_at),
+      "started_at", sbx_time_json(row->started_at), "finished_at",
+      sbx_time_json(row->finished_at));
   if (with_output) {
     sbx_json_set_output(o, "stdout", row->stdout_buf, row->stdout_len);
     sbx_json_set_output(o, "stderr", row->stderr_buf, row->stderr_len);

@@ -110,6 +110,9 @@ struct sbx_core {
 void sbx_session_touch(struct sbx_core *core, struct sbx_live_session *ls);
 void sbx_sessions_reap(struct sbx_core *core, int64_t now);
 void sbx_sessions_shutdown(struct sbx_core *core);
+/* A stored unix time as the API shows it: an RFC 3339 string, or null for
+ * "not yet" (0 or less). */
+json_t *sbx_time_json(int64_t t);
 /* What an exec in a session checks first, buffered or streamed alike: the
  * request's fields, the tenant's CPU quota; then the held session. */
 struct sbx_live_session *sbx_session_exec_acquire(struct sbx_core *core,

@@ -141,7 +141,7 @@ static json_t *parse_or_empty(const char *txt)
   return j ? j : json_object();
 }
 
-static json_t *time_or_null(int64_t t)
+json_t *sbx_time_json(int64_t t)
 {
   if (t <= 0)
     return json_null();
@@ -164,9 +164,9 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
                    row->profile, "runtime", row->runtime, "image", row->image, "limits",
                    parse_or_empty(row->limits_json), "network",
                    parse_or_empty(row->network_json), "capabilities", caps, "created_at",
-                   time_or_null(row->created_at), "expires_at", time_or_null(row->expires_at),
+                   sbx_time_json(row->created_at), "expires_at", sbx_time_json(row->expires_at),
                    "metadata", parse_or_empty(row->metadata_json), "updated_at",
-                   time_or_null(row->updated_at), "ttl_s", (json_int_t)row->ttl_s);
+                   sbx_time_json(row->updated_at), "ttl_s", (json_int_t)row->ttl_s);
 }
 
 /* ---- create ---- */

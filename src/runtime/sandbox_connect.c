@@ -102,6 +102,15 @@ static int relay_status(int fd, unsigned timeout_ms)
   return st < 4096 ? (int)st : EPROTO;
 }
 
+/* The CONNECT request body, the same over the fd channel and the plain
+ * one: the port, then the address family. */
+static void connect_msg(struct sbx_wbuf *w, unsigned port, uint32_t family)
+{
+  sbx_wbuf_init(w, 64);
+  sbx_wbuf_u32(w, port);
+  sbx_wbuf_u32(w, family);
+}
+
 static int try_family_fdin(struct sbx_sandbox *sb, unsigned port, uint32_t family,
                            unsigned timeout_ms, struct sbx_error *err)
 {
@@ -110,9 +119,7 @@ static int try_family_fdin(struct sbx_sandbox *sb, unsigned port, uint32_t famil
     return -errno;
   _cleanup_close_ int mine = sv[0], far = sv[1];
   struct sbx_wbuf w;
-  sbx_wbuf_init(&w, 64);
-  sbx_wbuf_u32(&w, port);
-  sbx_wbuf_u32(&w, family);
+  connect_msg(&w, port, family);
   struct sbx_chan_reply rep;
   struct sbx_error cerr = {0};
   int r = w.bad ? -1
@@ -145,9 +152,7 @@ static int try_family(struct sbx_sandbox *sb, unsigned port, uint32_t family,
   if (sb->fd_in)
     return try_family_fdin(sb, port, family, timeout_ms, err);
   struct sbx_wbuf w;
-  sbx_wbuf_init(&w, 64);
-  sbx_wbuf_u32(&w, port);
-  sbx_wbuf_u32(&w, family);
+  connect_msg(&w, port, family);
   struct sbx_chan_reply rep;
   struct sbx_error cerr = {0};
   int r = w.bad ? -1 : sbx_chan_call(sb, SBX_MSG_CONNECT, w.buf, w.len, "connect", &rep, &cerr);
