@@ -67,6 +67,17 @@ for d in tmp var/tmp var/lib/sandboxd var/cache/sandboxd-test root; do
 done
 chmod 1777 /newroot/tmp /newroot/var/tmp
 
+# The project tree the suites run from may live under a directory the loop
+# above replaced (a CI clone in /tmp or /root): lay the host's copy back
+# over it, writable through an overlay of its own as / is.
+guest="$(arg lab.guest)"
+repo="${guest%/tests/hosts/guest.py}"
+if [ -n "$repo" ] && [ ! -e "/newroot$guest" ]; then
+  mkdir -p /upper/repo/u /upper/repo/w "/newroot$repo"
+  mount -t overlay -o "lowerdir=/lower$repo,upperdir=/upper/repo/u,workdir=/upper/repo/w" \
+    overlay "/newroot$repo" || die "mount the project tree at $repo"
+fi
+
 mount --move /proc /newroot/proc
 mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
@@ -75,7 +86,6 @@ mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /newroot/dev/pts
 mount -t tmpfs -o mode=1777 shm /newroot/dev/shm
 ip link set lo up
 
-guest="$(arg lab.guest)"
 [ -n "$guest" ] || die "no lab.guest= on the command line"
 if [ "$(arg lab.init)" = systemd ]; then
   # The host's own systemd as PID 1 (its state lands on the tmpfs overlay),
