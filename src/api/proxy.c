@@ -323,17 +323,6 @@ void sbx_proxy_free(struct sbx_proxy *p)
   free(p);
 }
 
-static void deadline_in(struct timespec *ts, unsigned ms)
-{
-  clock_gettime(CLOCK_MONOTONIC, ts);
-  ts->tv_sec += ms / 1000;
-  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts->tv_nsec >= 1000000000L) {
-    ts->tv_sec++;
-    ts->tv_nsec -= 1000000000L;
-  }
-}
-
 enum head_fail { HF_NONE, HF_TIMEOUT, HF_STATUS, HF_TRANSFER };
 
 static int upstream_failed(struct sbx_proxy *p, enum head_fail why, unsigned timeout_ms,
@@ -379,7 +368,7 @@ int sbx_proxy_start(const struct sbx_proxy_req *req, struct sbx_proxy **out,
   }
   p->started = true;
   struct timespec until;
-  deadline_in(&until, req->head_timeout_ms);
+  sbx_timespec_in(CLOCK_MONOTONIC, req->head_timeout_ms, &until);
   pthread_mutex_lock(&p->lock);
   int w = 0;
   while (!p->head_done && !p->done && w != ETIMEDOUT)
@@ -429,7 +418,7 @@ static long stream_read(void *ctx, uint64_t pos, char *buf, size_t max)
       return end;
     }
     struct timespec until;
-    deadline_in(&until, HANGUP_POLL_MS);
+    sbx_timespec_in(CLOCK_MONOTONIC, HANGUP_POLL_MS, &until);
     if (pthread_cond_timedwait(&p->cond, &p->lock, &until) == ETIMEDOUT && client_gone(p)) {
       p->gone = true;
       pthread_cond_broadcast(&p->cond);

@@ -54,21 +54,10 @@ static char *format_event(const char *event, json_t *data, size_t *len)
   return out;
 }
 
-static void deadline_in(struct timespec *ts, unsigned ms)
-{
-  clock_gettime(CLOCK_MONOTONIC, ts);
-  ts->tv_sec += ms / 1000;
-  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts->tv_nsec >= 1000000000L) {
-    ts->tv_sec++;
-    ts->tv_nsec -= 1000000000L;
-  }
-}
-
 static int enqueue(struct sbx_sse *s, char *text, size_t len, unsigned wait_ms)
 {
   struct timespec until;
-  deadline_in(&until, wait_ms);
+  sbx_timespec_in(CLOCK_MONOTONIC, wait_ms, &until);
   pthread_mutex_lock(&s->lock);
   /* An event larger than the whole queue still goes out when it is empty. */
   while (!s->gone && s->queued > 0 && s->queued + len > s->max && wait_ms > 0)
@@ -172,12 +161,13 @@ static long sse_read(void *ctx, uint64_t pos, char *buf, size_t max)
   struct sbx_sse *s = ctx;
   pthread_mutex_lock(&s->lock);
   struct timespec until;
-  deadline_in(&until, 15000);
+  sbx_timespec_in(CLOCK_MONOTONIC, 15000, &until);
   while (!s->head && !s->finished)
     if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0) {
       if (!s->raw)
         break;
-      deadline_in(&until, 15000); /* a raw producer sends its own keep-alives */
+      sbx_timespec_in(CLOCK_MONOTONIC, 15000,
+                      &until); /* a raw producer sends its own keep-alives */
     }
   long n;
   if (s->head) {
