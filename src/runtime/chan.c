@@ -1,4 +1,7 @@
-/* chan.c — request/response on the main sbx-init channel. */
+/* chan.c — request/response on the main sbx-init channel: framing, ids,
+ * the reply deadline.  It knows nothing of fd-in: the sandbox client's
+ * requests reach it through sandbox_fdin.c's sbx_sandbox_call*, which
+ * commit pending fd-in writes first. */
 #include "runtime/chan.h"
 
 #include <errno.h>
@@ -50,8 +53,6 @@ int sbx_chan_errno(int e, const char *what, struct sbx_error *err)
 int sbx_chan_send(struct sbx_sandbox *sb, uint32_t type, uint32_t flags, const void *payload,
                   size_t len, const int *fds, size_t nfds, struct sbx_error *err)
 {
-  if (sbx_fdin_flush(sb, err) < 0)
-    return -1;
   pthread_mutex_lock(&sb->client->chan_lock);
   int r = sbx_proto_send(sb->init_fd, type, next_id(), flags, payload, len, fds, nfds);
   int e = errno;
@@ -127,20 +128,12 @@ static int wait_reply(struct sbx_sandbox *sb, uint32_t id, uint32_t type,
   }
 }
 
-int sbx_chan_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
-                  const char *what, struct sbx_chan_reply *rep, struct sbx_error *err)
-{
-  return sbx_chan_call_fds(sb, type, payload, len, NULL, 0, what, rep, err);
-}
-
 int sbx_chan_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
                       const int *fds, size_t nfds, const char *what, struct sbx_chan_reply *rep,
                       struct sbx_error *err)
 {
   rep->fd = -1;
   rep->value = rep->aux = 0;
-  if (sbx_fdin_flush(sb, err) < 0) /* commits call in here: no-op inside */
-    return -1;
   uint32_t id = next_id();
   int remote_errno = 0;
   pthread_mutex_lock(&sb->client->chan_lock);

@@ -238,13 +238,13 @@ static int send_exec(struct sbx_sandbox *sb, const struct sbx_wbuf *w, const int
                      struct sbx_error *err)
 {
   if (w->len <= SBX_PROTO_MAX_INLINE)
-    return sbx_chan_send(sb, SBX_MSG_EXEC, 0, w->buf, w->len, fds, 4, err);
+    return sbx_sandbox_send(sb, SBX_MSG_EXEC, 0, w->buf, w->len, fds, 4, err);
   _cleanup_close_ int mfd = memfd_create("sbx-exec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (mfd < 0 || sbx_write_all(mfd, w->buf, w->len) != (ssize_t)w->len ||
       fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
     return sbx_err_sys(err, errno, "exec payload memfd");
   int all[5] = {fds[0], fds[1], fds[2], fds[3], mfd};
-  return sbx_chan_send(sb, SBX_MSG_EXEC, SBX_PROTO_F_MEMFD, w->buf, w->len, all, 5, err);
+  return sbx_sandbox_send(sb, SBX_MSG_EXEC, SBX_PROTO_F_MEMFD, w->buf, w->len, all, 5, err);
 }
 
 /* Makes the pipes, sends EXEC and keeps the daemon's ends in run->fd. */
@@ -569,7 +569,7 @@ static bool init_answers(struct sbx_sandbox *sb)
 {
   struct sbx_chan_reply rep;
   struct sbx_error e = {0};
-  if (sbx_chan_call(sb, SBX_MSG_PING, NULL, 0, "ping", &rep, &e) < 0)
+  if (sbx_sandbox_call(sb, SBX_MSG_PING, NULL, 0, "ping", &rep, &e) < 0)
     return false;
   if (rep.fd >= 0)
     close(rep.fd);

@@ -116,8 +116,8 @@ static int try_family_fdin(struct sbx_sandbox *sb, unsigned port, uint32_t famil
   struct sbx_chan_reply rep;
   struct sbx_error cerr = {0};
   int r = w.bad ? -1
-                : sbx_chan_call_fds(sb, SBX_MSG_CONNECT, w.buf, w.len, &far, 1, "connect", &rep,
-                                    &cerr);
+                : sbx_sandbox_call_fds(sb, SBX_MSG_CONNECT, w.buf, w.len, &far, 1, "connect",
+                                       &rep, &cerr);
   sbx_wbuf_free(&w);
   if (r < 0) {
     if (cerr.code == SBX_E_INTERNAL && cerr.errnum != ECONNREFUSED) {
@@ -150,7 +150,8 @@ static int try_family(struct sbx_sandbox *sb, unsigned port, uint32_t family,
   sbx_wbuf_u32(&w, family);
   struct sbx_chan_reply rep;
   struct sbx_error cerr = {0};
-  int r = w.bad ? -1 : sbx_chan_call(sb, SBX_MSG_CONNECT, w.buf, w.len, "connect", &rep, &cerr);
+  int r =
+      w.bad ? -1 : sbx_sandbox_call(sb, SBX_MSG_CONNECT, w.buf, w.len, "connect", &rep, &cerr);
   sbx_wbuf_free(&w);
   if (r < 0) {
     if (cerr.code == SBX_E_INTERNAL && cerr.errnum != ECONNREFUSED) {

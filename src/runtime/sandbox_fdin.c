@@ -15,7 +15,7 @@
  *               (inotify IN_CLOSE_WRITE: only the caller's fd can write)
  *               it is committed with WRITE_FROM + its mode and mtime, at
  *               the start of the next request on the sandbox from any
- *               thread (sbx_fdin_flush, called by chan.c), so whatever the
+ *               thread (sbx_fdin_flush, called by sbx_sandbox_call* below), so whatever the
  *               daemon does next sees the file.
  *
  * Everything sbx-init says is hostile input: sizes are bounded, every wait
@@ -87,6 +87,8 @@ static int lost(struct sbx_error *err, int e, const char *path)
 int sbx_fdin_read_to(struct sbx_sandbox *sb, const char *path, int *fd_out, uint64_t *size_out,
                      struct sbx_error *err)
 {
+  if (sbx_fdin_flush(sb, err) < 0)
+    return -1;
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0)
     return sbx_err_sys(err, errno, "pipe");
@@ -203,9 +205,11 @@ static int recv_status(int s, const char *path, uint32_t *st, struct sbx_error *
   return 0;
 }
 
-int sbx_fdin_write_from(struct sbx_sandbox *sb, const char *path, unsigned mode, uint32_t flags,
-                        int64_t mtime, const void *data, size_t len, int src_fd,
-                        struct sbx_error *err)
+/* WRITE_FROM on the channel itself: also what a pending write's commit
+ * uses, inside sbx_fdin_flush. */
+static int write_from(struct sbx_sandbox *sb, const char *path, unsigned mode, uint32_t flags,
+                      int64_t mtime, const void *data, size_t len, int src_fd,
+                      struct sbx_error *err)
 {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -239,9 +243,16 @@ int sbx_fdin_write_from(struct sbx_sandbox *sb, const char *path, unsigned mode,
   return 0;
 }
 
-/* ---- files opened for writing (pending until their caller is done) ---- */
+int sbx_fdin_write_from(struct sbx_sandbox *sb, const char *path, unsigned mode, uint32_t flags,
+                        int64_t mtime, const void *data, size_t len, int src_fd,
+                        struct sbx_error *err)
+{
+  if (sbx_fdin_flush(sb, err) < 0)
+    return -1;
+  return write_from(sb, path, mode, flags, mtime, data, len, src_fd, err);
+}
 
-static __thread bool in_flush;
+/* ---- files opened for writing (pending until their caller is done) ---- */
 
 static void pending_free(struct sbx_pending_write *pw)
 {
@@ -295,21 +306,20 @@ static int commit(struct sbx_sandbox *sb, struct sbx_pending_write *pw, struct s
   struct stat st;
   if (fstat(pw->rfd, &st) < 0)
     return sbx_err_sys(err, errno, "spool file for %s", pw->path);
-  return sbx_fdin_write_from(sb, pw->path, st.st_mode & 0777,
-                             SBX_PROTO_W_MKDIR | SBX_PROTO_W_MODE | SBX_PROTO_W_MTIME,
-                             (int64_t)st.st_mtim.tv_sec, NULL, 0, pw->rfd, err);
+  return write_from(sb, pw->path, st.st_mode & 0777,
+                    SBX_PROTO_W_MKDIR | SBX_PROTO_W_MODE | SBX_PROTO_W_MTIME,
+                    (int64_t)st.st_mtim.tv_sec, NULL, 0, pw->rfd, err);
 }
 
 int sbx_fdin_flush(struct sbx_sandbox *sb, struct sbx_error *err)
 {
-  if (!sb->fd_in || in_flush)
+  if (!sb->fd_in)
     return 0;
   pthread_mutex_lock(&sb->client->pending_lock);
   if (!sb->client->pending) {
     pthread_mutex_unlock(&sb->client->pending_lock);
     return 0;
   }
-  in_flush = true;
   int r = 0;
   for (struct sbx_pending_write **pp = &sb->client->pending; *pp;) {
     struct sbx_pending_write *pw = *pp;
@@ -329,7 +339,6 @@ int sbx_fdin_flush(struct sbx_sandbox *sb, struct sbx_error *err)
     }
     pending_free(pw);
   }
-  in_flush = false;
   pthread_mutex_unlock(&sb->client->pending_lock);
   return r;
 }
@@ -343,4 +352,34 @@ void sbx_fdin_discard(struct sbx_sandbox *sb)
     pending_free(pw);
     pw = next;
   }
+}
+
+/* ---- requests on a sandbox ---------------------------------------------- */
+
+/* The sandbox client's requests wrap the channel here: pending fd-in
+ * writes are committed first, so whatever the request does sees them;
+ * the channel underneath (chan.c) only frames and waits. */
+int sbx_sandbox_call_fds(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
+                         const int *fds, size_t nfds, const char *what,
+                         struct sbx_chan_reply *rep, struct sbx_error *err)
+{
+  rep->fd = -1;
+  rep->value = rep->aux = 0;
+  if (sbx_fdin_flush(sb, err) < 0)
+    return -1;
+  return sbx_chan_call_fds(sb, type, payload, len, fds, nfds, what, rep, err);
+}
+
+int sbx_sandbox_call(struct sbx_sandbox *sb, uint32_t type, const void *payload, size_t len,
+                     const char *what, struct sbx_chan_reply *rep, struct sbx_error *err)
+{
+  return sbx_sandbox_call_fds(sb, type, payload, len, NULL, 0, what, rep, err);
+}
+
+int sbx_sandbox_send(struct sbx_sandbox *sb, uint32_t type, uint32_t flags, const void *payload,
+                     size_t len, const int *fds, size_t nfds, struct sbx_error *err)
+{
+  if (sbx_fdin_flush(sb, err) < 0)
+    return -1;
+  return sbx_chan_send(sb, type, flags, payload, len, fds, nfds, err);
 }

@@ -46,7 +46,7 @@ int sbx_req_path(struct sbx_sandbox *sb, uint32_t type, const char *path, int na
   if (nargs > 1)
     sbx_wbuf_u32(&w, b);
   int r = w.bad ? sbx_err_field(err, "path", "path too long")
-                : sbx_chan_call_fds(sb, type, w.buf, w.len, &fd, fd >= 0, p, rep, err);
+                : sbx_sandbox_call_fds(sb, type, w.buf, w.len, &fd, fd >= 0, p, rep, err);
   sbx_wbuf_free(&w);
   return r;
 }
@@ -64,7 +64,7 @@ int sbx_req_call(struct sbx_sandbox *sb, uint32_t type, struct sbx_wbuf *w, int 
                  const char *what, struct sbx_chan_reply *rep, struct sbx_error *err)
 {
   int r = w->bad ? sbx_err_field(err, "path", "path too long")
-                 : sbx_chan_call_fds(sb, type, w->buf, w->len, &fd, fd >= 0, what, rep, err);
+                 : sbx_sandbox_call_fds(sb, type, w->buf, w->len, &fd, fd >= 0, what, rep, err);
   sbx_wbuf_free(w);
   if (r == 0 && rep->fd >= 0) {
     close(rep->fd);
