@@ -235,7 +235,8 @@ def run_item(item, spec, env):
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",
                f"--junitxml={junit}", *item.get("args", []), *item["paths"]]
         say(f"{name}: {' '.join(cmd)}")
-        rc, _s, problem = run_proc(cmd, spec["repo"], env, f"{out}/{name}.log",
+        rc, _s, problem = run_proc(cmd, spec["repo"], dict(env, **item.get("env", {})),
+                                   f"{out}/{name}.log",
                                    item.get("timeout", 300), f"{out}/{name}.stacks")
         tests = junit_results(junit, spec["repo"])
     else:

@@ -355,7 +355,12 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
     snprintf(why, whylen, "mkdir %s: %s", gv.dir, strerror(errno));
     return -1;
   }
-  if (setup_cgroups(env, &err) < 0) {
+  /* fail closed here, not at each create, where runsc cannot be told the
+   * sandbox's cgroup (see sbx_gv_cgroups_path) */
+  struct sbx_cgroup any = {.host = &gv.cg, .leaf = "x"};
+  char cgpath[640];
+  if (setup_cgroups(env, &err) < 0 ||
+      sbx_gv_cgroups_path(&any, cgpath, sizeof cgpath, &err) < 0) {
     snprintf(why, whylen, "%s", err.msg);
     return -1;
   }
@@ -501,9 +506,12 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
     if (net->prepare(net->ctx, pv->holder_pid, err) < 0)
       return -1;
   }
+  char cgpath[640];
+  if (sbx_gv_cgroups_path(&pv->cg, cgpath, sizeof cgpath, err) < 0)
+    return -1;
   snprintf(pv->bundle, sizeof pv->bundle, "%s/%s", gv.dir, pv->rid);
   if (sbx_gv_bundle_write(pv->bundle, gv.init_path, lim->disk_bytes, lim->pids, img,
-                          net ? netns : NULL, net ? net->resolv_conf : NULL, err) < 0) {
+                          net ? netns : NULL, net ? net->resolv_conf : NULL, cgpath, err) < 0) {
     if (err->errnum == EEXIST)
       pv->bundle[0] = '\0'; /* someone else's dir: leave it alone */
     return -1;

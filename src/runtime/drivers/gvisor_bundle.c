@@ -30,8 +30,8 @@
  * <dir>/config.json: uid/gid 1000 (or the image's User), no capabilities
  * at all, no_new_privs, empty env, cwd /work, sbx-init as the container's
  * process with the daemon channel on its stdin (--chan-fd 0).
- * cgroupsPath ".": runsc then leaves cgroups alone and runs in the one
- * the driver put it in (see gvisor_proc.c). */
+ * cgroupsPath: the sandbox's own cgroup (sbx_gv_cgroups_path), which runsc
+ * finds made and leaves alone; it runs in it (see gvisor_proc.c). */
 #include "runtime/drivers/gvisor_int.h"
 
 #include <errno.h>
@@ -302,31 +302,61 @@ static json_t *process_obj(uint64_t pids, uint32_t uid, uint32_t gid)
       "hard", (json_int_t)nproc, "soft", (json_int_t)nproc, "terminal", 0);
 }
 
-/* Relative: runsc joins it to its own cgroups, which are the sandbox's
- * (gvisor_proc.c moves runsc there before exec), finds them existing and
- * uses them as they are — "pre-created", neither changed nor removed by
- * runsc.  Left empty, runsc would make /<id> at each controller's root,
- * outside our limits. */
-#define CGROUPS_PATH "."
+/* cgroupsPath (sbx_gv_cgroups_path): the sandbox's own cgroup, which the
+ * driver made and put runsc in (gvisor_proc.c); runsc finds it existing
+ * and uses it as it is ("pre-created", neither changed nor removed). */
+
+/* runsc resolves cgroupsPath differently per version.  v1: relative to
+ * each of its own cgroups, so "." is the sandbox's cgroup in every
+ * hierarchy (their parents differ per controller, so no one absolute
+ * path would do).  v2: a relative path is joined to the *parent* of
+ * runsc's own cgroup (runsc assumes its own holds tasks), which is the
+ * daemon's gvisor parent with controllers enabled, and the no-internal-
+ * processes rule refuses the pid there (EBUSY).  So on v2 the path is
+ * absolute: the leaf below /sys/fs/cgroup, which runsc assumes is the
+ * cgroup2 mount.  runsc then enables its controllers in each ancestor's
+ * subtree_control (not the leaf's) and finds the leaf existing. */
+int sbx_gv_cgroups_path(const struct sbx_cgroup *cg, char *out, size_t len,
+                        struct sbx_error *err)
+{
+  static const char mnt[] = "/sys/fs/cgroup/";
+  const struct sbx_cg_host *h = cg->host;
+  if (h->version != SBX_CG_V2) {
+    snprintf(out, len, ".");
+    return 0;
+  }
+  const char *parent = h->ctrl[0].parent;
+  if (h->fake || strncmp(parent, mnt, sizeof mnt - 1) != 0)
+    return sbx_err_set(
+        err, SBX_E_RUNTIME_UNAVAILABLE, ENOTSUP,
+        "gvisor: runsc needs the cgroup2 mount at /sys/fs/cgroup; sandbox cgroups are "
+        "under %s",
+        parent);
+  int n = snprintf(out, len, "/%s/%s", parent + sizeof mnt - 1, cg->leaf);
+  if (n < 0 || (size_t)n >= len)
+    return sbx_err_set(err, SBX_E_INTERNAL, ENAMETOOLONG, "gvisor: cgroup path %s/%s too long",
+                       parent, cg->leaf);
+  return 0;
+}
 
 /* netns NULL: runsc makes a network namespace of its own (network none,
  * only gVisor's loopback); else the one at that path, whose interfaces
  * runsc --network=sandbox hands to gVisor's netstack. */
 static json_t *config_obj(json_t *mounts, uint64_t pids, bool readonly, uint32_t uid,
-                          uint32_t gid, const char *netns)
+                          uint32_t gid, const char *netns, const char *cgpath)
 {
   json_t *net = netns ? json_pack("{s:s, s:s}", "type", "network", "path", netns)
                       : json_pack("{s:s}", "type", "network");
   return json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:O, s:{s:s, s:[{s:s},o,{s:s},{s:s},{s:s}]}}",
                    "ociVersion", "1.0.0", "process", process_obj(pids, uid, gid), "root", "path",
                    "rootfs", "readonly", readonly, "hostname", "sandbox", "mounts", mounts,
-                   "linux", "cgroupsPath", CGROUPS_PATH, "namespaces", "type", "pid", net,
-                   "type", "ipc", "type", "uts", "type", "mount");
+                   "linux", "cgroupsPath", cgpath, "namespaces", "type", "pid", net, "type",
+                   "ipc", "type", "uts", "type", "mount");
 }
 
 static int write_bundle(const char *dir, const char *init_path, uint64_t disk_bytes,
                         uint64_t pids, const struct sbx_gv_image *img, const char *netns,
-                        const char *resolv, struct sbx_error *err)
+                        const char *resolv, const char *cgpath, struct sbx_error *err)
 {
   if (!resolv)
     resolv = etc_resolv;
@@ -366,7 +396,7 @@ static int write_bundle(const char *dir, const char *init_path, uint64_t disk_by
   json_array_append_new(mounts, tmpfs("/work", work_opts, disk_bytes));
   /* The image's root is writable (copy-on-write into the upper); the host
    * pack's skeleton is read-only. */
-  json_t *cfg = config_obj(mounts, pids, img == NULL, uid, gid, netns);
+  json_t *cfg = config_obj(mounts, pids, img == NULL, uid, gid, netns, cgpath);
   json_decref(mounts);
   snprintf(p, sizeof p, "%s/config.json", dir);
   if (!cfg || json_dump_file(cfg, p, JSON_COMPACT) < 0) {
@@ -379,11 +409,11 @@ static int write_bundle(const char *dir, const char *init_path, uint64_t disk_by
 
 int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
                         uint64_t pids, const struct sbx_gv_image *img, const char *netns,
-                        const char *resolv, struct sbx_error *err)
+                        const char *resolv, const char *cgpath, struct sbx_error *err)
 {
   if (mkdir(dir, 0700) < 0)
     return sbx_err_sys(err, errno, "gvisor: mkdir %s", dir);
-  if (write_bundle(dir, init_path, disk_bytes, pids, img, netns, resolv, err) == 0)
+  if (write_bundle(dir, init_path, disk_bytes, pids, img, netns, resolv, cgpath, err) == 0)
     return 0;
   /* EEXIST tells the caller the dir is someone else's (leave it alone);
    * this one is ours, with maybe an overlay in it: it must be cleaned. */

@@ -87,9 +87,15 @@ void sbx_gv_pool_stop(void);
 /* netns: NULL for a netns of runsc's own (network none); else the path
  * of the netns runsc joins (--network=sandbox) and resolv the text of its
  * /etc/resolv.conf (NULL: no nameserver). */
+/* cgpath: the OCI linux.cgroupsPath, from sbx_gv_cgroups_path. */
 int sbx_gv_bundle_write(const char *dir, const char *init_path, uint64_t disk_bytes,
                         uint64_t pids, const struct sbx_gv_image *img, const char *netns,
-                        const char *resolv, struct sbx_error *err);
+                        const char *resolv, const char *cgpath, struct sbx_error *err);
+/* The cgroupsPath that makes runsc use cg as it is: "." on v1, the leaf's
+ * absolute path below /sys/fs/cgroup on v2; -1 (ENOTSUP) when cgroup2
+ * is not mounted there, which runsc assumes. */
+int sbx_gv_cgroups_path(const struct sbx_cgroup *cg, char *out, size_t len,
+                        struct sbx_error *err);
 
 /* Unmounts whatever is mounted at <dir>/rootfs (an image sandbox's
  * overlay, also a killed daemon's).  0 when nothing is mounted there any
