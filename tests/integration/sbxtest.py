@@ -263,6 +263,23 @@ class Daemon:
         start probe to finish (they run in the background), so that
         profiles are in their final state."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout, probed)
+            except RuntimeError:
+                # free_port() only found a port free a moment ago: another
+                # listener (this daemon's own egress proxy or DNS responder
+                # among them) may take it first.  A first start moves on.
+                if self.starts > attempt + 1 or not self._lost_its_port() or attempt == 2:
+                    raise
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+
+    def _lost_its_port(self):
+        tail = self.log_tail(40).split("==== start #")[-1]
+        return f"cannot listen on 127.0.0.1:{self.port}" in tail
+
+    def _start_once(self, timeout, probed):
         self.starts += 1
         log = open(self.log_path, "ab")
         log.write(f"\n==== start #{self.starts} ====\n".encode())

@@ -24,7 +24,11 @@ import requests
 from conftest import REAL_RUNSC
 from sbxtest import Client, Daemon, assert_error, procs_with, wait_until
 
-HEALTHZ_BOUND_S = 1.0
+# The promise is /healthz within 1 s (bench.py --only limits measures it:
+# 110-280 ms here).  The test's bound is what tells "the listener opens
+# before the probes" from "it waits for them" (a hung runsc: 30 s and
+# more) without failing on a loaded machine, where one start took 1.03 s.
+HEALTHZ_BOUND_S = 5.0
 
 
 def real_runsc():
