@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "core/resources.h"
 #include "image/image.h"
 #include "net/net.h"
 
@@ -641,13 +642,14 @@ static int job_prepare(struct sbx_core *core, struct job *j)
   return 0;
 }
 
-static void job_run(struct sbx_core *core, struct job *j)
+/* Runs the job with a capture of cap bytes per stream and finishes its row. */
+static void job_run_captured(struct sbx_core *core, struct job *j, uint64_t cap)
 {
   struct sbx_error err = {0};
   struct sbx_exec_result *res = &j->res;
   const struct sbx_limits *lim = &j->plan.rq.limits;
-  if (sbx_run_spec(j->box.sb, &j->plan.spec, j->env, lim->timeout_s * 1000, lim->output_bytes,
-                   &j->run->cancel, res, &err) < 0) {
+  if (sbx_run_spec(j->box.sb, &j->plan.spec, j->env, lim->timeout_s * 1000, cap, &j->run->cancel,
+                   res, &err) < 0) {
     /* Writing a long `code` into a full sandbox, or the run's own cause. */
     finish_error(core, &j->row,
                  disk_full(&err)              ? RS_DISK
@@ -669,6 +671,18 @@ static void job_run(struct sbx_core *core, struct job *j)
   finish(core, &j->row, &j->col);
   /* fill_final lent res's buffers to row: res frees them, row must not. */
   j->row.stdout_buf = j->row.stderr_buf = NULL;
+}
+
+static void job_run(struct sbx_core *core, struct job *j)
+{
+  /* The capture is charged to the output budgets like a session exec's,
+   * until the row holding it is final. */
+  const struct sbx_limits *lim = &j->plan.rq.limits;
+  uint64_t held = 0,
+           cap = sbx_res_output_take(core, j->row.tenant_id,
+                                     lim->output_bytes ? lim->output_bytes : 1u << 20, &held);
+  job_run_captured(core, j, cap);
+  sbx_res_mem_give(j->row.tenant_id, held);
 }
 
 static void job_end(struct sbx_core *core, struct job *j)

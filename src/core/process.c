@@ -20,9 +20,6 @@
 
 #define START_WAIT_MS 30000
 #define DEFAULT_BUF (1024 * 1024)
-/* The smallest capture a process gets when the retained-output budget is
- * short (per stream). */
-#define MIN_BUF (16 * 1024)
 
 /* Threads (process and streamed exec) still running: shutdown waits. */
 static atomic_int live_threads;
@@ -161,10 +158,13 @@ static int table_add(struct sbx_proc_table *t, struct sbx_proc *p, struct sbx_er
                 "this session already runs %u background processes "
                 "(the limit)",
                 running);
-    return sbx_err_fr(err,
-                      "Cette session exécute déjà %u processus en arrière-plan (la "
-                      "limite)",
-                      running);
+    sbx_err_fr(err,
+               "Cette session exécute déjà %u processus en arrière-plan (la "
+               "limite)",
+               running);
+    snprintf(err->field, sizeof err->field, "background_processes:%u", /* details (quota.h) */
+             SBX_PROC_MAX_RUNNING);
+    return -1;
   }
   evict_exited_locked(t);
   sbx_proc_ref(p);
@@ -320,12 +320,10 @@ static void reclaim_ended(struct sbx_core *core, int64_t tenant, uint64_t need)
 
 static size_t reserve_output(struct sbx_core *core, int64_t tenant, size_t bufcap, uint64_t *got)
 {
-  uint64_t want = 2 * (uint64_t)bufcap,
-           min = 2 * (uint64_t)(bufcap < MIN_BUF ? bufcap : MIN_BUF);
+  uint64_t want = 2 * (uint64_t)bufcap;
   if (sbx_res_mem_room(core, tenant) < 8 * want)
     reclaim_ended(core, tenant, 8 * want);
-  *got = sbx_res_mem_take(core, tenant, want, min);
-  return (size_t)(*got / 2);
+  return (size_t)sbx_res_output_take(core, tenant, bufcap, got);
 }
 
 static void on_started(void *ctx, pid_t pid, int ctl_fd, int pty_fd)

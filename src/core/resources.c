@@ -1,8 +1,9 @@
 /* resources.c — what the daemon itself holds on behalf of tenants, with a
  * budget each (struct sbx_res_config, docs/configuration.md):
  *
- *   retained output  the bytes of background-process output kept in daemon
- *                    memory (their capture buffers, running or ended),
+ *   retained output  the bytes of output kept in daemon memory: the capture
+ *                    buffers of background processes (running or ended) and
+ *                    of buffered execs and executions while they run,
  *                    overall and per tenant;
  *   file descriptors the daemon's fds that live with a session (process
  *                    pipes and control sockets, pty masters, watch pipes,
@@ -124,6 +125,14 @@ uint64_t sbx_res_mem_take(struct sbx_core *core, int64_t tenant, uint64_t want, 
   mem_total += n;
   pthread_mutex_unlock(&lock);
   return n;
+}
+
+uint64_t sbx_res_output_take(struct sbx_core *core, int64_t tenant, uint64_t per_stream,
+                             uint64_t *held)
+{
+  uint64_t floor = per_stream < SBX_RES_OUTPUT_FLOOR ? per_stream : SBX_RES_OUTPUT_FLOOR;
+  *held = sbx_res_mem_take(core, tenant, 2 * per_stream, 2 * floor);
+  return *held / 2;
 }
 
 void sbx_res_mem_give(int64_t tenant, uint64_t n)

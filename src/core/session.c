@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
+#include "core/resources.h"
 #include "image/image.h"
 #include "net/net.h"
 #include "obs/audit.h"
@@ -699,13 +700,25 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
    * more, up to the profile's ceiling (checked by the schema). */
   double t = spec.timeout_s > 0 ? spec.timeout_s : (double)ls->limits.timeout_s;
   struct sbx_exec_result res = {0};
-  if (sbx_run_spec(ls->sb, &spec, env, (uint64_t)(t * 1000.0), ls->limits.output_bytes,
-                   &slot->cancel, &res, err) == 0) {
+  uint64_t held = 0;
+  if (sbx_res_fds_take(core, ls->tenant_id, ls->id, SBX_RES_FDS_EXEC, err) < 0) {
+    slot_remove(core, ls, slot);
+    goto out;
+  }
+  /* Concurrent buffered execs share the output budgets with background
+   * processes: under pressure an exec keeps a shorter head and tail. */
+  uint64_t cap =
+      sbx_res_output_take(core, ls->tenant_id,
+                          ls->limits.output_bytes ? ls->limits.output_bytes : 1u << 20, &held);
+  if (sbx_run_spec(ls->sb, &spec, env, (uint64_t)(t * 1000.0), cap, &slot->cancel, &res, err) ==
+      0) {
     *out = sbx_result_json(&res);
     rc = 0;
   }
   sbx_session_exec_done(core, ls, who, &res, rc == 0, span);
   sbx_exec_result_free(&res);
+  sbx_res_mem_give(ls->tenant_id, held);
+  sbx_res_fds_give(ls->tenant_id, ls->id, SBX_RES_FDS_EXEC);
   slot_remove(core, ls, slot);
   sbx_session_touch(core, ls);
 out:

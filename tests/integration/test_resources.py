@@ -260,6 +260,67 @@ def test_fd_bound_refuses_one_tenant_cleanly(daemon_factory):
         interval=0.2, what="room after a process ended")
 
 
+def test_fds_per_session_bounds_one_session_and_counts_buffered_execs(daemon_factory):
+    """fds_per_session holds one session to its share, whatever holds the
+    fds: two background processes take 12, so a third and a buffered exec
+    (5: its pipes, control socket, cancel token, connection) are refused
+    with the limit named; the tenant's other session is unaffected, and the
+    exec fits again once a process has ended."""
+    d = own_daemon(daemon_factory, "[server]\nfds_per_session = 12\n")
+    c = client(d, "busy")
+    sid, other = (c.new_session("process")["id"] for _ in range(2))
+    pids = [start(c, sid, command=["sleep", "300"]) for _ in range(2)]  # 2 x 6 fds
+    e = assert_error(start(c, sid, expect=429, command=["sleep", "300"]), 429, "quota_exceeded")
+    assert e["details"] == {"limit": "fds_per_session", "value": 12}, e
+    r = c.post(f"/v1/sandbox/sessions/{sid}/exec", json={"command": ["echo", "hi"]})
+    e = assert_error(r, 429, "quota_exceeded")
+    assert e["details"] == {"limit": "fds_per_session", "value": 12}, e
+    assert c.exec(other, command=["echo", "ok"])["stdout"] == "ok\n"
+    c.post(proc_url(sid, pids[0], "/signal"), json={"signal": "KILL"})
+    wait_until(lambda: c.post(f"/v1/sandbox/sessions/{sid}/exec", json={
+        "command": ["echo", "hi"]}).status_code == 200, 30, interval=0.2,
+        what="room for a buffered exec after a process ended")
+    assert d.healthy()
+
+
+def test_buffered_exec_output_is_charged_to_the_budget(daemon_factory):
+    """A buffered exec's capture comes out of the same output budget as
+    background processes' logs: with 256 KiB for the whole daemon, an exec
+    printing 1 MB (under its 1 MiB limits.output) keeps a shorter head and
+    tail and counts the rest as dropped, instead of holding the megabyte."""
+    d = own_daemon(daemon_factory, "[server]\noutput_memory = 256Ki\n")
+    c = client(d, "chatty")
+    sid = c.new_session("process")["id"]
+    r = c.exec(sid, command=["sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x"])
+    assert r["exit_code"] == 0, r
+    assert r["stdout_truncated"] is True, len(r["stdout"])
+    assert len(r["stdout"]) <= 64 * 1024, len(r["stdout"])
+    assert len(r["stdout"]) + r["stdout_dropped_bytes"] == 1000000, r["stdout_dropped_bytes"]
+    assert set(r["stdout"]) == {"x"}
+    # An execution's capture is charged the same way.
+    e = c.new_execution("process", command=["sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' y"])
+    e = c.wait_execution(e["id"])
+    assert e["status"] == "succeeded", e
+    assert e["stdout_truncated"] is True and len(e["stdout"]) <= 64 * 1024, len(e["stdout"])
+
+
+def test_followers_end_on_daemon_shutdown(daemon_factory):
+    """SIGTERM ends every session: a follower gets `end` {daemon_shutdown}
+    before the daemon exits, not a reset connection."""
+    d = own_daemon(daemon_factory, "")
+    c = client(d, "stopping")
+    sid = c.new_session("process")["id"]
+    pid = start(c, sid, command=["sh", "-c", "echo hi; exec sleep 300"])
+    follow = Stream(c, proc_url(sid, pid, "/output"))
+    try:
+        follow.until(lambda e, d: e == "stdout", 10, "the first output")
+        d.stop()
+        _, got = follow.until(lambda e, d: e == "end", 10, "the follower's end event")
+        assert got == {"reason": "daemon_shutdown"}, got
+    finally:
+        follow.close()
+
+
 # ---- memory: the output kept for one tenant is bounded ----
 
 def test_rss_bounded_under_heavy_output(daemon_factory):
