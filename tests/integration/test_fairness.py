@@ -64,7 +64,8 @@ def test_short_execution_of_another_tenant_starts_while_a_backlog_waits(daemon_f
                 started = time.monotonic() - t0
                 break
             time.sleep(0.05)
-        assert started is not None and started < 3.0, \
+        # Within a second, as promised (34 ms seen here at load 16).
+        assert started is not None and started < 1.0, \
             f"B's execution still queued {time.monotonic() - t0:.1f}s after submission"
         f = b.wait_execution(e["id"], timeout=30)
         assert (f["status"], f["reason"], f["stdout"]) == ("succeeded", "exit", "hi\n"), f

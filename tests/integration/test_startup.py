@@ -8,8 +8,8 @@ when the daemon itself is killed with SIGKILL in the middle of the probe.
 
 Hosts: this project's machines have a /dev/kvm on which `runsc
 --platform=kvm do true` hangs forever (nested virtualisation); a fake runsc
-whose `do` sleeps forever stands for any hanging host; --gvisor-kvm=off
-stands for a host without /dev/kvm."""
+whose `do` sleeps forever stands for any hanging host; a daemon in its own
+mount namespace whose /dev lacks kvm is a host without /dev/kvm."""
 import os
 import shutil
 import signal
@@ -218,6 +218,62 @@ def test_healthz_fast_with_real_runsc(daemon_factory, kvm):
         c.delete(f"/v1/sandbox/sessions/{s['id']}")
     assert not probe_leftovers(d)
     assert d.stop(timeout=15) == 0
+
+
+# Run as `sh -c NO_KVM_DEV sh sandboxd …` under `unshare -m`: a /dev with
+# every entry of the host's but kvm (nodes and directories bound, links
+# copied) is moved over /dev, then the daemon is exec'd in that namespace.
+NO_KVM_DEV = r"""set -e
+mount --make-rprivate /
+t=$(mktemp -d /tmp/sbx-nokvm-XXXXXX)
+mount -t tmpfs -o mode=755 nokvm "$t"
+for f in /dev/* /dev/.[!.]*; do
+  [ -e "$f" ] || [ -L "$f" ] || continue
+  n=${f#/dev/}
+  [ "$n" = kvm ] && continue
+  if [ -L "$f" ]; then cp -P "$f" "$t/$n"
+  elif [ -d "$f" ]; then mkdir "$t/$n"; mount --rbind "$f" "$t/$n"
+  else : > "$t/$n"; mount --bind "$f" "$t/$n"
+  fi
+done
+mount --move "$t" /dev
+rmdir "$t"
+exec "$@"
+"""
+
+
+class NoKvmDaemon(Daemon):
+    """A daemon on a host without /dev/kvm: its mount namespace has none."""
+
+    def argv(self):
+        return ["unshare", "-m", "sh", "-c", NO_KVM_DEV, "sh"] + super().argv()
+
+
+def test_host_without_dev_kvm_uses_another_platform_at_once(tmp_path):
+    """No /dev/kvm at all: nothing to probe on KVM, so gvisor is probed on a
+    software platform straight away, says why, and runs sessions."""
+    need_real_gvisor()
+    d = NoKvmDaemon(str(tmp_path / "state"),
+                    env={"SANDBOXD_RUNSC": real_runsc(), "SANDBOXD_GVISOR_PLATFORM": ""})
+    took = start_timed(d)
+    try:
+        assert took < HEALTHZ_BOUND_S, f"/healthz took {took:.2f} s"
+        with open(f"/proc/{d.pid}/mountinfo") as f:
+            assert " /dev " in f.read()
+        assert not os.path.exists(f"/proc/{d.pid}/root/dev/kvm")
+        with_key(d)
+        wait_until(lambda: profiles(d)["gvisor"]["state"] != "probing", 60, what="gvisor probed")
+        g = profiles(d)["gvisor"]
+        assert g["state"] == "available", g
+        assert g["platform"] in ("ptrace", "systrap"), g
+        assert "no usable /dev/kvm" in g["platform_note"], g
+        c = Client(d.url, d.key)
+        s = c.new_session("gvisor")
+        r = c.post(f"/v1/sandbox/sessions/{s['id']}/exec", json={"command": ["echo", "up"]})
+        assert r.status_code == 200 and r.json()["stdout"] == "up\n", r.text
+        assert c.delete(f"/v1/sandbox/sessions/{s['id']}").status_code == 204
+    finally:
+        assert d.stop(timeout=15) == 0
 
 
 def test_sigkill_during_real_kvm_probe_leaves_no_process(daemon_factory):
