@@ -121,6 +121,16 @@ struct script_addrs {
   char p4[64], p6[64], d4[INET_ADDRSTRLEN], d6[INET6_ADDRSTRLEN];
 };
 
+static void get_script_addrs(struct script_addrs *a)
+{
+  struct in_addr dns4;
+  struct in6_addr dns6;
+  sbx_net_pool_text(a->p4, sizeof a->p4, a->p6, sizeof a->p6);
+  sbx_net_pool_dns(&dns4, &dns6);
+  inet_ntop(AF_INET, &dns4, a->d4, sizeof a->d4);
+  inet_ntop(AF_INET6, &dns6, a->d6, sizeof a->d6);
+}
+
 /* The always-closed ranges (and the pools), the anti-spoof sets and the
  * per-sandbox verdict maps. */
 static void put_sets(FILE *f, const struct script_addrs *a)
@@ -193,18 +203,13 @@ static void put_nat_chains(FILE *f, const struct sbx_net_nft_params *p,
 /* The whole table (the layout at the top); NULL when out of memory. */
 static char *base_script(const struct sbx_net_nft_params *p)
 {
-  struct script_addrs a;
-  struct in_addr dns4;
-  struct in6_addr dns6;
-  sbx_net_pool_text(a.p4, sizeof a.p4, a.p6, sizeof a.p6);
-  sbx_net_pool_dns(&dns4, &dns6);
-  inet_ntop(AF_INET, &dns4, a.d4, sizeof a.d4);
-  inet_ntop(AF_INET6, &dns6, a.d6, sizeof a.d6);
   char *s = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&s, &len);
   if (!f)
     return NULL;
+  struct script_addrs a;
+  get_script_addrs(&a);
   fprintf(f, "table inet %s {\n", table);
   put_sets(f, &a);
   deny_chain(f, "deny_closed", "closed range", p->nflog_group);
