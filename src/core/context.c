@@ -125,13 +125,10 @@ static char **interpreter_argv(const char *language)
   return strcmp(language, "node") == 0 ? nodev : pyv;
 }
 
-/* Why the interpreter ended, for the context's `error` and a dying run. */
-static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_result *res,
-                         const struct sbx_error *err, bool was_ready)
+/* Why the daemon killed the interpreter (c->kill says which way). */
+static void record_kill(struct sbx_context *c)
 {
   const char *lang = c->language;
-  c->dead_reason = res->reason;
-  c->dead_quota = false;
   switch (c->kill) {
   case SBX_CTX_KILL_QUOTA:
     snprintf(c->dead_why, sizeof c->dead_why,
@@ -140,32 +137,39 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
              lang);
     c->dead_reason = SBX_RS_CANCELLED;
     c->dead_quota = true;
-    return;
+    break;
   case SBX_CTX_KILL_TIMEOUT:
     snprintf(c->dead_why, sizeof c->dead_why,
              "a run exceeded its timeout: the %s "
              "interpreter was killed and its state is lost; restart the context",
              lang);
     c->dead_reason = SBX_RS_TIMEOUT;
-    return;
+    break;
   case SBX_CTX_KILL_RESTART:
     snprintf(c->dead_why, sizeof c->dead_why, "restarted");
     c->dead_reason = SBX_RS_CANCELLED;
-    return;
+    break;
   case SBX_CTX_KILL_DELETE:
     snprintf(c->dead_why, sizeof c->dead_why, "context deleted");
     c->dead_reason = SBX_RS_CANCELLED;
-    return;
+    break;
   case SBX_CTX_KILL_PROTOCOL:
     snprintf(c->dead_why, sizeof c->dead_why,
              "the %s interpreter did not follow the driver "
              "protocol (no hello in time, a stuck stdin or a reply too large) and was killed",
              lang);
     c->dead_reason = SBX_RS_CANCELLED;
-    return;
+    break;
   case SBX_CTX_KILL_NONE:
     break;
   }
+}
+
+/* Why the interpreter ended when the daemon did not kill it. */
+static void record_end(struct sbx_context *c, int rc, const struct sbx_exec_result *res,
+                       const struct sbx_error *err, bool was_ready)
+{
+  const char *lang = c->language;
   if (rc < 0) {
     snprintf(c->dead_why, sizeof c->dead_why, "%s", err->msg);
   } else if (res->reason == SBX_RS_SHEPHERD_LOST) {
@@ -191,6 +195,18 @@ static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_re
     snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter exited with code %d", lang,
              res->exit_code);
   }
+}
+
+/* Why the interpreter ended, for the context's `error` and a dying run. */
+static void record_death(struct sbx_context *c, int rc, const struct sbx_exec_result *res,
+                         const struct sbx_error *err, bool was_ready)
+{
+  c->dead_reason = res->reason;
+  c->dead_quota = false;
+  if (c->kill != SBX_CTX_KILL_NONE)
+    record_kill(c);
+  else
+    record_end(c, rc, res, err, was_ready);
 }
 
 /* New interpreter: a fresh nonce, a stdin pipe; first line the nonce. */

@@ -109,12 +109,13 @@ static int copy_driver_settings(struct sbx_core *core, const struct sbx_core_con
   return 0;
 }
 
-int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
-                   struct sbx_error *err)
+/* A core holding cfg (defaults for what it leaves at 0) and its locks;
+ * nothing started yet.  NULL when out of memory. */
+static struct sbx_core *core_new(const struct sbx_core_config *cfg)
 {
   struct sbx_core *core = calloc(1, sizeof *core);
   if (!core)
-    return sbx_err_sys(err, ENOMEM, "core");
+    return NULL;
   core->cfg = *cfg;
   if (!core->cfg.workers)
     core->cfg.workers = 4;
@@ -127,11 +128,13 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
   core->state_dir = strdup(cfg->state_dir);
   core->started_at = sbx_wall_s();
   init_sync(core);
-  sbx_trace_start(); /* OTLP export when OTEL_* asks for it */
-  if (!(core->quota = sbx_quota_new(core))) {
-    sbx_err_sys(err, ENOMEM, "quotas");
-    goto fail;
-  }
+  return core;
+}
+
+/* What the drivers are told of this host, and their settings. */
+static int setup_driver_env(struct sbx_core *core, const struct sbx_core_config *cfg,
+                            struct sbx_error *err)
+{
   core->drv_env = (struct sbx_driver_env){
       .state_dir = core->state_dir,
       .init_path = cfg->init_path,
@@ -141,7 +144,21 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
       .kvm_probe_timeout_ms =
           (cfg->gvisor_kvm_timeout_s ? cfg->gvisor_kvm_timeout_s : 2) * 1000u,
       .kvm_off = cfg->gvisor_kvm_off};
-  if (copy_driver_settings(core, cfg, err) < 0)
+  return copy_driver_settings(core, cfg, err);
+}
+
+int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
+                   struct sbx_error *err)
+{
+  struct sbx_core *core = core_new(cfg);
+  if (!core)
+    return sbx_err_sys(err, ENOMEM, "core");
+  sbx_trace_start(); /* OTLP export when OTEL_* asks for it */
+  if (!(core->quota = sbx_quota_new(core))) {
+    sbx_err_sys(err, ENOMEM, "quotas");
+    goto fail;
+  }
+  if (setup_driver_env(core, cfg, err) < 0)
     goto fail;
   if (sbx_profiles_build(cfg->profiles, cfg->nprofiles, cfg->default_profile, &core->profiles,
                          err) < 0)

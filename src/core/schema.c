@@ -276,64 +276,87 @@ int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
   return sbx_schema_exec_ex(body, max_timeout_s, allow_background, false, out, err);
 }
 
+/* What runs: command, or language+code (or neither, when allowed). */
+static int parse_program(json_t *body, bool allow_no_command, struct sbx_exec_spec *out,
+                         struct sbx_error *err)
+{
+  json_t *cmd = json_object_get(body, "command"), *lang = json_object_get(body, "language");
+  json_t *code = json_object_get(body, "code");
+  if (cmd && lang)
+    return bad_value(err, "command", "give either command or language+code, not both",
+                     "donner command ou language+code, pas les deux");
+  if (cmd)
+    return code ? bad_value(err, "code", "code goes with language, not with command",
+                            "code va avec language, pas avec command")
+                : parse_command(cmd, &out->argv, err);
+  if (lang)
+    return parse_language(lang, code, out, err);
+  if (allow_no_command)
+    return code ? bad_value(err, "code", "code goes with language", "code va avec language") : 0;
+  return bad_value(err, "command", "command or language+code is required",
+                   "command ou language+code est requis");
+}
+
+/* -1 with err untouched when out of memory (the caller says so). */
+static int parse_stdin(json_t *v, struct sbx_exec_spec *out, struct sbx_error *err)
+{
+  if (!json_is_string(v))
+    return bad_type(err, "stdin", "a string", "une chaîne");
+  out->stdin_len = json_string_length(v);
+  out->stdin_data = malloc(out->stdin_len + 1);
+  if (!out->stdin_data)
+    return -1;
+  memcpy(out->stdin_data, json_string_value(v), out->stdin_len + 1);
+  return 0;
+}
+
+/* -1 with err untouched when out of memory (the caller says so). */
+static int parse_cwd(json_t *v, struct sbx_exec_spec *out, struct sbx_error *err)
+{
+  const char *cwd = plain_string(v, 4095, "cwd", err);
+  if (!cwd || sbx_schema_path(cwd, "cwd", err) < 0 || !(out->cwd = strdup(cwd)))
+    return -1;
+  return 0;
+}
+
+static int parse_background(json_t *v, bool allow_background, struct sbx_exec_spec *out,
+                            struct sbx_error *err)
+{
+  if (!json_is_boolean(v))
+    return bad_type(err, "background", "a boolean", "un booléen");
+  out->background = json_is_true(v);
+  if (out->background && !allow_background)
+    return bad_value(err, "background", "background processes are not available in this version",
+                     "les processus en arrière-plan ne sont pas disponibles dans cette version");
+  return 0;
+}
+
+/* body's member key, NULL when absent or null. */
+static json_t *member(json_t *body, const char *key)
+{
+  json_t *v = json_object_get(body, key);
+  return v && !json_is_null(v) ? v : NULL;
+}
+
 int sbx_schema_exec_ex(json_t *body, uint64_t max_timeout_s, bool allow_background,
                        bool allow_no_command, struct sbx_exec_spec *out, struct sbx_error *err)
 {
   memset(out, 0, sizeof *out);
-  json_t *cmd = json_object_get(body, "command"), *lang = json_object_get(body, "language");
-  json_t *code = json_object_get(body, "code");
-  int rc;
-  if (cmd && lang)
-    rc = bad_value(err, "command", "give either command or language+code, not both",
-                   "donner command ou language+code, pas les deux");
-  else if (cmd)
-    rc = code ? bad_value(err, "code", "code goes with language, not with command",
-                          "code va avec language, pas avec command")
-              : parse_command(cmd, &out->argv, err);
-  else if (lang)
-    rc = parse_language(lang, code, out, err);
-  else if (allow_no_command)
-    rc = code ? bad_value(err, "code", "code goes with language", "code va avec language") : 0;
-  else
-    rc = bad_value(err, "command", "command or language+code is required",
-                   "command ou language+code est requis");
-  if (rc < 0)
-    goto fail;
   json_t *v;
-  if ((v = json_object_get(body, "stdin")) && !json_is_null(v)) {
-    if (!json_is_string(v)) {
-      bad_type(err, "stdin", "a string", "une chaîne");
-      goto fail;
-    }
-    out->stdin_len = json_string_length(v);
-    out->stdin_data = malloc(out->stdin_len + 1);
-    if (!out->stdin_data)
-      goto fail;
-    memcpy(out->stdin_data, json_string_value(v), out->stdin_len + 1);
-  }
+  if (parse_program(body, allow_no_command, out, err) < 0)
+    goto fail;
+  if ((v = member(body, "stdin")) && parse_stdin(v, out, err) < 0)
+    goto fail;
   if (sbx_schema_env(json_object_get(body, "env"), "env", &out->env, err) < 0)
     goto fail;
-  if ((v = json_object_get(body, "cwd")) && !json_is_null(v)) {
-    const char *cwd = plain_string(v, 4095, "cwd", err);
-    if (!cwd || sbx_schema_path(cwd, "cwd", err) < 0 || !(out->cwd = strdup(cwd)))
-      goto fail;
-  }
-  if ((v = json_object_get(body, "timeout_s")) && !json_is_null(v) &&
+  if ((v = member(body, "cwd")) && parse_cwd(v, out, err) < 0)
+    goto fail;
+  if ((v = member(body, "timeout_s")) &&
       parse_timeout(v, max_timeout_s, "timeout_s", &out->timeout_s, err) < 0)
     goto fail;
-  if ((v = json_object_get(body, "background")) && !json_is_null(v)) {
-    if (!json_is_boolean(v)) {
-      bad_type(err, "background", "a boolean", "un booléen");
-      goto fail;
-    }
-    out->background = json_is_true(v);
-    if (out->background && !allow_background) {
-      bad_value(err, "background", "background processes are not available in this version",
-                "les processus en arrière-plan ne sont pas disponibles dans cette version");
-      goto fail;
-    }
-  }
-  if ((v = json_object_get(body, "pty")) && !json_is_null(v) && parse_pty(v, out, err) < 0)
+  if ((v = member(body, "background")) && parse_background(v, allow_background, out, err) < 0)
+    goto fail;
+  if ((v = member(body, "pty")) && parse_pty(v, out, err) < 0)
     goto fail;
   return 0;
 fail:

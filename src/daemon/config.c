@@ -5,6 +5,7 @@
 #include <ini.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,105 +159,194 @@ size_t sbx_config_driver_settings(const struct sbx_config *c, struct sbx_core_se
   return n;
 }
 
+/* ---- [server] settings ---- */
+
+/* One [server] setting: its name in the config file, its environment
+ * variable and its flag (NULL: none), and set, which parses a value into
+ * the field at off (size bytes; a number up to max).  set NULL: a quota
+ * setting (core/quota_config.c parses it) listed for its variable. */
+struct server_setting {
+  const char *key, *env, *flag;
+  int (*set)(struct sbx_config *c, const struct server_setting *s, const char *v,
+             struct sbx_error *err);
+  size_t off, size;
+  uint64_t max;
+};
+
+static void *field(struct sbx_config *c, const struct server_setting *s)
+{
+  return (char *)c + s->off;
+}
+
+static int set_string(struct sbx_config *c, const struct server_setting *s, const char *v,
+                      struct sbx_error *err)
+{
+  if (strlen(v) >= s->size)
+    return sbx_err_set(err, SBX_E_INVALID, 0, "%s: value too long", s->key);
+  snprintf(field(c, s), s->size, "%s", v);
+  return 0;
+}
+
+/* A whole number from 1 to max. */
+static int set_count(struct sbx_config *c, const struct server_setting *s, const char *v,
+                     struct sbx_error *err)
+{
+  uint64_t n;
+  if (parse_uint(v, s->max, &n) < 0 || n == 0)
+    return sbx_err_set(err, SBX_E_INVALID, 0, "%s: a whole number up to %llu", s->key,
+                       (unsigned long long)s->max);
+  *(unsigned *)field(c, s) = (unsigned)n;
+  return 0;
+}
+
+/* A whole number from 0 to max (seconds, or a limit where 0 is none). */
+static int set_int64(struct sbx_config *c, const struct server_setting *s, const char *v,
+                     struct sbx_error *err)
+{
+  uint64_t n;
+  if (parse_uint(v, s->max, &n) < 0)
+    return sbx_err_set(err, SBX_E_INVALID, 0, "%s: a whole number up to %llu", s->key,
+                       (unsigned long long)s->max);
+  *(int64_t *)field(c, s) = (int64_t)n;
+  return 0;
+}
+
+static int set_bool(struct sbx_config *c, const struct server_setting *s, const char *v,
+                    struct sbx_error *err)
+{
+  return parse_bool(v, field(c, s)) < 0
+             ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", s->key)
+             : 0;
+}
+
+/* auto or off, into a bool that says off. */
+static int set_off(struct sbx_config *c, const struct server_setting *s, const char *v,
+                   struct sbx_error *err)
+{
+  if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
+    return sbx_err_set(err, SBX_E_INVALID, 0, "%s: auto or off", s->key);
+  *(bool *)field(c, s) = !strcmp(v, "off");
+  return 0;
+}
+
+/* Pull the images a request names when they are missing, or never. */
+static int set_pull(struct sbx_config *c, const struct server_setting *s, const char *v,
+                    struct sbx_error *err)
+{
+  c->image_pull = !strcmp(v, "missing") ? 0 : !strcmp(v, "never") ? 1 : -1;
+  return c->image_pull < 0 ? sbx_err_set(err, SBX_E_INVALID, 0, "pull: missing or never") : 0;
+}
+
+/* Repeatable; a comma list from the environment. */
+static int set_resolve(struct sbx_config *c, const struct server_setting *s, const char *v,
+                       struct sbx_error *err)
+{
+  return add_resolve(c, v, err);
+}
+
+static int set_log_level(struct sbx_config *c, const struct server_setting *s, const char *v,
+                         struct sbx_error *err)
+{
+  return sbx_log_parse_level(v, &c->log_level) < 0
+             ? sbx_err_set(err, SBX_E_INVALID, 0, "log_level: debug, info, warn or error")
+             : 0;
+}
+
+static int set_log_format(struct sbx_config *c, const struct server_setting *s, const char *v,
+                          struct sbx_error *err)
+{
+  c->log_json = !strcmp(v, "json") ? 1 : !strcmp(v, "text") ? 0 : !strcmp(v, "auto") ? -1 : -2;
+  return c->log_json == -2 ? sbx_err_set(err, SBX_E_INVALID, 0, "log_format: auto, text or json")
+                           : 0;
+}
+
+static int set_max_body(struct sbx_config *c, const struct server_setting *s, const char *v,
+                        struct sbx_error *err)
+{
+  return sbx_parse_bytes(v, &c->max_body) < 0 || c->max_body == 0
+             ? sbx_err_set(err, SBX_E_INVALID, 0, "max_body: a size like 32Mi")
+             : 0;
+}
+
+/* The field f of struct sbx_config as (off, size), checked to be of type T
+ * (an array as a pointer) so that a row cannot write the wrong width. */
+#define CFG(f) (((struct sbx_config *)0)->f)
+#define FIELD(f, T) _Generic(CFG(f), T : offsetof(struct sbx_config, f)), sizeof CFG(f)
+
+/* The environment is read in this order (the first bad variable is the
+ * one reported); a key not here is a quota's (sbx_quota_config_set). */
+static const struct server_setting server_settings[] = {
+    {"listen", "SANDBOXD_LISTEN", "--listen", set_string, FIELD(listen, char *)},
+    {"state_dir", "SANDBOXD_STATE_DIR", "--state-dir", set_string, FIELD(state_dir, char *)},
+    {"database", "SANDBOXD_DATABASE_URL", "--database", set_string, FIELD(database_url, char *)},
+    {"sbx_init", "SANDBOXD_INIT", "--sbx-init", set_string, FIELD(init_path, char *)},
+    {"runsc", "SANDBOXD_RUNSC", NULL, set_string, FIELD(runsc_path, char *)},
+    {"log_level", "SANDBOXD_LOG_LEVEL", "--log-level", set_log_level},
+    {"log_format", "SANDBOXD_LOG_FORMAT", "--log-format", set_log_format},
+    {"default_profile", "SANDBOXD_DEFAULT_PROFILE", "--default-profile", set_string,
+     FIELD(default_profile, char *)},
+    {"workers", "SANDBOXD_WORKERS", "--workers", set_count, FIELD(workers, unsigned), 256},
+    {"idle_timeout", "SANDBOXD_IDLE_TIMEOUT", "--idle-timeout", set_int64,
+     FIELD(idle_timeout_s, int64_t), 365 * 86400},
+    /* the flag alone turns it on (sbx_config_flag) */
+    {"enable_unsafe_process_driver", "SANDBOXD_ENABLE_UNSAFE_PROCESS_DRIVER",
+     "--enable-unsafe-process-driver", set_bool, FIELD(unsafe_process_driver, bool)},
+    {"finops_url", "SANDBOXD_FINOPS_URL", NULL, set_string, FIELD(finops_url, char *)},
+    {"metrics_auth", "SANDBOXD_METRICS_AUTH", NULL, set_bool, FIELD(metrics_auth, bool)},
+    {"resolve", "SANDBOXD_RESOLVE", "--resolve", set_resolve},
+    {"dns_upstream", "SANDBOXD_DNS_UPSTREAM", "--dns-upstream", set_string,
+     FIELD(dns_upstream, char *)},
+    {"net_pool4", "SANDBOXD_NET_POOL4", "--net-pool4", set_string, FIELD(net_pool4, char *)},
+    {"net_pool6", "SANDBOXD_NET_POOL6", "--net-pool6", set_string, FIELD(net_pool6, char *)},
+    {"pull", "SANDBOXD_PULL", "--pull", set_pull},
+    {"probe_timeout", "SANDBOXD_PROBE_TIMEOUT", "--probe-timeout", set_count,
+     FIELD(probe_timeout_s, unsigned), 600},
+    {"probe_wait", "SANDBOXD_PROBE_WAIT", "--probe-wait", set_count,
+     FIELD(probe_wait_s, unsigned), 600},
+    /* off: never try runsc's KVM platform */
+    {"gvisor_kvm", "SANDBOXD_GVISOR_KVM", "--gvisor-kvm", set_off, FIELD(gvisor_kvm_off, bool)},
+    {"gvisor_kvm_timeout", "SANDBOXD_GVISOR_KVM_TIMEOUT", "--gvisor-kvm-timeout", set_count,
+     FIELD(gvisor_kvm_timeout_s, unsigned), 600},
+    /* off: image layers as shifted copies */
+    {"image_layer_idmap", "SANDBOXD_IMAGE_LAYER_IDMAP", "--image-layer-idmap", set_off,
+     FIELD(image_layer_idmap_off, bool)},
+    {"workers_per_tenant", "SANDBOXD_WORKERS_PER_TENANT", "--workers-per-tenant", set_count,
+     FIELD(workers_per_tenant, unsigned), 256},
+    {"queue_max_per_tenant", "SANDBOXD_QUEUE_MAX_PER_TENANT", "--queue-max-per-tenant",
+     set_count, FIELD(queue_max_per_tenant, unsigned), 1000000},
+    {"output_memory", "SANDBOXD_OUTPUT_MEMORY"}, /* core/resources.c */
+    {"output_memory_per_tenant", "SANDBOXD_OUTPUT_MEMORY_PER_TENANT"},
+    {"fds_per_session", "SANDBOXD_FDS_PER_SESSION"},
+    {"fds_per_tenant", "SANDBOXD_FDS_PER_TENANT"},
+    {"max_connections", "SANDBOXD_MAX_CONNECTIONS", "--max-connections", set_count,
+     FIELD(max_connections, unsigned), 1000000},
+    /* these two: 0 is none */
+    {"max_connections_per_client", "SANDBOXD_MAX_CONNECTIONS_PER_CLIENT",
+     "--max-connections-per-client", set_int64, FIELD(max_connections_per_client, int64_t),
+     1000000},
+    {"request_head_timeout", "SANDBOXD_REQUEST_HEAD_TIMEOUT", "--request-head-timeout",
+     set_int64, FIELD(request_head_timeout_s, int64_t), 3600},
+    {"e2b_templates", "SANDBOXD_E2B_TEMPLATES", "--e2b-templates", set_string,
+     FIELD(e2b_templates, char *)},
+    {"max_body", NULL, "--max-body", set_max_body},
+    {"queue_max", NULL, NULL, set_count, FIELD(queue_max, unsigned), 1000000},
+    {"max_sessions_per_tenant", NULL, NULL, set_count, FIELD(max_sessions_per_tenant, unsigned),
+     1000000},
+    {"session_ttl", NULL, NULL, set_int64, FIELD(session_ttl_s, int64_t), 365 * 86400},
+    {"session_max_ttl", NULL, NULL, set_int64, FIELD(session_max_ttl_s, int64_t), 365 * 86400},
+};
+#undef FIELD
+#undef CFG
+
+#define NSERVER (sizeof server_settings / sizeof server_settings[0])
+
 /* One server setting by name; shared by file, env and flags. */
 static int set_server(struct sbx_config *c, const char *key, const char *v,
                       struct sbx_error *err)
 {
-  uint64_t n;
-  bool b;
-#define STR(name, field)                                                                        \
-  if (!strcmp(key, name)) {                                                                     \
-    if (strlen(v) >= sizeof c->field)                                                           \
-      return sbx_err_set(err, SBX_E_INVALID, 0, "%s: value too long", key);                     \
-    snprintf(c->field, sizeof c->field, "%s", v);                                               \
-    return 0;                                                                                   \
-  }
-  STR("listen", listen)
-  STR("state_dir", state_dir)
-  STR("database", database_url)
-  STR("sbx_init", init_path)
-  STR("runsc", runsc_path)
-  STR("default_profile", default_profile)
-  STR("finops_url", finops_url)
-  STR("dns_upstream", dns_upstream)
-  STR("net_pool4", net_pool4)
-  STR("net_pool6", net_pool6)
-  STR("e2b_templates", e2b_templates)
-#undef STR
-  if (!strcmp(key, "pull")) { /* pull images a request names when missing? */
-    c->image_pull = !strcmp(v, "missing") ? 0 : !strcmp(v, "never") ? 1 : -1;
-    return c->image_pull < 0 ? sbx_err_set(err, SBX_E_INVALID, 0, "pull: missing or never") : 0;
-  }
-  if (!strcmp(key, "resolve")) /* repeatable; a comma list from the environment */
-    return add_resolve(c, v, err);
-  if (!strcmp(key, "log_level"))
-    return sbx_log_parse_level(v, &c->log_level) < 0
-               ? sbx_err_set(err, SBX_E_INVALID, 0, "log_level: debug, info, warn or error")
-               : 0;
-  if (!strcmp(key, "log_format")) {
-    c->log_json = !strcmp(v, "json") ? 1 : !strcmp(v, "text") ? 0 : !strcmp(v, "auto") ? -1 : -2;
-    return c->log_json == -2
-               ? sbx_err_set(err, SBX_E_INVALID, 0, "log_format: auto, text or json")
-               : 0;
-  }
-  if (!strcmp(key, "max_body"))
-    return sbx_parse_bytes(v, &c->max_body) < 0 || c->max_body == 0
-               ? sbx_err_set(err, SBX_E_INVALID, 0, "max_body: a size like 32Mi")
-               : 0;
-  if (!strcmp(key, "metrics_auth"))
-    return parse_bool(v, &c->metrics_auth) < 0
-               ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", key)
-               : 0;
-  if (!strcmp(key, "gvisor_kvm")) { /* off: never try runsc's KVM platform */
-    if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
-      return sbx_err_set(err, SBX_E_INVALID, 0, "gvisor_kvm: auto or off");
-    c->gvisor_kvm_off = !strcmp(v, "off");
-    return 0;
-  }
-  if (!strcmp(key, "image_layer_idmap")) { /* off: image layers as shifted copies */
-    if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
-      return sbx_err_set(err, SBX_E_INVALID, 0, "image_layer_idmap: auto or off");
-    c->image_layer_idmap_off = !strcmp(v, "off");
-    return 0;
-  }
-  if (!strcmp(key, "enable_unsafe_process_driver"))
-    return parse_bool(v, &c->unsafe_process_driver) < 0
-               ? sbx_err_set(err, SBX_E_INVALID, 0, "%s: true or false", key)
-               : 0;
-  struct {
-    const char *name;
-    uint64_t max;
-    void *field;
-    int is64;
-  } nums[] = {
-      {"workers", 256, &c->workers, 0},
-      {"queue_max", 1000000, &c->queue_max, 0},
-      {"queue_max_per_tenant", 1000000, &c->queue_max_per_tenant, 0},
-      {"workers_per_tenant", 256, &c->workers_per_tenant, 0},
-      {"max_sessions_per_tenant", 1000000, &c->max_sessions_per_tenant, 0},
-      {"session_ttl", 365 * 86400, &c->session_ttl_s, 1},
-      {"session_max_ttl", 365 * 86400, &c->session_max_ttl_s, 1},
-      {"idle_timeout", 365 * 86400, &c->idle_timeout_s, 1},
-      {"probe_timeout", 600, &c->probe_timeout_s, 0},
-      {"probe_wait", 600, &c->probe_wait_s, 0},
-      {"gvisor_kvm_timeout", 600, &c->gvisor_kvm_timeout_s, 0},
-      {"max_connections", 1000000, &c->max_connections, 0},
-      {"max_connections_per_client", 1000000, &c->max_connections_per_client, 1}, /* 0: none */
-      {"request_head_timeout", 3600, &c->request_head_timeout_s, 1},              /* 0: none */
-  };
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-    if (strcmp(key, nums[i].name) != 0)
-      continue;
-    if (parse_uint(v, nums[i].max, &n) < 0 || (n == 0 && !nums[i].is64))
-      return sbx_err_set(err, SBX_E_INVALID, 0, "%s: a whole number up to %llu", key,
-                         (unsigned long long)nums[i].max);
-    if (nums[i].is64)
-      *(int64_t *)nums[i].field = (int64_t)n;
-    else
-      *(unsigned *)nums[i].field = (unsigned)n;
-    return 0;
-  }
-  (void)b;
+  for (size_t i = 0; i < NSERVER; i++)
+    if (server_settings[i].set && !strcmp(key, server_settings[i].key))
+      return server_settings[i].set(c, &server_settings[i], v, err);
   int q = sbx_quota_config_set(&c->quota, NULL, key, v, err); /* quotas */
   if (q != 0)
     return q < 0 ? -1 : 0;
@@ -366,51 +456,13 @@ int sbx_config_load_file(struct sbx_config *c, struct sbx_error *err)
   return 0;
 }
 
-static const struct {
-  const char *env;
-  const char *key;
-} env_map[] = {
-    {"SANDBOXD_LISTEN", "listen"},
-    {"SANDBOXD_STATE_DIR", "state_dir"},
-    {"SANDBOXD_DATABASE_URL", "database"},
-    {"SANDBOXD_INIT", "sbx_init"},
-    {"SANDBOXD_RUNSC", "runsc"},
-    {"SANDBOXD_LOG_LEVEL", "log_level"},
-    {"SANDBOXD_LOG_FORMAT", "log_format"},
-    {"SANDBOXD_DEFAULT_PROFILE", "default_profile"},
-    {"SANDBOXD_WORKERS", "workers"},
-    {"SANDBOXD_IDLE_TIMEOUT", "idle_timeout"},
-    {"SANDBOXD_ENABLE_UNSAFE_PROCESS_DRIVER", "enable_unsafe_process_driver"},
-    {"SANDBOXD_FINOPS_URL", "finops_url"},
-    {"SANDBOXD_METRICS_AUTH", "metrics_auth"},
-    {"SANDBOXD_RESOLVE", "resolve"},
-    {"SANDBOXD_DNS_UPSTREAM", "dns_upstream"},
-    {"SANDBOXD_NET_POOL4", "net_pool4"},
-    {"SANDBOXD_NET_POOL6", "net_pool6"},
-    {"SANDBOXD_PULL", "pull"},
-    {"SANDBOXD_PROBE_TIMEOUT", "probe_timeout"},
-    {"SANDBOXD_PROBE_WAIT", "probe_wait"},
-    {"SANDBOXD_GVISOR_KVM", "gvisor_kvm"},
-    {"SANDBOXD_GVISOR_KVM_TIMEOUT", "gvisor_kvm_timeout"},
-    {"SANDBOXD_IMAGE_LAYER_IDMAP", "image_layer_idmap"},
-    {"SANDBOXD_WORKERS_PER_TENANT", "workers_per_tenant"},
-    {"SANDBOXD_QUEUE_MAX_PER_TENANT", "queue_max_per_tenant"},
-    {"SANDBOXD_OUTPUT_MEMORY", "output_memory"}, /* core/resources.c */
-    {"SANDBOXD_OUTPUT_MEMORY_PER_TENANT", "output_memory_per_tenant"},
-    {"SANDBOXD_FDS_PER_SESSION", "fds_per_session"},
-    {"SANDBOXD_FDS_PER_TENANT", "fds_per_tenant"},
-    {"SANDBOXD_MAX_CONNECTIONS", "max_connections"},
-    {"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT", "max_connections_per_client"},
-    {"SANDBOXD_REQUEST_HEAD_TIMEOUT", "request_head_timeout"},
-    {"SANDBOXD_E2B_TEMPLATES", "e2b_templates"},
-};
-
 int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
 {
-  for (size_t i = 0; i < sizeof env_map / sizeof env_map[0]; i++) {
-    const char *v = getenv(env_map[i].env);
-    if (v && *v && set_server(c, env_map[i].key, v, err) < 0)
-      return sbx_err_prefix(err, "%s", env_map[i].env);
+  for (size_t i = 0; i < NSERVER; i++) {
+    const struct server_setting *s = &server_settings[i];
+    const char *v = s->env ? getenv(s->env) : NULL;
+    if (v && *v && set_server(c, s->key, v, err) < 0)
+      return sbx_err_prefix(err, "%s", s->env);
   }
   for (size_t k = 0; k < SBX_CONFIG_DRIVER_KEYS; k++) {
     const char *v = getenv(driver_keys[k].env);
@@ -419,39 +471,6 @@ int sbx_config_load_env(struct sbx_config *c, struct sbx_error *err)
   }
   return 0;
 }
-
-static const struct {
-  const char *flag;
-  const char *key; /* NULL: boolean flag */
-} flag_map[] = {
-    {"--listen", "listen"},
-    {"--state-dir", "state_dir"},
-    {"--database", "database"},
-    {"--log-level", "log_level"},
-    {"--log-format", "log_format"},
-    {"--default-profile", "default_profile"},
-    {"--workers", "workers"},
-    {"--sbx-init", "sbx_init"},
-    {"--idle-timeout", "idle_timeout"},
-    {"--max-body", "max_body"},
-    {"--resolve", "resolve"},
-    {"--dns-upstream", "dns_upstream"},
-    {"--net-pool4", "net_pool4"},
-    {"--net-pool6", "net_pool6"},
-    {"--pull", "pull"},
-    {"--probe-timeout", "probe_timeout"},
-    {"--probe-wait", "probe_wait"},
-    {"--gvisor-kvm", "gvisor_kvm"},
-    {"--gvisor-kvm-timeout", "gvisor_kvm_timeout"},
-    {"--image-layer-idmap", "image_layer_idmap"},
-    {"--workers-per-tenant", "workers_per_tenant"},
-    {"--queue-max-per-tenant", "queue_max_per_tenant"},
-    {"--max-connections", "max_connections"},
-    {"--max-connections-per-client", "max_connections_per_client"},
-    {"--request-head-timeout", "request_head_timeout"},
-    {"--e2b-templates", "e2b_templates"},
-    {"--enable-unsafe-process-driver", NULL},
-};
 
 int sbx_config_flag(struct sbx_config *c, int argc, char **argv, int i, struct sbx_error *err)
 {
@@ -462,19 +481,20 @@ int sbx_config_flag(struct sbx_config *c, int argc, char **argv, int i, struct s
     snprintf(c->config_file, sizeof c->config_file, "%s", argv[i + 1]);
     return 2;
   }
-  for (size_t k = 0; k < sizeof flag_map / sizeof flag_map[0]; k++) {
-    size_t fl = strlen(flag_map[k].flag);
-    if (strncmp(arg, flag_map[k].flag, fl) != 0 || (arg[fl] != '\0' && arg[fl] != '='))
+  for (size_t k = 0; k < NSERVER; k++) {
+    const struct server_setting *s = &server_settings[k];
+    size_t fl = s->flag ? strlen(s->flag) : 0;
+    if (!fl || strncmp(arg, s->flag, fl) != 0 || (arg[fl] != '\0' && arg[fl] != '='))
       continue;
-    if (!flag_map[k].key) {
-      c->unsafe_process_driver = true;
+    if (s->set == set_bool) { /* a switch: present means true */
+      *(bool *)field(c, s) = true;
       return 1;
     }
     if (arg[fl] == '=')
-      return set_server(c, flag_map[k].key, arg + fl + 1, err) < 0 ? -1 : 1;
+      return set_server(c, s->key, arg + fl + 1, err) < 0 ? -1 : 1;
     if (i + 1 >= argc)
-      return sbx_err_set(err, SBX_E_INVALID, 0, "%s needs a value", flag_map[k].flag);
-    return set_server(c, flag_map[k].key, argv[i + 1], err) < 0 ? -1 : 2;
+      return sbx_err_set(err, SBX_E_INVALID, 0, "%s needs a value", s->flag);
+    return set_server(c, s->key, argv[i + 1], err) < 0 ? -1 : 2;
   }
   return 0;
 }

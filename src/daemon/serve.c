@@ -39,31 +39,24 @@ static int lock_state_dir(const char *dir, struct sbx_error *err)
   return fd;
 }
 
-int sbx_cmd_serve(struct sbx_config *cfg)
+/* Signals are taken synchronously by the serving thread only: block them
+ * before any thread starts so every thread inherits the mask. */
+static void block_stop_signals(sigset_t *set)
 {
-  struct sbx_error err = {0};
-  sbx_log_init(cfg->log_level, cfg->log_json);
-  if (sbx_config_finish(cfg, &err) < 0) {
-    sbx_error("serve", "%s", err.msg);
-    return 1;
-  }
-  int lock_fd = lock_state_dir(cfg->state_dir, &err);
-  if (lock_fd < 0) {
-    sbx_error("serve", "%s", err.msg);
-    return 1;
-  }
-  /* Signals are taken synchronously by this thread only: block them before
-   * any thread starts so every thread inherits the mask. */
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  sigemptyset(set);
+  sigaddset(set, SIGTERM);
+  sigaddset(set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, set, NULL);
   signal(SIGPIPE, SIG_IGN);
+}
 
-  struct sbx_core_setting dset[SBX_CONFIG_DRIVER_SETTINGS];
+/* The core's settings from the daemon's (pointing into cfg); dset, of
+ * SBX_CONFIG_DRIVER_SETTINGS entries, holds the driver settings and must
+ * live as long as the result. */
+static struct sbx_core_config core_config(struct sbx_config *cfg, struct sbx_core_setting *dset)
+{
   size_t ndset = sbx_config_driver_settings(cfg, dset, SBX_CONFIG_DRIVER_SETTINGS);
-  struct sbx_core_config cc = {
+  return (struct sbx_core_config){
       .state_dir = cfg->state_dir,
       .database_url = cfg->database_url,
       .init_path = cfg->init_path,
@@ -95,12 +88,14 @@ int sbx_cmd_serve(struct sbx_config *cfg)
       .driver_settings = dset,
       .ndriver_settings = ndset,
   };
-  struct sbx_core *core;
-  if (sbx_core_start(&cc, &core, &err) < 0) {
-    sbx_error("serve", "starting: %s", err.msg);
-    close(lock_fd);
-    return 1;
-  }
+}
+
+/* Serves core over HTTP until SIGTERM or SIGINT, then stops accepting,
+ * stops the core and waits for the requests in flight.  -1 (logged) when
+ * the server cannot start. */
+static int serve_until_signal(const struct sbx_config *cfg, struct sbx_core *core,
+                              const sigset_t *set)
+{
   struct sbx_server_config sc = {.listen = cfg->listen,
                                  .max_body_bytes = cfg->max_body,
                                  .max_connections = cfg->max_connections,
@@ -109,24 +104,51 @@ int sbx_cmd_serve(struct sbx_config *cfg)
                                  .head_timeout_s = (unsigned)cfg->request_head_timeout_s,
                                  .e2b_templates = cfg->e2b_templates};
   struct sbx_server *srv;
+  struct sbx_error err = {0};
   if (sbx_server_start(&sc, core, &srv, &err) < 0) {
     sbx_error("serve", "%s", err.msg);
-    sbx_core_stop(core);
-    sbx_core_free(core);
-    close(lock_fd);
-    return 1;
+    return -1;
   }
   sbx_info("serve", "sandboxd listening on %s (port %u), state in %s", cfg->listen,
            sbx_server_port(srv), cfg->state_dir);
   int sig = 0;
-  while (sigwait(&set, &sig) != 0)
+  while (sigwait(set, &sig) != 0)
     ;
   sbx_info("serve", "received %s: shutting down", strsignal(sig));
   sbx_server_quiesce(srv);
   sbx_core_stop(core);  /* cancels running execs, so blocked handlers return */
   sbx_server_stop(srv); /* waits for in-flight requests, which may use the store */
-  sbx_core_free(core);
-  sbx_info("serve", "stopped");
-  close(lock_fd);
   return 0;
+}
+
+int sbx_cmd_serve(struct sbx_config *cfg)
+{
+  struct sbx_error err = {0};
+  sbx_log_init(cfg->log_level, cfg->log_json);
+  if (sbx_config_finish(cfg, &err) < 0) {
+    sbx_error("serve", "%s", err.msg);
+    return 1;
+  }
+  int lock_fd = lock_state_dir(cfg->state_dir, &err);
+  if (lock_fd < 0) {
+    sbx_error("serve", "%s", err.msg);
+    return 1;
+  }
+  sigset_t set;
+  block_stop_signals(&set);
+  struct sbx_core_setting dset[SBX_CONFIG_DRIVER_SETTINGS];
+  struct sbx_core_config cc = core_config(cfg, dset);
+  struct sbx_core *core;
+  if (sbx_core_start(&cc, &core, &err) < 0) {
+    sbx_error("serve", "starting: %s", err.msg);
+    close(lock_fd);
+    return 1;
+  }
+  int rc = serve_until_signal(cfg, core, &set);
+  sbx_core_stop(core); /* already stopped after a signal: a no-op then */
+  sbx_core_free(core);
+  if (rc == 0)
+    sbx_info("serve", "stopped");
+  close(lock_fd);
+  return rc < 0 ? 1 : 0;
 }

@@ -371,9 +371,97 @@ static int fetch_manifest(struct client *cl, const char *reference, char **body,
 
 /* ---- blobs --------------------------------------------------------------- */
 
+/* Opens (creating it) the partial download at part and takes its lock,
+ * which keeps two pullers from writing it at once. */
+static int open_partial(const char *part, struct sbx_error *err)
+{
+  int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return sbx_err_sys(err, errno, "open %s", part);
+  while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+    ;
+  return fd;
+}
+
+/* Starts h over the bytes a previous download left in fd (emptied first
+ * when it holds more than size) and says in *have how many there are. */
+static int hash_partial(int fd, const char *part, uint64_t size, struct img_hash *h,
+                        uint64_t *have, struct sbx_error *err)
+{
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return sbx_err_sys(err, errno, "stat %s", part);
+  *have = (uint64_t)st.st_size;
+  if (*have > size) {
+    if (ftruncate(fd, 0) < 0)
+      return sbx_err_sys(err, errno, "truncate %s", part);
+    *have = 0;
+  }
+  img_hash_init(h);
+  char buf[1 << 16];
+  for (uint64_t off = 0; off < *have;) {
+    ssize_t n = pread(fd, buf, sizeof buf, (off_t)off);
+    if (n <= 0)
+      return sbx_err_sys(err, n < 0 ? errno : EIO, "read %s", part);
+    img_hash_update(h, buf, (size_t)n);
+    off += (uint64_t)n;
+  }
+  return 0;
+}
+
+/* GETs the rest of blob d, from r->done on, into r's file and hash; starts
+ * over when the registry ignores the range.  A download that sent more
+ * than d announced is removed (not worth resuming). */
+static int download_rest(struct client *cl, const struct img_desc *d, const char *part,
+                         struct resp *r, struct sbx_error *err)
+{
+  char path[900];
+  snprintf(path, sizeof path, "/v2/%s/blobs/%s", cl->ref->repository, d->digest);
+  uint64_t have = r->done;
+  int rc = get(cl, path, NULL, have, r, err);
+  if (rc == 0 && r->status == 200 && have) {
+    /* the registry ignored the Range: start over */
+    sbx_info(IMG_SUB, "registry ignored the range request for %.19s", d->digest);
+    sbx_buf_free(&r->body);
+    if (ftruncate(r->fd, 0) < 0 || lseek(r->fd, 0, SEEK_SET) < 0)
+      return sbx_err_sys(err, errno, "truncate %s", part);
+    img_hash_init(r->hash);
+    r->done = have = 0;
+    rc = get(cl, path, NULL, 0, r, err);
+  }
+  if (rc == 0 && r->status != 200 && r->status != 206 && !(r->status == 416 && have))
+    rc = status_error(cl, r, "blob of", err);
+  free(r->buf);
+  if (rc < 0) {
+    if (r->overflow)
+      unlink(part);
+    return sbx_err_prefix(err, "blob %.19s", d->digest);
+  }
+  return 0;
+}
+
+/* Moves the downloaded part into the store once its size (done bytes) and
+ * hash h match d; a corrupt one is removed, resuming it would only fail
+ * again. */
+static int commit_part(int fd, const char *part, const struct img_desc *d, uint64_t done,
+                       struct img_hash *h, struct sbx_error *err)
+{
+  char got[IMG_DIGEST_LEN];
+  img_hash_final(h, got);
+  if (done != (uint64_t)d->size || img_digest_check(d->digest, d->digest, got, err) < 0) {
+    unlink(part);
+    if (done != (uint64_t)d->size)
+      return sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "blob %s: got %llu of %lld bytes", d->digest,
+                         (unsigned long long)done, (long long)d->size);
+    return -1;
+  }
+  if (fsync(fd) < 0)
+    return sbx_err_sys(err, errno, "fsync %s", part);
+  return img_blob_commit_file(part, d->digest, err);
+}
+
 /* Downloads one blob into the store unless it is there.  A partial file
- * under tmp/dl-<hex> is resumed (its bytes hashed again first); its flock
- * keeps two pullers from writing it at once. */
+ * under tmp/dl-<hex> is resumed (its bytes hashed again first). */
 static int fetch_blob(struct client *cl, const struct img_desc *d, sbx_image_progress_fn cb,
                       void *ud, struct sbx_error *err)
 {
@@ -381,37 +469,18 @@ static int fetch_blob(struct client *cl, const struct img_desc *d, sbx_image_pro
     return 0;
   char part[PATH_MAX];
   snprintf(part, sizeof part, "%s/tmp/dl-%s", img_root(), d->digest + 7);
-  _cleanup_close_ int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  _cleanup_close_ int fd = open_partial(part, err);
   if (fd < 0)
-    return sbx_err_sys(err, errno, "open %s", part);
-  while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
-    ;
+    return -1;
   if (img_blob_exists(d->digest)) /* another puller finished it meanwhile */
     return 0;
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    return sbx_err_sys(err, errno, "stat %s", part);
-  uint64_t have = (uint64_t)st.st_size;
-  if (have > (uint64_t)d->size) {
-    if (ftruncate(fd, 0) < 0)
-      return sbx_err_sys(err, errno, "truncate %s", part);
-    have = 0;
-  }
   struct img_hash h;
-  img_hash_init(&h);
-  char buf[1 << 16];
-  for (uint64_t off = 0; off < have;) {
-    ssize_t n = pread(fd, buf, sizeof buf, (off_t)off);
-    if (n <= 0)
-      return sbx_err_sys(err, n < 0 ? errno : EIO, "read %s", part);
-    img_hash_update(&h, buf, (size_t)n);
-    off += (uint64_t)n;
-  }
+  uint64_t have = 0;
+  if (hash_partial(fd, part, (uint64_t)d->size, &h, &have, err) < 0)
+    return -1;
   if (have)
     sbx_info(IMG_SUB, "resuming %.19s at %llu of %lld bytes", d->digest,
              (unsigned long long)have, (long long)d->size);
-  char path[900];
-  snprintf(path, sizeof path, "/v2/%s/blobs/%s", cl->ref->repository, d->digest);
   struct resp r = {.fd = fd,
                    .max = ERR_BODY_MAX,
                    .hash = &h,
@@ -421,40 +490,9 @@ static int fetch_blob(struct client *cl, const struct img_desc *d, sbx_image_pro
                    .cb = cb,
                    .ud = ud};
   lseek(fd, (off_t)have, SEEK_SET);
-  int rc = 0;
-  if (have < (uint64_t)d->size || d->size == 0) {
-    rc = get(cl, path, NULL, have, &r, err);
-    if (rc == 0 && r.status == 200 && have) {
-      /* the registry ignored the Range: start over */
-      sbx_info(IMG_SUB, "registry ignored the range request for %.19s", d->digest);
-      sbx_buf_free(&r.body);
-      if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
-        return sbx_err_sys(err, errno, "truncate %s", part);
-      img_hash_init(&h);
-      r.done = have = 0;
-      rc = get(cl, path, NULL, 0, &r, err);
-    }
-    if (rc == 0 && r.status != 200 && r.status != 206 && !(r.status == 416 && have))
-      rc = status_error(cl, &r, "blob of", err);
-  }
-  free(r.buf);
-  if (rc < 0) {
-    if (r.overflow)
-      unlink(part); /* more bytes than announced: not worth resuming */
-    return sbx_err_prefix(err, "blob %.19s", d->digest);
-  }
-  char got[IMG_DIGEST_LEN];
-  img_hash_final(&h, got);
-  if (r.done != (uint64_t)d->size || img_digest_check(d->digest, d->digest, got, err) < 0) {
-    unlink(part); /* corrupt: resuming it would only fail again */
-    if (r.done != (uint64_t)d->size)
-      return sbx_err_set(err, SBX_E_BAD_GATEWAY, 0, "blob %s: got %llu of %lld bytes", d->digest,
-                         (unsigned long long)r.done, (long long)d->size);
+  if ((have < (uint64_t)d->size || d->size == 0) && download_rest(cl, d, part, &r, err) < 0)
     return -1;
-  }
-  if (fsync(fd) < 0)
-    return sbx_err_sys(err, errno, "fsync %s", part);
-  return img_blob_commit_file(part, d->digest, err);
+  return commit_part(fd, part, d, r.done, &h, err);
 }
 
 /* ---- the pull ------------------------------------------------------------ */

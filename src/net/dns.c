@@ -171,6 +171,128 @@ static size_t rcode_only(uint8_t *r, size_t len, unsigned rcode)
   return len;
 }
 
+/* Reads the one question of a standard query into name, qtype and qclass;
+ * returns ns_r_noerror, or the rcode to answer when q is not one. */
+static unsigned read_question(const uint8_t *q, size_t qlen, char name[NS_MAXDNAME],
+                              unsigned *qtype, unsigned *qclass)
+{
+  if ((q[2] >> 3) & 0x0f)
+    return ns_r_notimpl;
+  if (q[4] != 0 || q[5] != 1 || q[6] || q[7] || q[8] || q[9])
+    return ns_r_formerr;
+  int l = dn_expand(q, q + qlen, q + 12, name, NS_MAXDNAME);
+  if (l < 0 || 12 + (size_t)l + 4 > qlen)
+    return ns_r_formerr;
+  *qtype = (unsigned)q[12 + l] << 8 | q[13 + l];
+  *qclass = (unsigned)q[14 + l] << 8 | q[15 + l];
+  return ns_r_noerror;
+}
+
+/* The sandbox whose address from is, and its policy (the caller frees it). */
+static int find_peer(const struct sockaddr_storage *from, struct sbx_net_peer *peer,
+                     struct sbx_net_policy **p)
+{
+  int fam = from->ss_family;
+  const void *src = fam == AF_INET
+                        ? (const void *)&((const struct sockaddr_in *)from)->sin_addr
+                        : (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr;
+  return sbx_net_registry_find(fam, src, peer, p);
+}
+
+/* Echoes the question after the header (the asker's case, some check it);
+ * returns the reply's length so far. */
+static size_t put_question(uint8_t *r, const char *name, unsigned qtype, unsigned qclass)
+{
+  r[5] = 1;
+  size_t len = 12 + put_name(r + 12, name);
+  put16(r + len, qtype);
+  put16(r + len + 2, qclass);
+  return len + 4;
+}
+
+/* The addresses an answer hands out, all of one family. */
+struct answers {
+  int family;
+  int n;
+  unsigned ttl;
+  uint8_t addr[MAX_ANSWERS][16];
+};
+
+/* Resolves norm, which rule allows, for an A or AAAA question: keeps in a
+ * the addresses that may be handed out, records the decision and returns
+ * the rcode. */
+static unsigned resolve_allowed(const struct sbx_net_peer *peer, const struct sbx_net_policy *p,
+                                const char *norm, const char *rule, unsigned qtype,
+                                struct answers *a)
+{
+  struct sockaddr_storage addrs[32];
+  unsigned ttl = 0;
+  int n = sbx_net_resolve_ttl(norm, addrs, 32, &ttl);
+  const char *closed = NULL;
+  bool learn_failed = false;
+  a->family = qtype == ns_t_a ? AF_INET : AF_INET6;
+  a->ttl = ttl > ANSWER_TTL_MAX ? ANSWER_TTL_MAX : ttl == 0 ? 1 : ttl;
+  if (n > 0)
+    a->n = filter_learn(peer, p, norm, a->family, addrs, n, a->ttl, a->addr, &closed,
+                        &learn_failed);
+  if (n < 0) {
+    decide(peer, norm, true, rule, NULL);
+    return ns_r_servfail;
+  }
+  if (n == 0) {
+    decide(peer, norm, true, rule, NULL);
+    return ns_r_nxdomain;
+  }
+  if (a->n == 0 && closed) {
+    char why[64];
+    snprintf(why, sizeof why, "resolves to %s", closed);
+    decide(peer, norm, false, NULL, why);
+    return ns_r_refused;
+  }
+  if (a->n == 0 && learn_failed) {
+    decide(peer, norm, false, NULL, "egress rules could not be updated");
+    return ns_r_servfail;
+  }
+  decide(peer, norm, true, rule, NULL);
+  return ns_r_noerror;
+}
+
+/* What p says to norm asked as qtype/qclass: the rcode, with the addresses
+ * to hand out in a (none when the type is not A or AAAA). */
+static unsigned answer_name(const struct sbx_net_peer *peer, const struct sbx_net_policy *p,
+                            const char *norm, unsigned qtype, unsigned qclass, struct answers *a)
+{
+  int idx = qclass == ns_c_in ? sbx_net_policy_match_name(p, norm, 0) : -1;
+  if (idx < 0) {
+    decide(peer, norm, false, NULL, "not in allowlist");
+    return ns_r_refused;
+  }
+  const char *rule = p->rules[idx].text;
+  if (qtype != ns_t_a && qtype != ns_t_aaaa) { /* allowed name, nothing to say */
+    decide(peer, norm, true, rule, NULL);
+    return ns_r_noerror;
+  }
+  return resolve_allowed(peer, p, norm, rule, qtype, a);
+}
+
+/* Appends a's addresses as answer records (while they fit RMAX). */
+static size_t put_answers(uint8_t *r, size_t len, unsigned qtype, const struct answers *a)
+{
+  size_t alen = a->family == AF_INET ? 4 : 16;
+  for (int i = 0; i < a->n && len + 12 + alen <= RMAX; i++) {
+    put16(r + len, 0xc00c); /* the question's name */
+    put16(r + len + 2, qtype);
+    put16(r + len + 4, ns_c_in);
+    put16(r + len + 6, 0);
+    put16(r + len + 8, a->ttl);
+    put16(r + len + 10, (unsigned)alen);
+    memcpy(r + len + 12, a->addr[i], alen);
+    len += 12 + alen;
+    r[7]++;
+  }
+  return len;
+}
+
 size_t sbx_net_dns_answer(const uint8_t *q, size_t qlen, const struct sockaddr_storage *from,
                           uint8_t *r)
 {
@@ -180,100 +302,30 @@ size_t sbx_net_dns_answer(const uint8_t *q, size_t qlen, const struct sockaddr_s
   memcpy(r, q, 2);
   r[2] = (uint8_t)(0x80 | (q[2] & 0x79)); /* QR, opcode, RD */
   r[3] = 0x80;                            /* RA */
-  if ((q[2] >> 3) & 0x0f)
-    return rcode_only(r, 12, ns_r_notimpl);
-  if (q[4] != 0 || q[5] != 1 || q[6] || q[7] || q[8] || q[9])
-    return rcode_only(r, 12, ns_r_formerr);
   char name[NS_MAXDNAME];
-  int l = dn_expand(q, q + qlen, q + 12, name, sizeof name);
-  if (l < 0 || 12 + (size_t)l + 4 > qlen)
-    return rcode_only(r, 12, ns_r_formerr);
-  unsigned qtype = (unsigned)q[12 + l] << 8 | q[13 + l];
-  unsigned qclass = (unsigned)q[14 + l] << 8 | q[15 + l];
+  unsigned qtype = 0, qclass = 0;
+  unsigned rcode = read_question(q, qlen, name, &qtype, &qclass);
+  if (rcode != ns_r_noerror)
+    return rcode_only(r, 12, rcode);
 
   /* Who asks decides everything else; strangers learn nothing. */
-  int fam = from->ss_family;
-  const void *src = fam == AF_INET
-                        ? (const void *)&((const struct sockaddr_in *)from)->sin_addr
-                        : (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr;
   struct sbx_net_peer peer;
   struct sbx_net_policy *p = NULL;
-  if (sbx_net_registry_find(fam, src, &peer, &p) < 0)
+  if (find_peer(from, &peer, &p) < 0)
     return rcode_only(r, 12, ns_r_refused);
-
   char norm[254];
-  size_t len = 12;
-  unsigned rcode = ns_r_noerror;
   if (sbx_net_name_normalize(name, norm, sizeof norm) < 0) {
     decide(&peer, "(not a host name)", false, NULL, "not a host name");
     sbx_net_policy_free(p);
     return rcode_only(r, 12, ns_r_refused);
   }
-  /* Echo the question (the asker's case, some check it). */
-  r[5] = 1;
-  len += put_name(r + len, name);
-  put16(r + len, qtype);
-  put16(r + len + 2, qclass);
-  len += 4;
-  int idx = qclass == ns_c_in ? sbx_net_policy_match_name(p, norm, 0) : -1;
-  if (idx < 0) {
-    decide(&peer, norm, false, NULL, "not in allowlist");
-    sbx_net_policy_free(p);
-    return rcode_only(r, len, ns_r_refused);
-  }
-  const char *rule = p->rules[idx].text;
-  if (qtype != ns_t_a && qtype != ns_t_aaaa) { /* allowed name, nothing to say */
-    decide(&peer, norm, true, rule, NULL);
-    sbx_net_policy_free(p);
-    return len;
-  }
-  struct sockaddr_storage addrs[32];
-  unsigned ttl = 0;
-  int n = sbx_net_resolve_ttl(norm, addrs, 32, &ttl);
-  uint8_t keep[MAX_ANSWERS][16];
-  int family = qtype == ns_t_a ? AF_INET : AF_INET6;
-  int k = 0;
-  const char *closed = NULL;
-  bool learn_failed = false;
-  if (ttl > ANSWER_TTL_MAX)
-    ttl = ANSWER_TTL_MAX;
-  if (ttl == 0)
-    ttl = 1;
-  if (n > 0)
-    k = filter_learn(&peer, p, norm, family, addrs, n, ttl, keep, &closed, &learn_failed);
-  if (n < 0) {
-    rcode = ns_r_servfail;
-    decide(&peer, norm, true, rule, NULL);
-  } else if (n == 0) {
-    rcode = ns_r_nxdomain;
-    decide(&peer, norm, true, rule, NULL);
-  } else if (k == 0 && closed) {
-    char why[64];
-    snprintf(why, sizeof why, "resolves to %s", closed);
-    decide(&peer, norm, false, NULL, why);
-    rcode = ns_r_refused;
-  } else if (k == 0 && learn_failed) {
-    decide(&peer, norm, false, NULL, "egress rules could not be updated");
-    rcode = ns_r_servfail;
-  } else {
-    decide(&peer, norm, true, rule, NULL);
-  }
+  size_t len = put_question(r, name, qtype, qclass);
+  struct answers a = {.n = 0};
+  rcode = answer_name(&peer, p, norm, qtype, qclass, &a);
   sbx_net_policy_free(p);
   if (rcode != ns_r_noerror)
     return rcode_only(r, len, rcode);
-  size_t alen = family == AF_INET ? 4 : 16;
-  for (int i = 0; i < k && len + 12 + alen <= RMAX; i++) {
-    put16(r + len, 0xc00c); /* the question's name */
-    put16(r + len + 2, qtype);
-    put16(r + len + 4, ns_c_in);
-    put16(r + len + 6, 0);
-    put16(r + len + 8, ttl);
-    put16(r + len + 10, (unsigned)alen);
-    memcpy(r + len + 12, keep[i], alen);
-    len += 12 + alen;
-    r[7]++;
-  }
-  return len;
+  return put_answers(r, len, qtype, &a);
 }
 
 /* ---- UDP: queue and workers ------------------------------------------------ */

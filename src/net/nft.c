@@ -115,35 +115,43 @@ static void deny_chain(FILE *f, const char *name, const char *reason, unsigned g
              "    reject with icmpx admin-prohibited\n  }\n");
 }
 
-static char *base_script(const struct sbx_net_nft_params *p)
-{
+/* The addresses the chains name, as text: the pools (p4, p6) and the DNS
+ * address sandboxes are given (d4, d6). */
+struct script_addrs {
   char p4[64], p6[64], d4[INET_ADDRSTRLEN], d6[INET6_ADDRSTRLEN];
+};
+
+static void get_script_addrs(struct script_addrs *a)
+{
   struct in_addr dns4;
   struct in6_addr dns6;
-  sbx_net_pool_text(p4, sizeof p4, p6, sizeof p6);
+  sbx_net_pool_text(a->p4, sizeof a->p4, a->p6, sizeof a->p6);
   sbx_net_pool_dns(&dns4, &dns6);
-  inet_ntop(AF_INET, &dns4, d4, sizeof d4);
-  inet_ntop(AF_INET6, &dns6, d6, sizeof d6);
-  char *s = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&s, &len);
-  if (!f)
-    return NULL;
-  const char *pf = ifprefix;
-  fprintf(f, "table inet %s {\n", table);
+  inet_ntop(AF_INET, &dns4, a->d4, sizeof a->d4);
+  inet_ntop(AF_INET6, &dns6, a->d6, sizeof a->d6);
+}
+
+/* The always-closed ranges (and the pools), the anti-spoof sets and the
+ * per-sandbox verdict maps. */
+static void put_sets(FILE *f, const struct script_addrs *a)
+{
   fprintf(f, "  set closed4 { type ipv4_addr; flags interval; auto-merge; elements = { ");
-  list(f, closed4, sizeof closed4 / sizeof closed4[0], p4);
+  list(f, closed4, sizeof closed4 / sizeof closed4[0], a->p4);
   fprintf(f, " }; }\n  set closed6 { type ipv6_addr; flags interval; auto-merge; elements = { ");
-  list(f, closed6, sizeof closed6 / sizeof closed6[0], p6);
+  list(f, closed6, sizeof closed6 / sizeof closed6[0], a->p6);
   fprintf(f, " }; }\n"
              "  set own4 { type ifname . ipv4_addr; }\n"
              "  set own6 { type ifname . ipv6_addr; }\n"
              "  map fwdmap { type ifname : verdict; }\n"
              "  map inmap { type ifname : verdict; }\n"
              "  map natmap { type ifname : verdict; }\n");
-  deny_chain(f, "deny_closed", "closed range", p->nflog_group);
-  deny_chain(f, "deny_other", "not in allowlist", p->nflog_group);
-  deny_chain(f, "deny_host", "host address", p->nflog_group);
+}
+
+/* What reaches the host from a sandbox (input) and what it forwards. */
+static void put_filter_chains(FILE *f, const struct sbx_net_nft_params *p,
+                              const struct script_addrs *a)
+{
+  const char *pf = ifprefix;
   fprintf(f,
           "  chain sbx_input {\n"
           "    icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit,"
@@ -157,7 +165,7 @@ static char *base_script(const struct sbx_net_nft_params *p)
           "    ip6 daddr %s icmpv6 type echo-request accept\n"
           "    iifname vmap @inmap\n"
           "    goto deny_host\n  }\n",
-          p->dns_port, p->proxy_port, p4, p6);
+          p->dns_port, p->proxy_port, a->p4, a->p6);
   fprintf(f,
           "  chain input {\n    type filter hook input priority filter; policy accept;\n"
           "    iifname \"%s*\" jump sbx_input\n  }\n",
@@ -169,19 +177,47 @@ static char *base_script(const struct sbx_net_nft_params *p)
           "    oifname \"%s*\" ct state established,related accept\n"
           "    oifname \"%s*\" drop\n  }\n",
           pf, pf, pf);
+}
+
+/* DNS redirected to the responder, the per-sandbox nat map, and the
+ * pools masqueraded on the way out. */
+static void put_nat_chains(FILE *f, const struct sbx_net_nft_params *p,
+                           const struct script_addrs *a)
+{
+  const char *pf = ifprefix;
   fprintf(
       f,
       "  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n"
       "    iifname \"%s*\" ip daddr %s meta l4proto { tcp, udp } th dport 53 redirect to :%u\n"
       "    iifname \"%s*\" ip6 daddr %s meta l4proto { tcp, udp } th dport 53 redirect to :%u\n"
       "    iifname vmap @natmap\n  }\n",
-      pf, d4, p->dns_port, pf, d6, p->dns_port);
+      pf, a->d4, p->dns_port, pf, a->d6, p->dns_port);
   fprintf(
       f,
       "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
       "    ip saddr %s oifname != \"%s*\" masquerade\n"
-      "    ip6 saddr %s oifname != \"%s*\" masquerade\n  }\n}\n",
-      p4, pf, p6, pf);
+      "    ip6 saddr %s oifname != \"%s*\" masquerade\n  }\n",
+      a->p4, pf, a->p6, pf);
+}
+
+/* The whole table (the layout at the top); NULL when out of memory. */
+static char *base_script(const struct sbx_net_nft_params *p)
+{
+  char *s = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&s, &len);
+  if (!f)
+    return NULL;
+  struct script_addrs a;
+  get_script_addrs(&a);
+  fprintf(f, "table inet %s {\n", table);
+  put_sets(f, &a);
+  deny_chain(f, "deny_closed", "closed range", p->nflog_group);
+  deny_chain(f, "deny_other", "not in allowlist", p->nflog_group);
+  deny_chain(f, "deny_host", "host address", p->nflog_group);
+  put_filter_chains(f, p, &a);
+  put_nat_chains(f, p, &a);
+  fprintf(f, "}\n");
   if (fclose(f) != 0) {
     free(s);
     return NULL;

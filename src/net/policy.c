@@ -279,6 +279,70 @@ static int parse_allow(json_t *allow, const char *field, struct sbx_net_policy *
   return 0;
 }
 
+/* network's egress mode ("none" when it names none). */
+static int parse_egress(json_t *network, const char *field, enum sbx_net_egress *egress,
+                        struct sbx_error *err)
+{
+  char f[64];
+  snprintf(f, sizeof f, "%s.egress", field);
+  json_t *eg = json_object_get(network, "egress");
+  if (eg && !json_is_string(eg))
+    return bad_type(err, f, "a string", "une chaîne");
+  const char *e = eg ? json_string_value(eg) : "none";
+  if (eg && strlen(e) != json_string_length(eg))
+    e = "";
+  if (strcmp(e, "allowlist") != 0 && strcmp(e, "none") != 0)
+    return bad_value(err, f, "must be \"none\" or \"allowlist\"",
+                     "doit être \"none\" ou \"allowlist\"");
+  *egress = strcmp(e, "allowlist") == 0 ? SBX_NET_EGRESS_ALLOWLIST : SBX_NET_EGRESS_NONE;
+  return 0;
+}
+
+/* network's allow list (NULL when it has none), checked to go with egress:
+ * only an allowlist has entries, and an allowlist always says them. */
+static int allow_for(json_t *network, const char *field, enum sbx_net_egress egress,
+                     json_t **allow, struct sbx_error *err)
+{
+  char f[64];
+  snprintf(f, sizeof f, "%s.allow", field);
+  *allow = json_object_get(network, "allow");
+  if (egress == SBX_NET_EGRESS_NONE && *allow &&
+      !(json_is_array(*allow) && json_array_size(*allow) == 0))
+    return bad_value(err, f, "an allow list needs egress \"allowlist\"",
+                     "une liste d'autorisations demande egress \"allowlist\"");
+  /* Say what is admitted, even nothing ("allow": []): a forgotten list is
+   * a mistake worth a 400, not a silent "admit nothing". */
+  if (egress == SBX_NET_EGRESS_ALLOWLIST && !*allow)
+    return bad_value(err, f,
+                     "egress \"allowlist\" needs an allow list (\"allow\": [] admits "
+                     "nothing)",
+                     "egress \"allowlist\" demande une liste allow (\"allow\": [] "
+                     "n'autorise rien)");
+  return 0;
+}
+
+/* The network object's shape: known fields only, its egress mode and the
+ * allow list that goes with it (its entries are parse_allow's). */
+static int parse_network(json_t *network, const char *field, enum sbx_net_egress *egress,
+                         json_t **allow, struct sbx_error *err)
+{
+  if (!json_is_object(network))
+    return bad_type(err, field, "an object", "un objet");
+  const char *key;
+  json_t *v;
+  json_object_foreach(network, key, v)
+  {
+    if (strcmp(key, "egress") != 0 && strcmp(key, "allow") != 0) {
+      char f[64];
+      snprintf(f, sizeof f, "%s.%.40s", field, key);
+      return bad_value(err, f, "unknown field", "champ inconnu");
+    }
+  }
+  if (parse_egress(network, field, egress, err) < 0)
+    return -1;
+  return allow_for(network, field, *egress, allow, err);
+}
+
 int sbx_net_policy_parse(json_t *network, const char *field, struct sbx_net_policy **out,
                          struct sbx_error *err)
 {
@@ -287,49 +351,9 @@ int sbx_net_policy_parse(json_t *network, const char *field, struct sbx_net_poli
     field = "network";
   json_t *allow = NULL;
   enum sbx_net_egress egress = SBX_NET_EGRESS_NONE;
-  if (network && !json_is_null(network)) {
-    if (!json_is_object(network))
-      return bad_type(err, field, "an object", "un objet");
-    const char *key;
-    json_t *v;
-    char f[64];
-    json_object_foreach(network, key, v)
-    {
-      if (strcmp(key, "egress") != 0 && strcmp(key, "allow") != 0) {
-        snprintf(f, sizeof f, "%s.%.40s", field, key);
-        return bad_value(err, f, "unknown field", "champ inconnu");
-      }
-    }
-    snprintf(f, sizeof f, "%s.egress", field);
-    json_t *eg = json_object_get(network, "egress");
-    if (eg && !json_is_string(eg))
-      return bad_type(err, f, "a string", "une chaîne");
-    const char *e = eg ? json_string_value(eg) : "none";
-    if (eg && strlen(e) != json_string_length(eg))
-      e = "";
-    if (strcmp(e, "allowlist") == 0)
-      egress = SBX_NET_EGRESS_ALLOWLIST;
-    else if (strcmp(e, "none") != 0)
-      return bad_value(err, f, "must be \"none\" or \"allowlist\"",
-                       "doit être \"none\" ou \"allowlist\"");
-    allow = json_object_get(network, "allow");
-    if (egress == SBX_NET_EGRESS_NONE && allow &&
-        !(json_is_array(allow) && json_array_size(allow) == 0)) {
-      snprintf(f, sizeof f, "%s.allow", field);
-      return bad_value(err, f, "an allow list needs egress \"allowlist\"",
-                       "une liste d'autorisations demande egress \"allowlist\"");
-    }
-    if (egress == SBX_NET_EGRESS_ALLOWLIST && !allow) {
-      /* Say what is admitted, even nothing ("allow": []): a forgotten list
-       * is a mistake worth a 400, not a silent "admit nothing". */
-      snprintf(f, sizeof f, "%s.allow", field);
-      return bad_value(err, f,
-                       "egress \"allowlist\" needs an allow list (\"allow\": [] admits "
-                       "nothing)",
-                       "egress \"allowlist\" demande une liste allow (\"allow\": [] "
-                       "n'autorise rien)");
-    }
-  }
+  if (network && !json_is_null(network) &&
+      parse_network(network, field, &egress, &allow, err) < 0)
+    return -1;
   size_t n = allow && json_is_array(allow) ? json_array_size(allow) : 0;
   if (n > SBX_NET_MAX_RULES)
     n = 0; /* parse_allow refuses it before touching rules */

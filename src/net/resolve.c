@@ -338,27 +338,13 @@ struct rr {
   uint16_t rdlen;
 };
 
-/* Reads the answer section: A/AAAA of qname or of the CNAME chain from it.
- * 0 (possibly no address: NXDOMAIN / NODATA) or -1 (SERVFAIL, garbage). */
-static int parse_reply(const uint8_t *r, size_t len, const char *qname, uint16_t qtype,
-                       struct answer *a)
+/* Reads the IN records of the answer section (an records from p on, at
+ * most MAX_RRS kept) into rrs: how many, or -1 when one overruns the
+ * reply. */
+static int read_answers(const uint8_t *r, const uint8_t *end, const uint8_t *p, unsigned an,
+                        struct rr *rrs)
 {
-  unsigned rcode = r[3] & 0x0f;
-  a->ttl = TTL_MAX;
-  if (rcode == ns_r_nxdomain)
-    return 0;
-  if (rcode != ns_r_noerror)
-    return -1;
-  const uint8_t *end = r + len, *p = r + 12;
-  int skip = dn_skipname(p, end); /* reply_matches checked qdcount == 1 */
-  if (skip < 0 || p + skip + 4 > end)
-    return -1;
-  p += skip + 4;
-  unsigned an = (unsigned)r[6] << 8 | r[7];
-  _cleanup_free_ struct rr *rrs = malloc(MAX_RRS * sizeof *rrs);
-  size_t nrr = 0;
-  if (!rrs)
-    return -1;
+  int nrr = 0;
   for (unsigned i = 0; i < an && nrr < MAX_RRS; i++) {
     struct rr *x = &rrs[nrr];
     int l = dn_expand(r, end, p, x->owner, sizeof x->owner);
@@ -376,7 +362,14 @@ static int parse_reply(const uint8_t *r, size_t len, const char *qname, uint16_t
     if (x->class == ns_c_in)
       nrr++;
   }
-  char chain[MAX_CHAIN + 1][256];
+  return nrr;
+}
+
+/* qname and the names its CNAME chain leads to (MAX_CHAIN hops at most)
+ * into chain, lowering a->ttl to the chain's: how many names, or -1. */
+static int follow_cnames(const uint8_t *r, const uint8_t *end, const struct rr *rrs, size_t nrr,
+                         const char *qname, char (*chain)[256], struct answer *a)
+{
   size_t nchain = 1;
   snprintf(chain[0], sizeof chain[0], "%s", qname);
   for (bool grew = true; grew && nchain <= MAX_CHAIN;) {
@@ -392,6 +385,13 @@ static int parse_reply(const uint8_t *r, size_t len, const char *qname, uint16_t
       break;
     }
   }
+  return (int)nchain;
+}
+
+/* Adds to a the qtype records owned by a name of the chain. */
+static void collect_addrs(const struct rr *rrs, size_t nrr, uint16_t qtype, char (*chain)[256],
+                          size_t nchain, struct answer *a)
+{
   size_t want = qtype == ns_t_a ? 4 : 16;
   for (size_t i = 0; i < nrr; i++) {
     if (rrs[i].type != qtype || rrs[i].rdlen != want)
@@ -404,6 +404,35 @@ static int parse_reply(const uint8_t *r, size_t len, const char *qname, uint16_t
       }
     }
   }
+}
+
+/* Reads the answer section: A/AAAA of qname or of the CNAME chain from it.
+ * 0 (possibly no address: NXDOMAIN / NODATA) or -1 (SERVFAIL, garbage). */
+static int parse_reply(const uint8_t *r, size_t len, const char *qname, uint16_t qtype,
+                       struct answer *a)
+{
+  unsigned rcode = r[3] & 0x0f;
+  a->ttl = TTL_MAX;
+  if (rcode == ns_r_nxdomain)
+    return 0;
+  if (rcode != ns_r_noerror)
+    return -1;
+  const uint8_t *end = r + len, *p = r + 12;
+  int skip = dn_skipname(p, end); /* reply_matches checked qdcount == 1 */
+  if (skip < 0 || p + skip + 4 > end)
+    return -1;
+  unsigned an = (unsigned)r[6] << 8 | r[7];
+  _cleanup_free_ struct rr *rrs = malloc(MAX_RRS * sizeof *rrs);
+  if (!rrs)
+    return -1;
+  int nrr = read_answers(r, end, p + skip + 4, an, rrs);
+  if (nrr < 0)
+    return -1;
+  char chain[MAX_CHAIN + 1][256];
+  int nchain = follow_cnames(r, end, rrs, (size_t)nrr, qname, chain, a);
+  if (nchain < 0)
+    return -1;
+  collect_addrs(rrs, (size_t)nrr, qtype, chain, (size_t)nchain, a);
   return 0;
 }
 
@@ -468,15 +497,15 @@ static int copy_out(const struct sockaddr_storage *src, int n, struct sockaddr_s
   return k < 0 ? 0 : k;
 }
 
-int sbx_net_resolve_ttl(const char *name, struct sockaddr_storage *out, int max, unsigned *ttl)
+enum { ASK_UPSTREAM = -1 };
+
+/* What the daemon knows of norm without asking: its pins, else a cached
+ * answer; with no upstream, nothing more.  Returns how many addresses it
+ * put in out (with *ttl), or ASK_UPSTREAM with the upstream and the
+ * configuration's generation to ask it with. */
+static int answer_known(const char *norm, struct sockaddr_storage *out, int max, unsigned *ttl,
+                        struct sockaddr_storage *up, unsigned *gen)
 {
-  char norm[254];
-  unsigned dummy;
-  if (!ttl)
-    ttl = &dummy;
-  *ttl = 0;
-  if (!name || sbx_net_name_normalize(name, norm, sizeof norm) < 0)
-    return 0;
   time_t now = now_s();
   pthread_mutex_lock(&S.mu);
   int n = 0;
@@ -485,35 +514,25 @@ int sbx_net_resolve_ttl(const char *name, struct sockaddr_storage *out, int max,
       out[n++] = S.pins[i].addr;
   bool pinned = n > 0;
   struct cached *c = pinned ? NULL : cache_find_locked(norm, now);
-  if (pinned || c || !S.have_upstream) {
-    if (c) {
-      n = copy_out(c->addr, c->n, out, max);
-      *ttl = (unsigned)(c->expires - now);
-    } else if (pinned) {
-      *ttl = PIN_TTL;
-    }
-    pthread_mutex_unlock(&S.mu);
-    return n;
+  if (c) {
+    n = copy_out(c->addr, c->n, out, max);
+    *ttl = (unsigned)(c->expires - now);
+  } else if (pinned) {
+    *ttl = PIN_TTL;
+  } else if (S.have_upstream) {
+    *up = S.upstream;
+    *gen = S.generation;
+    n = ASK_UPSTREAM;
   }
-  struct sockaddr_storage up = S.upstream;
-  unsigned gen = S.generation;
   pthread_mutex_unlock(&S.mu);
+  return n;
+}
 
-  /* Outside the lock: a slow upstream must not stall the other lookups. */
-  _cleanup_free_ struct answer *a4 = calloc(1, sizeof *a4);
-  _cleanup_free_ struct answer *a6 = calloc(1, sizeof *a6);
-  if (!a4 || !a6)
-    return -1;
-  int r4 = query_upstream(&up, norm, ns_t_a, a4);
-  int r6 = query_upstream(&up, norm, ns_t_aaaa, a6);
-  if (r4 < 0 && r6 < 0)
-    return -1;
-  if (r4 < 0 && a6->n == 0)
-    return -1;
-  if (r6 < 0 && a4->n == 0)
-    return -1;
-  /* The smallest TTL of the records we keep; no record at all (NXDOMAIN,
-   * NODATA) is remembered for the floor only. */
+/* Adds a6's addresses to a4's and gives a4 the smallest TTL of the records
+ * kept; no record at all (NXDOMAIN, NODATA) is remembered for the floor
+ * only. */
+static void merge_answers(struct answer *a4, const struct answer *a6)
+{
   uint32_t t = TTL_MAX;
   if (a4->n > 0 && a4->ttl < t)
     t = a4->ttl;
@@ -523,6 +542,22 @@ int sbx_net_resolve_ttl(const char *name, struct sockaddr_storage *out, int max,
     if (a4->n < NAME_ADDRS)
       a4->addr[a4->n++] = a6->addr[i];
   a4->ttl = a4->n > 0 ? t : TTL_MIN;
+}
+
+/* Asks up for norm's A and AAAA records; a complete answer is cached
+ * unless the configuration changed meanwhile (gen). */
+static int ask_upstream(const struct sockaddr_storage *up, unsigned gen, const char *norm,
+                        struct sockaddr_storage *out, int max, unsigned *ttl)
+{
+  _cleanup_free_ struct answer *a4 = calloc(1, sizeof *a4);
+  _cleanup_free_ struct answer *a6 = calloc(1, sizeof *a6);
+  if (!a4 || !a6)
+    return -1;
+  int r4 = query_upstream(up, norm, ns_t_a, a4);
+  int r6 = query_upstream(up, norm, ns_t_aaaa, a6);
+  if ((r4 < 0 && r6 < 0) || (r4 < 0 && a6->n == 0) || (r6 < 0 && a4->n == 0))
+    return -1;
+  merge_answers(a4, a6);
   if (r4 == 0 && r6 == 0) {
     pthread_mutex_lock(&S.mu);
     if (gen == S.generation)
@@ -533,6 +568,24 @@ int sbx_net_resolve_ttl(const char *name, struct sockaddr_storage *out, int max,
   }
   *ttl = a4->ttl < TTL_MIN ? TTL_MIN : a4->ttl > TTL_MAX ? TTL_MAX : a4->ttl;
   return copy_out(a4->addr, a4->n, out, max);
+}
+
+int sbx_net_resolve_ttl(const char *name, struct sockaddr_storage *out, int max, unsigned *ttl)
+{
+  char norm[254];
+  unsigned dummy;
+  if (!ttl)
+    ttl = &dummy;
+  *ttl = 0;
+  if (!name || sbx_net_name_normalize(name, norm, sizeof norm) < 0)
+    return 0;
+  struct sockaddr_storage up;
+  unsigned gen = 0;
+  int n = answer_known(norm, out, max, ttl, &up, &gen);
+  if (n != ASK_UPSTREAM)
+    return n;
+  /* Outside the lock: a slow upstream must not stall the other lookups. */
+  return ask_upstream(&up, gen, norm, out, max, ttl);
 }
 
 int sbx_net_resolve(const char *name, struct sockaddr_storage *out, int max)
