@@ -17,11 +17,7 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
 {
   struct sbx_execution_row *out = row;
   memset(out, 0, sizeof *out);
-  pr_copy(r, i, 0, out->id, sizeof out->id);
-  out->tenant_id = pr_i64(r, i, 1);
-  pr_copy(r, i, 2, out->status, sizeof out->status);
-  pr_copy(r, i, 3, out->reason, sizeof out->reason);
-  pr_copy(r, i, 4, out->profile, sizeof out->profile);
+  PR_HEAD(r, i, out);
   out->exit_code = (int)pr_i64(r, i, 7);
   out->signal = (int)pr_i64(r, i, 8);
   out->stdout_truncated = pr_i64(r, i, 10) != 0;
@@ -73,9 +69,6 @@ static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
 int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
                         struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, row->tenant_id, err) < 0)
-    return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
   pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
@@ -86,12 +79,11 @@ int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   pp_i64(&p, row->started_at);
   pp_i64(&p, row->finished_at);
   pp_i64(&p, row->updated_at ? row->updated_at : created);
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(&tx, PGQ_EXE_INSERT,
-           "INSERT INTO executions (" EXE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-           " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
-           &p, false, err);
-  return pg_end(&tx, r ? 0 : -1, err);
+  return pg_run(st, row->tenant_id, PGQ_EXE_INSERT,
+                "INSERT INTO executions (" EXE_COLS
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+                " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+                &p, NULL, err);
 }
 
 /* Status of the tenant's execution: 1 found (copied), 0 not, -1 error. */
