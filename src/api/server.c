@@ -164,6 +164,16 @@ void sbx_resp_empty(struct sbx_resp *out, int status)
   out->kind = SBX_RESP_EMPTY;
 }
 
+void sbx_resp_fd(struct sbx_resp *out, int status, int fd, uint64_t len,
+                 const char *content_type)
+{
+  out->status = status;
+  out->kind = SBX_RESP_FD;
+  out->fd = fd;
+  out->len = len;
+  out->content_type = content_type;
+}
+
 void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err)
 {
   if (sbx_e2b_owns(r)) { /* E2B's SDKs parse E2B's shapes */
