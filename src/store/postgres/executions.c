@@ -20,10 +20,10 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
   PR_HEAD(r, i, out);
   out->exit_code = (int)pr_i64(r, i, 7);
   out->signal = (int)pr_i64(r, i, 8);
-  out->stdout_truncated = pr_i64(r, i, 10) != 0;
-  out->stdout_dropped = (uint64_t)pr_i64(r, i, 11);
-  out->stderr_truncated = pr_i64(r, i, 13) != 0;
-  out->stderr_dropped = (uint64_t)pr_i64(r, i, 14);
+  out->std_out.truncated = pr_i64(r, i, 10) != 0;
+  out->std_out.dropped = (uint64_t)pr_i64(r, i, 11);
+  out->std_err.truncated = pr_i64(r, i, 13) != 0;
+  out->std_err.dropped = (uint64_t)pr_i64(r, i, 14);
   out->cpu_seconds = pr_f64(r, i, 15);
   out->memory_mb_seconds = pr_f64(r, i, 16);
   out->duration_seconds = pr_f64(r, i, 17);
@@ -35,8 +35,8 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
   if (pr_strdup(r, i, 5, &out->request_json, err) < 0 ||
       pr_strdup(r, i, 6, &out->metadata_json, err) < 0 ||
       pr_strdup(r, i, 19, &out->error_json, err) < 0 ||
-      pr_bytea(r, i, 9, &out->stdout_buf, &out->stdout_len, err) < 0 ||
-      pr_bytea(r, i, 12, &out->stderr_buf, &out->stderr_len, err) < 0) {
+      pr_bytea(r, i, 9, &out->std_out.buf, &out->std_out.len, err) < 0 ||
+      pr_bytea(r, i, 12, &out->std_err.buf, &out->std_err.len, err) < 0) {
     sbx_execution_row_free(out);
     return -1;
   }
@@ -53,12 +53,12 @@ static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
 {
   pp_i64(p, row->exit_code);
   pp_i64(p, row->signal);
-  pp_bytes(p, row->stdout_buf, row->stdout_len);
-  pp_i64(p, row->stdout_truncated);
-  pp_i64(p, (int64_t)row->stdout_dropped);
-  pp_bytes(p, row->stderr_buf, row->stderr_len);
-  pp_i64(p, row->stderr_truncated);
-  pp_i64(p, (int64_t)row->stderr_dropped);
+  pp_bytes(p, row->std_out.buf, row->std_out.len);
+  pp_i64(p, row->std_out.truncated);
+  pp_i64(p, (int64_t)row->std_out.dropped);
+  pp_bytes(p, row->std_err.buf, row->std_err.len);
+  pp_i64(p, row->std_err.truncated);
+  pp_i64(p, (int64_t)row->std_err.dropped);
   pp_f64(p, row->cpu_seconds);
   pp_f64(p, row->memory_mb_seconds);
   pp_f64(p, row->duration_seconds);
