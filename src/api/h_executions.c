@@ -5,14 +5,9 @@
 #include "api/handlers.h"
 #include "core/core.h"
 
-/* 202: the execution is queued, not run yet. */
-static const struct sbx_api_collection executions = {
-    .path = "/v1/sandbox/executions",
-    .empty_body = false,
-    .created = 202,
-    .create = sbx_execution_create,
-    .list = sbx_execution_list,
-};
+/* A body is required (the command); 202: queued, not run yet. */
+static const struct sbx_api_collection executions = {"/v1/sandbox/executions", false, 202,
+                                                     sbx_execution_create, sbx_execution_list};
 
 int sbx_h_execution_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {

@@ -4,13 +4,9 @@
 #include "api/sse.h"
 #include "core/core.h"
 
-static const struct sbx_api_collection sessions = {
-    .path = "/v1/sandbox/sessions",
-    .empty_body = true,
-    .created = 201,
-    .create = sbx_session_create,
-    .list = sbx_session_list,
-};
+/* An empty body is a session with every default. */
+static const struct sbx_api_collection sessions = {"/v1/sandbox/sessions", true, 201,
+                                                   sbx_session_create, sbx_session_list};
 
 int sbx_h_session_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
