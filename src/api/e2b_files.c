@@ -46,11 +46,7 @@ int sbx_h_e2b_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_erro
   sbx_session_release(r->core, ls);
   if (rc < 0)
     return -1;
-  out->status = 200;
-  out->kind = SBX_RESP_FD;
-  out->fd = fd;
-  out->len = size;
-  out->content_type = "application/octet-stream";
+  sbx_resp_fd(out, 200, fd, size, "application/octet-stream");
   return 0;
 }
 

@@ -1,36 +1,22 @@
 /* h_executions.c — /v1/sandbox/executions[/{id}[/files|/cancel]]. */
 #include <stdlib.h>
 
+#include "api/collection.h"
 #include "api/handlers.h"
-#include "api/pagination.h"
 #include "core/core.h"
+
+/* A body is required (the command); 202: queued, not run yet. */
+static const struct sbx_api_collection executions = {"/v1/sandbox/executions", false, 202,
+                                                     sbx_execution_create, sbx_execution_list};
 
 int sbx_h_execution_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  json_t *body = sbx_req_json(r, false, err), *res = NULL;
-  if (!body)
-    return -1;
-  int rc = sbx_execution_create(r->core, &r->who, body, &res, err);
-  json_decref(body);
-  if (rc < 0)
-    return -1;
-  snprintf(out->location, sizeof out->location, "/v1/sandbox/executions/%s",
-           json_string_value(json_object_get(res, "id")));
-  sbx_resp_json(out, 202, res);
-  return 0;
+  return sbx_api_create(&executions, r, out, err);
 }
 
 int sbx_h_execution_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  int limit;
-  const char *cursor;
-  json_t *res;
-  if (sbx_api_page(r, &limit, &cursor, err) < 0 ||
-      sbx_execution_list(r->core, &r->who, sbx_req_query(r, "status"), cursor, limit, &res,
-                         err) < 0)
-    return -1;
-  sbx_resp_json(out, 200, res);
-  return 0;
+  return sbx_api_list(&executions, r, out, err);
 }
 
 int sbx_h_execution_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)

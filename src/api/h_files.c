@@ -158,11 +158,7 @@ static int get_bytes(struct sbx_live_session *ls, const char *path, struct sbx_r
   uint64_t size;
   if (sbx_files_open_read(ls, path, &fd, &size, err) < 0)
     return -1;
-  out->status = 200;
-  out->kind = SBX_RESP_FD;
-  out->fd = fd;
-  out->len = size;
-  out->content_type = "application/octet-stream";
+  sbx_resp_fd(out, 200, fd, size, "application/octet-stream");
   return 0;
 }
 

@@ -1,35 +1,21 @@
 /* h_sessions.c — /v1/sandbox/sessions[/{id}[/exec]]. */
+#include "api/collection.h"
 #include "api/handlers.h"
-#include "api/pagination.h"
 #include "api/sse.h"
 #include "core/core.h"
 
+/* An empty body is a session with every default. */
+static const struct sbx_api_collection sessions = {"/v1/sandbox/sessions", true, 201,
+                                                   sbx_session_create, sbx_session_list};
+
 int sbx_h_session_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  json_t *body = sbx_req_json(r, true, err), *res = NULL;
-  if (!body)
-    return -1;
-  int rc = sbx_session_create(r->core, &r->who, body, &res, err);
-  json_decref(body);
-  if (rc < 0)
-    return -1;
-  snprintf(out->location, sizeof out->location, "/v1/sandbox/sessions/%s",
-           json_string_value(json_object_get(res, "id")));
-  sbx_resp_json(out, 201, res);
-  return 0;
+  return sbx_api_create(&sessions, r, out, err);
 }
 
 int sbx_h_session_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  int limit;
-  const char *cursor;
-  json_t *res;
-  if (sbx_api_page(r, &limit, &cursor, err) < 0 ||
-      sbx_session_list(r->core, &r->who, sbx_req_query(r, "status"), cursor, limit, &res, err) <
-          0)
-    return -1;
-  sbx_resp_json(out, 200, res);
-  return 0;
+  return sbx_api_list(&sessions, r, out, err);
 }
 
 int sbx_h_session_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)

@@ -64,15 +64,6 @@ static void on_end(void *ctx, json_t *result, const char *session_end)
 
 static void on_gone(void *ctx) { sbx_exec_stream_cancel((uint64_t)(uintptr_t)ctx); }
 
-/* Undoes sbx_sse_respond when the exec could not start. */
-static void unrespond(struct sbx_resp *out)
-{
-  if (out->stream_free)
-    out->stream_free(out->stream_ctx);
-  memset(out, 0, sizeof *out);
-  out->fd = -1;
-}
-
 int sbx_api_exec_stream(struct sbx_req *r, struct sbx_resp *out, json_t *body,
                         struct sbx_error *err)
 {
@@ -86,7 +77,7 @@ int sbx_api_exec_stream(struct sbx_req *r, struct sbx_resp *out, json_t *body,
   sbx_sse_respond(out, es->sse, on_gone, (void *)(uintptr_t)es->token);
   struct sbx_exec_sink sink = {.output = on_output, .exit = on_end, .ctx = es};
   if (sbx_session_exec_stream(r->core, &r->who, r->params[0], body, &sink, es->token, err) < 0) {
-    unrespond(out);
+    sbx_sse_unrespond(out);
     sbx_sse_unref(es->sse);
     free(es);
     return -1;

@@ -101,6 +101,9 @@ void sbx_resp_json(struct sbx_resp *out, int status, json_t *body);
 void sbx_resp_bytes(struct sbx_resp *out, int status, char *bytes, size_t len,
                     const char *content_type);
 void sbx_resp_empty(struct sbx_resp *out, int status);
+/* The len bytes of fd from offset 0 (consumes fd). */
+void sbx_resp_fd(struct sbx_resp *out, int status, int fd, uint64_t len,
+                 const char *content_type);
 /* Error envelope from err in the request's language. */
 void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err);
 

@@ -388,14 +388,6 @@ static void on_end(void *ctx, json_t *result, const char *session_end)
 
 static void on_gone(void *ctx) { sbx_exec_stream_cancel((uint64_t)(uintptr_t)ctx); }
 
-static void unrespond(struct sbx_resp *out)
-{
-  if (out->stream_free)
-    out->stream_free(out->stream_ctx);
-  memset(out, 0, sizeof *out);
-  out->fd = -1;
-}
-
 int sbx_mcp_tool_stream(struct sbx_req *r, struct sbx_resp *out, json_t *id, json_t *params)
 {
   static const char *const drop[] = {"session_id", NULL};
@@ -422,7 +414,7 @@ int sbx_mcp_tool_stream(struct sbx_req *r, struct sbx_resp *out, json_t *id, jso
   int rc = sbx_session_exec_stream(r->core, &r->who, sid, body, &sink, es->token, &err);
   json_decref(body);
   if (rc < 0) { /* the buffered path answers the same refusal as a tool error */
-    unrespond(out);
+    sbx_sse_unrespond(out);
     sbx_sse_unref(es->sse);
     stream_free(es);
     return 0;

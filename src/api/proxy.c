@@ -50,42 +50,34 @@ static bool name_in(const char *name, const char *const *list)
   return false;
 }
 
+/* Hop-by-hop: about one connection, never forwarded either way (RFC 9110
+ * 7.6.1, and the pre-standard Keep-Alive and Proxy-Connection). */
+static const char *const hop_by_hop[] = {"Connection",
+                                         "Keep-Alive",
+                                         "Proxy-Authenticate",
+                                         "Proxy-Authorization",
+                                         "Proxy-Connection",
+                                         "TE",
+                                         "Trailer",
+                                         "Transfer-Encoding",
+                                         "Upgrade",
+                                         NULL};
+
 bool sbx_proxy_drop_request_header(const char *name)
 {
-  static const char *const drop[] = {"Connection",
-                                     "Keep-Alive",
-                                     "Proxy-Authenticate",
-                                     "Proxy-Authorization",
-                                     "Proxy-Connection",
-                                     "TE",
-                                     "Trailer",
-                                     "Transfer-Encoding",
-                                     "Upgrade",
-                                     "Host",
-                                     "Content-Length",
-                                     "Expect",
-                                     "Authorization",
-                                     "Forwarded",
-                                     NULL};
-  return name_in(name, drop) || strncasecmp(name, "X-Forwarded-", 12) == 0;
+  /* Framing is curl's, the API key stays here, and the proxy sets the
+   * forwarding headers itself (proxy.h). */
+  static const char *const drop[] = {"Host",          "Content-Length", "Expect",
+                                     "Authorization", "Forwarded",      NULL};
+  return name_in(name, hop_by_hop) || name_in(name, drop) ||
+         strncasecmp(name, "X-Forwarded-", 12) == 0;
 }
 
 static bool drop_response_header(const char *name)
 {
   /* Framing is ours (chunked), and so is the request id. */
-  static const char *const drop[] = {"Connection",
-                                     "Keep-Alive",
-                                     "Proxy-Authenticate",
-                                     "Proxy-Authorization",
-                                     "Proxy-Connection",
-                                     "TE",
-                                     "Trailer",
-                                     "Transfer-Encoding",
-                                     "Upgrade",
-                                     "Content-Length",
-                                     "X-Request-Id",
-                                     NULL};
-  return name_in(name, drop);
+  static const char *const drop[] = {"Content-Length", "X-Request-Id", NULL};
+  return name_in(name, hop_by_hop) || name_in(name, drop);
 }
 
 static bool token_char(unsigned char c)

@@ -148,20 +148,34 @@ void sbx_resp_json(struct sbx_resp *out, int status, json_t *body)
   out->json = body;
 }
 
+/* What every response with a body of len bytes sets. */
+static void resp_body(struct sbx_resp *out, int status, enum sbx_resp_kind kind, size_t len,
+                      const char *content_type)
+{
+  out->status = status;
+  out->kind = kind;
+  out->len = len;
+  out->content_type = content_type;
+}
+
 void sbx_resp_bytes(struct sbx_resp *out, int status, char *bytes, size_t len,
                     const char *content_type)
 {
-  out->status = status;
-  out->kind = SBX_RESP_BYTES;
+  resp_body(out, status, SBX_RESP_BYTES, len, content_type);
   out->bytes = bytes;
-  out->len = len;
-  out->content_type = content_type;
 }
 
 void sbx_resp_empty(struct sbx_resp *out, int status)
 {
   out->status = status;
   out->kind = SBX_RESP_EMPTY;
+}
+
+void sbx_resp_fd(struct sbx_resp *out, int status, int fd, uint64_t len,
+                 const char *content_type)
+{
+  resp_body(out, status, SBX_RESP_FD, (size_t)len, content_type);
+  out->fd = fd;
 }
 
 void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err)

@@ -230,6 +230,14 @@ void sbx_sse_respond(struct sbx_resp *out, struct sbx_sse *s, void (*on_gone)(vo
   out->stream_free = sse_release;
 }
 
+void sbx_sse_unrespond(struct sbx_resp *out)
+{
+  if (out->stream_free)
+    out->stream_free(out->stream_ctx);
+  memset(out, 0, sizeof *out);
+  out->fd = -1;
+}
+
 void sbx_sse_respond_raw(struct sbx_resp *out, struct sbx_sse *s, const char *content_type,
                          void (*on_gone)(void *ctx), void *ctx)
 {

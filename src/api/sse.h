@@ -43,6 +43,9 @@ void sbx_sse_unref(struct sbx_sse *s);
 /* Turns the response into the stream (takes a reference). */
 void sbx_sse_respond(struct sbx_resp *out, struct sbx_sse *s, void (*on_gone)(void *ctx),
                      void *ctx);
+/* Undoes sbx_sse_respond when the producer could not start: drops the
+ * response's reference and leaves out empty. */
+void sbx_sse_unrespond(struct sbx_resp *out);
 /* Like sbx_sse_respond for a raw stream with its own content type. */
 void sbx_sse_respond_raw(struct sbx_resp *out, struct sbx_sse *s, const char *content_type,
                          void (*on_gone)(void *ctx), void *ctx);

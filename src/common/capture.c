@@ -95,3 +95,12 @@ char *sbx_capture_flatten(const struct sbx_capture *c, size_t *len)
   *len = n;
   return out;
 }
+
+int sbx_capture_output(const struct sbx_capture *c, struct sbx_output *o)
+{
+  o->truncated = sbx_capture_truncated(c);
+  o->dropped = sbx_capture_dropped(c);
+  o->len = 0;
+  o->buf = sbx_capture_flatten(c, &o->len);
+  return o->buf ? 0 : -1;
+}

@@ -32,6 +32,17 @@ void sbx_capture_release(struct sbx_capture *c);
 void sbx_capture_feed(struct sbx_capture *c, const void *data, size_t len);
 bool sbx_capture_truncated(const struct sbx_capture *c);
 uint64_t sbx_capture_dropped(const struct sbx_capture *c);
+/* What a captured stream kept: head+tail in buf (malloc'd, len bytes plus
+ * a NUL; its holder frees it), and whether and how much was cut between. */
+struct sbx_output {
+  char *buf;
+  size_t len;
+  bool truncated;
+  uint64_t dropped;
+};
+/* Fills o from c: buf by sbx_capture_flatten, the counts always.  0, or -1
+ * on ENOMEM (buf NULL). */
+int sbx_capture_output(const struct sbx_capture *c, struct sbx_output *o);
 /* Returns a malloc'd buffer of head+tail (caller frees) and its length in
  * *len; NULL on ENOMEM.  Always NUL-terminated for convenience. */
 char *sbx_capture_flatten(const struct sbx_capture *c, size_t *len);

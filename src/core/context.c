@@ -185,7 +185,7 @@ static void record_end(struct sbx_context *c, int rc, const struct sbx_exec_resu
     snprintf(c->dead_why, sizeof c->dead_why,
              "the %s interpreter did not start (exit %d): "
              "%.180s",
-             lang, res->exit_code, res->stderr_buf ? res->stderr_buf : "");
+             lang, res->exit_code, res->std_err.buf ? res->std_err.buf : "");
   } else if (res->signal) {
     snprintf(c->dead_why, sizeof c->dead_why, "the %s interpreter was killed by signal %d%s",
              lang, res->signal, res->status == SBX_ST_OOM_KILLED ? " (out of memory)" : "");

@@ -145,16 +145,16 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
       "exit_code",
       final && !signalled && row->exit_code >= 0 ? json_integer(row->exit_code) : json_null(),
       "signal", signalled ? json_integer(row->signal) : json_null(), "stdout_truncated",
-      row->stdout_truncated, "stderr_truncated", row->stderr_truncated, "stdout_dropped_bytes",
-      (json_int_t)row->stdout_dropped, "stderr_dropped_bytes", (json_int_t)row->stderr_dropped,
+      row->std_out.truncated, "stderr_truncated", row->std_err.truncated, "stdout_dropped_bytes",
+      (json_int_t)row->std_out.dropped, "stderr_dropped_bytes", (json_int_t)row->std_err.dropped,
       "files", files, "usage", "cpu_seconds", row->cpu_seconds, "memory_mb_seconds",
       row->memory_mb_seconds, "duration_seconds", row->duration_seconds, "memory_peak_bytes",
       (json_int_t)row->memory_peak_bytes, "created_at", sbx_time_json(row->created_at),
       "started_at", sbx_time_json(row->started_at), "finished_at",
       sbx_time_json(row->finished_at));
   if (with_output) {
-    sbx_json_set_output(o, "stdout", row->stdout_buf, row->stdout_len);
-    sbx_json_set_output(o, "stderr", row->stderr_buf, row->stderr_len);
+    sbx_json_set_output(o, "stdout", row->std_out.buf, row->std_out.len);
+    sbx_json_set_output(o, "stderr", row->std_err.buf, row->std_err.len);
   }
   json_t *e = row->error_json ? json_loads(row->error_json, 0, NULL) : NULL;
   json_object_set_new(o, "error", e ? e : json_null());
@@ -473,22 +473,16 @@ static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_resu
 {
   if (!reason)
     reason = sbx_result_reason(res);
-  free(row->stdout_buf);
-  free(row->stderr_buf);
+  free(row->std_out.buf);
+  free(row->std_err.buf);
   free(row->error_json);
   row->error_json = NULL;
   snprintf(row->status, sizeof row->status, "%s", sbx_status_name(res->status));
   snprintf(row->reason, sizeof row->reason, "%s", reason);
   row->exit_code = res->exit_code;
   row->signal = res->signal;
-  row->stdout_buf = res->stdout_buf;
-  row->stdout_len = res->stdout_len;
-  row->stdout_truncated = res->stdout_truncated;
-  row->stdout_dropped = res->stdout_dropped;
-  row->stderr_buf = res->stderr_buf;
-  row->stderr_len = res->stderr_len;
-  row->stderr_truncated = res->stderr_truncated;
-  row->stderr_dropped = res->stderr_dropped;
+  row->std_out = res->std_out; /* lent: res keeps owning the buffers */
+  row->std_err = res->std_err;
   row->cpu_seconds = res->cpu_seconds;
   row->duration_seconds = (double)res->duration_ms / 1000.0;
   row->memory_peak_bytes = res->memory_peak_bytes;
@@ -670,7 +664,7 @@ static void job_run_captured(struct sbx_core *core, struct job *j, uint64_t cap)
   fill_final(&j->row, res, NULL);
   finish(core, &j->row, &j->col);
   /* fill_final lent res's buffers to row: res frees them, row must not. */
-  j->row.stdout_buf = j->row.stderr_buf = NULL;
+  j->row.std_out.buf = j->row.std_err.buf = NULL;
 }
 
 static void job_run(struct sbx_core *core, struct job *j)

@@ -117,6 +117,19 @@ static struct tstate *state_locked(struct sbx_quota *q, int64_t tenant, const ch
   return t;
 }
 
+/* Locks the tenant's stripe and returns its state, as state_locked (NULL:
+ * out of memory); the stripe stays locked either way until unlock_tenant. */
+static struct tstate *lock_tenant(struct sbx_quota *q, int64_t tenant, const char *name)
+{
+  pthread_mutex_lock(lock_of(q, tenant));
+  return state_locked(q, tenant, name);
+}
+
+static void unlock_tenant(struct sbx_quota *q, int64_t tenant)
+{
+  pthread_mutex_unlock(lock_of(q, tenant));
+}
+
 static int64_t today(void) { return sbx_wall_s() / 86400; }
 
 static void cpu_roll(struct tstate *t)
@@ -126,6 +139,14 @@ static void cpu_roll(struct tstate *t)
     t->cpu_day = d;
     t->cpu_used = 0;
   }
+}
+
+/* Under the tenant's lock: whether today's CPU seconds reached its daily
+ * limit (the day rolled over first). */
+static bool cpu_used_up(struct tstate *t)
+{
+  cpu_roll(t);
+  return t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day;
 }
 
 static int sum_cpu(void *ctx, const struct sbx_usage_group *g)
@@ -142,10 +163,9 @@ static int sum_cpu(void *ctx, const struct sbx_usage_group *g)
  * true when this call read the store successfully. */
 static bool cpu_seed(struct sbx_quota *q, int64_t tenant)
 {
-  pthread_mutex_lock(lock_of(q, tenant));
-  struct tstate *t = state_locked(q, tenant, NULL);
+  struct tstate *t = lock_tenant(q, tenant, NULL);
   bool need = t && !t->cpu_seeded;
-  pthread_mutex_unlock(lock_of(q, tenant));
+  unlock_tenant(q, tenant);
   if (!need)
     return false;
   struct sbx_core *core = q->core;
@@ -158,15 +178,14 @@ static bool cpu_seed(struct sbx_quota *q, int64_t tenant)
   if (!read && err.msg[0])
     sbx_warn("quota", "tenant %lld: reading today's usage: %s", (long long)tenant, err.msg);
   bool seeded_here = false;
-  pthread_mutex_lock(lock_of(q, tenant));
-  if ((t = state_locked(q, tenant, NULL)) && !t->cpu_seeded) {
+  if ((t = lock_tenant(q, tenant, NULL)) && !t->cpu_seeded) {
     cpu_roll(t);
     if (t->cpu_day == from / 86400)
       t->cpu_used += sum;
     t->cpu_seeded = true;
     seeded_here = read;
   }
-  pthread_mutex_unlock(lock_of(q, tenant));
+  unlock_tenant(q, tenant);
   return seeded_here;
 }
 
@@ -191,6 +210,19 @@ static int cpu_error(struct sbx_error *err, const struct tstate *t)
   return exceeded(err, "cpu_seconds_per_day", t->lim.cpu_seconds_per_day);
 }
 
+static int execs_error(struct sbx_error *err, const struct tstate *t)
+{
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: this tenant has %zu executions queued "
+              "or running and may have %lld; retry when one finishes",
+              t->nexecs, (long long)t->lim.executions);
+  sbx_err_fr(err,
+             "Quota dépassé : ce locataire a %zu exécutions en attente ou en cours et "
+             "peut en avoir %lld ; réessayez quand l'une sera terminée",
+             t->nexecs, (long long)t->lim.executions);
+  return exceeded(err, "executions", (double)t->lim.executions);
+}
+
 static int oom(struct sbx_error *err) { return sbx_err_sys(err, ENOMEM, "quota state"); }
 
 /* ---- the checks ---- */
@@ -201,12 +233,11 @@ int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who, un
   struct sbx_quota *q = core->quota;
   if (!q)
     return 0;
-  pthread_mutex_lock(lock_of(q, who->tenant_id));
-  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
+  struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);
   bool ok = !t || t->lim.rps <= 0 ||
             sbx_token_bucket_take(&t->bucket, t->lim.rps, t->lim.burst, sbx_now_ns(), retry_s);
   double rps = t ? t->lim.rps : 0, burst = t ? t->lim.burst : 0;
-  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  unlock_tenant(q, who->tenant_id);
   if (ok)
     return 0;
   sbx_err_set(err, SBX_E_RATE, 0,
@@ -239,10 +270,9 @@ int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *w
   /* The stripe lock is held while counting: a concurrent create is either
    * in the live table already or still pending, never neither, so the
    * limit is never overshot (lock order: stripe, then sess_lock). */
-  pthread_mutex_lock(lock_of(q, who->tenant_id));
-  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
+  struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);
   if (!t) {
-    pthread_mutex_unlock(lock_of(q, who->tenant_id));
+    unlock_tenant(q, who->tenant_id);
     return oom(err);
   }
   int64_t limit = t->lim.sessions;
@@ -250,7 +280,7 @@ int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *w
   bool room = limit <= 0 || (int64_t)live + t->pending_sessions < limit;
   if (room)
     t->pending_sessions++;
-  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  unlock_tenant(q, who->tenant_id);
   if (room)
     return 0;
   sbx_err_set(err, SBX_E_QUOTA, 0,
@@ -269,11 +299,10 @@ void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id)
   struct sbx_quota *q = core->quota;
   if (!q)
     return;
-  pthread_mutex_lock(lock_of(q, tenant_id));
-  struct tstate *t = state_locked(q, tenant_id, NULL);
+  struct tstate *t = lock_tenant(q, tenant_id, NULL);
   if (t && t->pending_sessions > 0)
     t->pending_sessions--;
-  pthread_mutex_unlock(lock_of(q, tenant_id));
+  unlock_tenant(q, tenant_id);
 }
 
 static bool execs_has(const struct tstate *t, const char *id)
@@ -300,38 +329,35 @@ static int execs_add(struct tstate *t, const char *id)
   return 0;
 }
 
-int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who, const char *id,
-                         struct sbx_error *err)
+/* The checks before work that burns CPU: the tenant's CPU of the day and,
+ * for an execution (exec_id), its executions limit, which then counts
+ * exec_id in.  Without memory for the tenant's state an execution, which
+ * must be counted, is refused; a CPU check alone lets the work go. */
+static int admit(struct sbx_core *core, const struct sbx_principal *who, const char *exec_id,
+                 struct sbx_error *err)
 {
   struct sbx_quota *q = core->quota;
   if (!q)
     return 0;
   cpu_seed(q, who->tenant_id);
-  pthread_mutex_lock(lock_of(q, who->tenant_id));
-  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
-  int rc = t ? 0 : oom(err);
-  if (t) {
-    cpu_roll(t);
-    int64_t lim = t->lim.executions;
-    size_t n = t->nexecs;
-    if (t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day) {
-      rc = cpu_error(err, t);
-    } else if (lim > 0 && (int64_t)n >= lim) {
-      sbx_err_set(err, SBX_E_QUOTA, 0,
-                  "quota exceeded: this tenant has %zu executions queued "
-                  "or running and may have %lld; retry when one finishes",
-                  n, (long long)lim);
-      sbx_err_fr(err,
-                 "Quota dépassé : ce locataire a %zu exécutions en attente ou en cours et "
-                 "peut en avoir %lld ; réessayez quand l'une sera terminée",
-                 n, (long long)lim);
-      rc = exceeded(err, "executions", (double)lim);
-    } else if (execs_add(t, id) < 0) {
-      rc = oom(err);
-    }
-  }
-  pthread_mutex_unlock(lock_of(q, who->tenant_id));
+  struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);
+  int rc = 0;
+  if (!t)
+    rc = exec_id ? oom(err) : 0;
+  else if (cpu_used_up(t))
+    rc = cpu_error(err, t);
+  else if (exec_id && t->lim.executions > 0 && (int64_t)t->nexecs >= t->lim.executions)
+    rc = execs_error(err, t);
+  else if (exec_id && execs_add(t, exec_id) < 0)
+    rc = oom(err);
+  unlock_tenant(q, who->tenant_id);
   return rc;
+}
+
+int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                         struct sbx_error *err)
+{
+  return admit(core, who, id, err);
 }
 
 void sbx_quota_exec_track(struct sbx_core *core, int64_t tenant_id, const char *id)
@@ -339,11 +365,10 @@ void sbx_quota_exec_track(struct sbx_core *core, int64_t tenant_id, const char *
   struct sbx_quota *q = core->quota;
   if (!q)
     return;
-  pthread_mutex_lock(lock_of(q, tenant_id));
-  struct tstate *t = state_locked(q, tenant_id, NULL);
+  struct tstate *t = lock_tenant(q, tenant_id, NULL);
   if (t && execs_add(t, id) < 0)
     sbx_warn("quota", "out of memory counting execution %s", id);
-  pthread_mutex_unlock(lock_of(q, tenant_id));
+  unlock_tenant(q, tenant_id);
 }
 
 void sbx_quota_exec_end(struct sbx_core *core, int64_t tenant_id, const char *id)
@@ -351,44 +376,29 @@ void sbx_quota_exec_end(struct sbx_core *core, int64_t tenant_id, const char *id
   struct sbx_quota *q = core->quota;
   if (!q)
     return;
-  pthread_mutex_lock(lock_of(q, tenant_id));
-  struct tstate *t = state_locked(q, tenant_id, NULL);
+  struct tstate *t = lock_tenant(q, tenant_id, NULL);
   for (size_t i = 0; t && i < t->nexecs; i++)
     if (strcmp(t->execs[i], id) == 0) {
       memcpy(t->execs[i], t->execs[--t->nexecs], sizeof t->execs[0]);
       break;
     }
-  pthread_mutex_unlock(lock_of(q, tenant_id));
+  unlock_tenant(q, tenant_id);
 }
 
 int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
                         struct sbx_error *err)
 {
-  struct sbx_quota *q = core->quota;
-  if (!q)
-    return 0;
-  cpu_seed(q, who->tenant_id);
-  pthread_mutex_lock(lock_of(q, who->tenant_id));
-  struct tstate *t = state_locked(q, who->tenant_id, who->tenant);
-  int rc = 0;
-  if (t) {
-    cpu_roll(t);
-    if (t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day)
-      rc = cpu_error(err, t);
-  }
-  pthread_mutex_unlock(lock_of(q, who->tenant_id));
-  return rc;
+  return admit(core, who, NULL, err);
 }
 
 static void cpu_used_add(struct sbx_quota *q, int64_t tenant_id, double seconds)
 {
-  pthread_mutex_lock(lock_of(q, tenant_id));
-  struct tstate *t = state_locked(q, tenant_id, NULL);
+  struct tstate *t = lock_tenant(q, tenant_id, NULL);
   if (t) {
     cpu_roll(t);
     t->cpu_used += seconds;
   }
-  pthread_mutex_unlock(lock_of(q, tenant_id));
+  unlock_tenant(q, tenant_id);
 }
 
 void sbx_quota_cpu_add(struct sbx_core *core, int64_t tenant_id, double seconds)
@@ -419,14 +429,11 @@ static bool cpu_query(struct sbx_core *core, int64_t tenant_id, bool used_up)
   struct sbx_quota *q = core->quota;
   if (!q)
     return false;
-  pthread_mutex_lock(lock_of(q, tenant_id));
-  struct tstate *t = state_locked(q, tenant_id, NULL);
+  struct tstate *t = lock_tenant(q, tenant_id, NULL);
   bool out = !t || !t->resolved || t->lim.cpu_seconds_per_day > 0;
-  if (used_up && t)
-    cpu_roll(t);
   if (used_up)
-    out = t && t->lim.cpu_seconds_per_day > 0 && t->cpu_used >= t->lim.cpu_seconds_per_day;
-  pthread_mutex_unlock(lock_of(q, tenant_id));
+    out = t && cpu_used_up(t);
+  unlock_tenant(q, tenant_id);
   return out;
 }
 

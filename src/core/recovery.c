@@ -20,8 +20,8 @@ static int mark_restarted(void *ctx, const struct sbx_execution_row *r)
   struct sbx_execution_row fin = *r;
   snprintf(fin.status, sizeof fin.status, "error");
   snprintf(fin.reason, sizeof fin.reason, "daemon_restarted");
-  fin.stdout_buf = fin.stderr_buf = NULL;
-  fin.stdout_len = fin.stderr_len = 0;
+  fin.std_out.buf = fin.std_err.buf = NULL;
+  fin.std_out.len = fin.std_err.len = 0;
   fin.error_json = "{\"reason\":\"daemon_restarted\",\"message\":\"the daemon restarted while "
                    "this execution was running; its sandbox was destroyed\"}";
   fin.finished_at = fin.updated_at = sbx_wall_s();

@@ -217,16 +217,16 @@ json_t *sbx_result_json(const struct sbx_exec_result *res)
                 sbx_status_name(st), "reason", sbx_result_reason(res), "exit_code",
                 signalled || st == SBX_ST_ERROR ? json_null() : json_integer(res->exit_code),
                 "signal", signalled ? json_integer(res->signal) : json_null(),
-                "stdout_truncated", res->stdout_truncated, "stderr_truncated",
-                res->stderr_truncated, "stdout_dropped_bytes", (json_int_t)res->stdout_dropped,
-                "stderr_dropped_bytes", (json_int_t)res->stderr_dropped, "duration_ms",
+                "stdout_truncated", res->std_out.truncated, "stderr_truncated",
+                res->std_err.truncated, "stdout_dropped_bytes", (json_int_t)res->std_out.dropped,
+                "stderr_dropped_bytes", (json_int_t)res->std_err.dropped, "duration_ms",
                 (json_int_t)res->duration_ms, "usage", "cpu_seconds",
                 round(res->cpu_seconds * 1e6) / 1e6, "memory_peak_bytes",
                 (json_int_t)res->memory_peak_bytes);
   json_object_set_new(json_object_get(o, "usage"), "oom_kills",
                       json_integer((json_int_t)res->oom_kills));
-  sbx_json_set_output(o, "stdout", res->stdout_buf, res->stdout_len);
-  sbx_json_set_output(o, "stderr", res->stderr_buf, res->stderr_len);
+  sbx_json_set_output(o, "stdout", res->std_out.buf, res->std_out.len);
+  sbx_json_set_output(o, "stderr", res->std_err.buf, res->std_err.len);
   json_object_set_new(o, "error",
                       res->error[0] ? json_pack("{s:s, s:s}", "reason", sbx_result_reason(res),
                                                 "message", res->error)

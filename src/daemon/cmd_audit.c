@@ -16,22 +16,23 @@ static int usage(void)
   return 2;
 }
 
+static bool audit_arg(void *ctx, int argc, char **argv, int *i)
+{
+  (void)argc;
+  if (strcmp(argv[*i], "--json") != 0)
+    return false;
+  *(bool *)ctx = true;
+  return true;
+}
+
 int sbx_cmd_audit(struct sbx_config *cfg, int argc, char **argv)
 {
   bool as_json = false;
   if (argc < 1 || strcmp(argv[0], "verify") != 0)
     return usage();
-  for (int i = 1; i < argc; i++) {
-    int used = sbx_cmd_config_flag(cfg, argc, argv, &i);
-    if (used < 0)
-      return 2;
-    if (used > 0)
-      continue;
-    if (!strcmp(argv[i], "--json"))
-      as_json = true;
-    else
-      return usage();
-  }
+  int bad = sbx_cmd_args(cfg, argc, argv, audit_arg, &as_json);
+  if (bad)
+    return bad < 0 ? 2 : usage();
   struct sbx_store_handle st;
   if (sbx_cmd_open_store(cfg, &st) < 0)
     return 2;

@@ -26,24 +26,19 @@ static bool is_pg(const char *url)
   return !strncasecmp(url, "postgres://", 11) || !strncasecmp(url, "postgresql://", 13);
 }
 
+static bool db_arg(void *ctx, int argc, char **argv, int *i)
+{
+  return sbx_cmd_value("--owner-url", argc, argv, i, ctx);
+}
+
 int sbx_cmd_db(struct sbx_config *cfg, int argc, char **argv)
 {
   const char *owner = getenv("SANDBOXD_DATABASE_OWNER_URL");
   if (argc < 1 || strcmp(argv[0], "init") != 0)
     return usage();
-  for (int i = 1; i < argc; i++) {
-    int used = sbx_cmd_config_flag(cfg, argc, argv, &i);
-    if (used < 0)
-      return 2;
-    if (used > 0)
-      continue;
-    if (!strcmp(argv[i], "--owner-url") && i + 1 < argc)
-      owner = argv[++i];
-    else if (!strncmp(argv[i], "--owner-url=", 12))
-      owner = argv[i] + 12;
-    else
-      return usage();
-  }
+  int bad = sbx_cmd_args(cfg, argc, argv, db_arg, &owner);
+  if (bad)
+    return bad < 0 ? 2 : usage();
   if (!is_pg(cfg->database_url) || !owner || !is_pg(owner)) {
     fprintf(stderr, "sandboxd db init: --database and --owner-url must both be postgres:// URLs "
                     "(SQLite needs no init: the daemon migrates it)\n");

@@ -10,33 +10,36 @@
 #include "core/core.h"
 #include "store/store.h"
 
+struct key_args {
+  const char *tenant;
+  bool admin;
+};
+
+static bool key_arg(void *ctx, int argc, char **argv, int *i)
+{
+  struct key_args *a = ctx;
+  if (sbx_cmd_value("--tenant", argc, argv, i, &a->tenant))
+    return true;
+  if (strcmp(argv[*i], "--admin") != 0)
+    return false;
+  a->admin = true;
+  return true;
+}
+
 int sbx_cmd_key(struct sbx_config *cfg, int argc, char **argv)
 {
-  const char *tenant = NULL;
-  bool admin = false;
+  struct key_args a = {0};
   if (argc < 1 || strcmp(argv[0], "create") != 0) {
     fprintf(stderr, "usage: sandboxd key create --tenant NAME [--admin] "
                     "[--state-dir DIR | --database URL]\n");
     return 2;
   }
-  for (int i = 1; i < argc; i++) {
-    int used = sbx_cmd_config_flag(cfg, argc, argv, &i);
-    if (used < 0)
-      return 2;
-    if (used > 0)
-      continue;
-    if (!strcmp(argv[i], "--tenant") && i + 1 < argc) {
-      tenant = argv[++i];
-    } else if (!strncmp(argv[i], "--tenant=", 9)) {
-      tenant = argv[i] + 9;
-    } else if (!strcmp(argv[i], "--admin")) {
-      admin = true;
-    } else {
-      fprintf(stderr, "sandboxd key create: unknown argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!tenant) {
+  int bad = sbx_cmd_args(cfg, argc, argv, key_arg, &a);
+  if (bad > 0)
+    fprintf(stderr, "sandboxd key create: unknown argument '%s'\n", argv[bad]);
+  if (bad)
+    return 2;
+  if (!a.tenant) {
     fprintf(stderr, "sandboxd key create: --tenant NAME is required\n");
     return 2;
   }
@@ -45,7 +48,7 @@ int sbx_cmd_key(struct sbx_config *cfg, int argc, char **argv)
     return 1;
   struct sbx_error err = {0};
   char *key = NULL;
-  int rc = sbx_keys_create(&st, tenant, admin, &key, &err);
+  int rc = sbx_keys_create(&st, a.tenant, a.admin, &key, &err);
   sbx_store_close(&st);
   if (rc < 0) {
     fprintf(stderr, "sandboxd: %s\n", err.msg);

@@ -63,6 +63,13 @@ int sbx_iso_init(struct sbx_error *err);
 /* /etc/resolv.conf of every sandbox built from now on (mount.c); the
  * network module sets it at start.  Default: a comment, no nameserver. */
 void sbx_iso_set_resolv_conf(const char *text);
+/* Writes the sandbox's own /etc files, the same under every driver, into
+ * the directory etc (each created O_EXCL, 0644): for a host-root sandbox
+ * passwd, group, hosts, resolv.conf, nsswitch.conf and hostname; for an
+ * image (image true) only the three it gets over its own /etc: hosts,
+ * resolv.conf, hostname.  resolv: resolv.conf's text, NULL for the one
+ * sbx_iso_set_resolv_conf set.  Async-signal-safe.  0, or -1 with errno. */
+int sbx_iso_write_etc(int etc, bool image, const char *resolv);
 
 /* ---- user namespace ids (userns.c) ----------------------------------- */
 

@@ -143,9 +143,33 @@ void sbx_iso_set_resolv_conf(const char *text)
   /* Set once at daemon start, before the first sandbox is built. */
   snprintf(etc_resolv, sizeof etc_resolv, "%s", text);
 }
+
 static const char etc_nsswitch[] =
     "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
     "networks: files\nprotocols: files\nservices: files\n";
+
+/* The first ETC_OVER_IMAGE are what an image gets over its own /etc (it
+ * keeps its users and its nsswitch); a host-root sandbox gets them all.
+ * resolv.conf's content is the caller's (NULL here). */
+static const struct {
+  const char *name;
+  const char *content;
+} etc_files[] = {{"hosts", etc_hosts},   {"resolv.conf", NULL}, {"hostname", "sandbox\n"},
+                 {"passwd", etc_passwd}, {"group", etc_group},  {"nsswitch.conf", etc_nsswitch}};
+#define ETC_OVER_IMAGE 3
+
+int sbx_iso_write_etc(int etc, bool image, const char *resolv)
+{
+  size_t n = image ? ETC_OVER_IMAGE : sizeof etc_files / sizeof etc_files[0];
+  for (size_t i = 0; i < n; i++) {
+    const char *content = etc_files[i].content;
+    if (!content)
+      content = resolv ? resolv : etc_resolv;
+    if (make_file(etc, etc_files[i].name, content, 0644) < 0)
+      return -1;
+  }
+  return 0;
+}
 
 static int build_etc(int root, const struct sbx_iso_plan *p)
 {
@@ -155,12 +179,7 @@ static int build_etc(int root, const struct sbx_iso_plan *p)
   if (etc < 0)
     return -1;
   int r = -1;
-  if (make_file(etc, "passwd", etc_passwd, 0644) < 0 ||
-      make_file(etc, "group", etc_group, 0644) < 0 ||
-      make_file(etc, "hosts", etc_hosts, 0644) < 0 ||
-      make_file(etc, "resolv.conf", etc_resolv, 0644) < 0 ||
-      make_file(etc, "nsswitch.conf", etc_nsswitch, 0644) < 0 ||
-      make_file(etc, "hostname", "sandbox\n", 0644) < 0)
+  if (sbx_iso_write_etc(etc, false, NULL) < 0)
     goto out;
   if (p->have_ldcache && (make_file(etc, "ld.so.cache", NULL, 0644) < 0 ||
                           bind_ro(etc, "ld.so.cache", "/etc/ld.so.cache") < 0))
@@ -317,13 +336,6 @@ static int build_tmp(int root, const struct sbx_iso_plan *p)
   return mount_at(root, "work", "sbx-work", "tmpfs", MS_NOSUID | MS_NODEV, p->work_opts);
 }
 
-/* The generated files an image's /etc gets over its own (the host pack's
- * /etc has them as plain files; see build_etc). */
-static const struct {
-  const char *name;
-  const char *content;
-} image_etc[] = {{"hosts", etc_hosts}, {"resolv.conf", etc_resolv}, {"hostname", "sandbox\n"}};
-
 /* Makes etc/name a regular file to bind over: an image's symlink there
  * (resolv.conf -> ../run/…) is removed (a whiteout in the upper), a
  * missing one created; a directory is refused. */
@@ -350,8 +362,10 @@ static int image_etc_target(int etc, const char *name)
   return make_file(etc, name, NULL, 0644);
 }
 
-/* stage: the staging tmpfs that holds the generated files (still reachable
- * through the binds after the old root is detached). */
+/* The generated files an image's /etc gets over its own, bound read-only
+ * (the host pack's /etc has them as plain files; see build_etc).  stage:
+ * the staging tmpfs that holds them (still reachable through the binds
+ * after the old root is detached). */
 static int build_image_etc(int root, int stage)
 {
   if (ensure_dir(root, "etc", 0755) < 0)
@@ -359,23 +373,23 @@ static int build_image_etc(int root, int stage)
   int etc = openat(root, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (etc < 0)
     return -1;
-  int r = 0;
-  for (size_t i = 0; i < sizeof image_etc / sizeof image_etc[0] && r == 0; i++) {
+  int r = sbx_iso_write_etc(stage, true, NULL);
+  for (size_t i = 0; i < ETC_OVER_IMAGE && r == 0; i++) {
+    const char *name = etc_files[i].name;
     r = -1;
-    if (make_file(stage, image_etc[i].name, image_etc[i].content, 0644) < 0 ||
-        image_etc_target(etc, image_etc[i].name) < 0)
+    if (image_etc_target(etc, name) < 0)
       break;
-    int src = open_target(stage, image_etc[i].name);
+    int src = open_target(stage, name);
     if (src < 0)
       break;
     char sp[32];
     fd_path(src, sp);
-    r = mount_at(etc, image_etc[i].name, sp, NULL, MS_BIND, NULL);
+    r = mount_at(etc, name, sp, NULL, MS_BIND, NULL);
     int e = errno;
     close(src);
     errno = e;
     if (r == 0)
-      r = set_attr(etc, image_etc[i].name, RO_ATTRS, false);
+      r = set_attr(etc, name, RO_ATTRS, false);
   }
   int e = errno;
   close(etc);

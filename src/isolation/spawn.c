@@ -1,9 +1,10 @@
 /* spawn.c — the parent's side of the wall: clone3 from one long-lived
  * spawner thread, uid/gid maps, cgroup entry, release (isolation.md §1 B).
  *
- * Why one dedicated thread: PR_SET_PDEATHSIG fires when the *thread* that
- * forked exits, so forking from request threads would kill sandboxes at
- * random; the spawner lives as long as the daemon.  It also drops its own
+ * Why one dedicated thread (common/spawner.h): PR_SET_PDEATHSIG fires when
+ * the *thread* that forked exits, so forking from request threads would
+ * kill sandboxes at random; the spawner lives as long as the daemon.  It
+ * also drops its own
  * supplementary groups at start (credentials are per thread in the kernel;
  * the raw syscall changes only this thread), so children never carry the
  * daemon's groups — the parent then denies setgroups in the sandbox's
@@ -17,7 +18,6 @@
 
 #include <errno.h>
 #include <linux/sched.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -29,6 +29,7 @@
 
 #include "common/fault.h"
 #include "common/log.h"
+#include "common/spawner.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -41,19 +42,17 @@ struct spawn_req {
   int parent_sync_fd;
   pid_t pid;
   int pidfd;
-  int rc;
-  bool done;
-  struct sbx_error err;
-  struct spawn_req *next;
 };
 
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
-static struct spawn_req *q_head, *q_tail;
-static bool started;
+static void drop_groups(void)
+{
+  if (syscall(SYS_setgroups, 0, NULL) < 0)
+    sbx_error("isolation", "spawner: dropping supplementary groups: %s", strerror(errno));
+}
 
-static int do_clone(struct spawn_req *r)
+static struct sbx_spawner spawner = SBX_SPAWNER_INIT("isolation", drop_groups);
+
+static int do_clone(struct spawn_req *r, struct sbx_error *err)
 {
   struct clone_args ca;
   memset(&ca, 0, sizeof ca);
@@ -71,7 +70,7 @@ static int do_clone(struct spawn_req *r)
     sbx_iso_child(r->plan); /* never returns */
   if (pid < 0) {
     int e = errno;
-    return sbx_err_set(&r->err,
+    return sbx_err_set(err,
                        e == EPERM || e == EINVAL || e == ENOSYS ? SBX_E_RUNTIME_UNAVAILABLE
                                                                 : SBX_E_INTERNAL,
                        e, "clone3 into new namespaces: %s", strerror(e));
@@ -103,85 +102,39 @@ static int send_go(int sync_fd, int root_fd)
   return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
-static void do_spawn(struct spawn_req *r)
+static int do_spawn(void *arg, struct sbx_error *err)
 {
+  struct spawn_req *r = arg;
   r->pidfd = -1;
-  if (do_clone(r) < 0) {
-    r->rc = -1;
-    return;
-  }
+  if (do_clone(r, err) < 0)
+    return -1;
   int root_fd = -1;
   /* The image root needs the child's user namespace with its maps (the
    * layers are idmapped to it), so it is built between the maps and "go". */
-  if (sbx_userns_write_maps(r->pid, r->uid_base, &r->err) < 0 ||
-      (r->cg->v2_dirfd < 0 && sbx_cg_attach(r->cg, r->pid, &r->err) < 0) ||
-      (r->plan->nlayers && (root_fd = sbx_overlay_build(r->pid, r->plan, &r->err)) < 0) ||
+  if (sbx_userns_write_maps(r->pid, r->uid_base, err) < 0 ||
+      (r->cg->v2_dirfd < 0 && sbx_cg_attach(r->cg, r->pid, err) < 0) ||
+      (r->plan->nlayers && (root_fd = sbx_overlay_build(r->pid, r->plan, err)) < 0) ||
       send_go(r->parent_sync_fd, root_fd) < 0) {
     if (root_fd >= 0)
       close(root_fd);
-    if (!r->err.msg[0])
-      sbx_err_sys(&r->err, errno, "spawn: releasing the child");
+    if (!err->msg[0])
+      sbx_err_sys(err, errno, "spawn: releasing the child");
     /* the child is still waiting for "go": nothing of it ran */
     syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
     siginfo_t si;
     waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED);
     close(r->pidfd);
     r->pidfd = -1;
-    r->rc = -1;
-    return;
+    return -1;
   }
   if (root_fd >= 0)
     close(root_fd); /* the child has its own reference now */
-  r->rc = 0;
-}
-
-static void *spawner_main(void *arg)
-{
-  (void)arg;
-  if (syscall(SYS_setgroups, 0, NULL) < 0)
-    sbx_error("isolation", "spawner: dropping supplementary groups: %s", strerror(errno));
-  pthread_mutex_lock(&q_lock);
-  for (;;) {
-    while (!q_head)
-      pthread_cond_wait(&q_cond, &q_lock);
-    struct spawn_req *r = q_head;
-    q_head = r->next;
-    if (!q_head)
-      q_tail = NULL;
-    pthread_mutex_unlock(&q_lock);
-    do_spawn(r);
-    pthread_mutex_lock(&q_lock);
-    r->done = true;
-    pthread_cond_broadcast(&done_cond);
-  }
-  return NULL;
-}
-
-int sbx_spawn_start(struct sbx_error *err)
-{
-  pthread_mutex_lock(&q_lock);
-  if (started) {
-    pthread_mutex_unlock(&q_lock);
-    return 0;
-  }
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  /* All signals blocked on the spawner: nothing interrupts a spawn; the
-   * child resets its mask before exec (pid.c). */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  int e = pthread_create(&t, &a, spawner_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&a);
-  started = e == 0;
-  pthread_mutex_unlock(&q_lock);
-  if (e)
-    return sbx_err_sys(err, e, "isolation: starting the spawner thread");
   return 0;
 }
+
+/* All signals are blocked on the spawner (common/spawner.h): the child
+ * resets its mask before exec (pid.c). */
+int sbx_spawn_start(struct sbx_error *err) { return sbx_spawner_start(&spawner, err); }
 
 /* Supplementary groups must be gone before the child is born: with
  * setgroups denied it could never drop them itself. */
@@ -193,21 +146,8 @@ int sbx_spawn_clone(const struct sbx_iso_plan *plan, struct sbx_cgroup *cg, uid_
                         .uid_base = uid_base,
                         .parent_sync_fd = parent_sync_fd,
                         .pidfd = -1};
-  pthread_mutex_lock(&q_lock);
-  if (q_tail)
-    q_tail->next = &r;
-  else
-    q_head = &r;
-  q_tail = &r;
-  pthread_cond_signal(&q_cond);
-  while (!r.done)
-    pthread_cond_wait(&done_cond, &q_lock);
-  pthread_mutex_unlock(&q_lock);
-  if (r.rc < 0) {
-    if (err)
-      *err = r.err;
+  if (sbx_spawner_call(&spawner, do_spawn, &r, err) < 0)
     return -1;
-  }
   *pid_out = r.pid;
   *pidfd_out = r.pidfd;
   return 0;

@@ -67,9 +67,9 @@ void sbx_exec_result_free(struct sbx_exec_result *r)
 {
   if (!r)
     return;
-  free(r->stdout_buf);
-  free(r->stderr_buf);
-  r->stdout_buf = r->stderr_buf = NULL;
+  free(r->std_out.buf);
+  free(r->std_err.buf);
+  r->std_out.buf = r->std_err.buf = NULL;
 }
 
 /* res->error is shorter than an sbx_error message: cut, don't overflow. */
@@ -697,17 +697,10 @@ static int fill_result(struct sbx_sandbox *sb, struct run *run, struct sbx_exec_
   res->duration_ms = sbx_now_ms() - t0;
   res->cpu_seconds = (double)run->cpu_us / 1e6;
   res->memory_peak_bytes = run->maxrss_kb * 1024;
-  char **bufs[2] = {&res->stdout_buf, &res->stderr_buf};
-  size_t *lens[2] = {&res->stdout_len, &res->stderr_len};
-  for (int i = 0; i < 2; i++) {
-    *bufs[i] = sbx_capture_flatten(&run->cap[i], lens[i]);
-    if (!*bufs[i] && r == 0)
+  struct sbx_output *outs[2] = {&res->std_out, &res->std_err};
+  for (int i = 0; i < 2; i++)
+    if (sbx_capture_output(&run->cap[i], outs[i]) < 0 && r == 0)
       r = sbx_err_sys(err, ENOMEM, "exec output");
-  }
-  res->stdout_truncated = sbx_capture_truncated(&run->cap[0]);
-  res->stdout_dropped = sbx_capture_dropped(&run->cap[0]);
-  res->stderr_truncated = sbx_capture_truncated(&run->cap[1]);
-  res->stderr_dropped = sbx_capture_dropped(&run->cap[1]);
   return r;
 }
 

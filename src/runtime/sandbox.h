@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/capture.h"
 #include "common/err.h"
 #include "runtime/driver.h"
 
@@ -109,16 +110,9 @@ struct sbx_exec_request {
 struct sbx_exec_result {
   enum sbx_status status;
   enum sbx_reason reason;
-  int exit_code;    /* -1 if killed by a signal */
-  int signal;       /* 0 if exited */
-  char *stdout_buf; /* malloc'd head+tail, NUL-terminated; caller frees */
-  size_t stdout_len;
-  bool stdout_truncated;
-  uint64_t stdout_dropped;
-  char *stderr_buf;
-  size_t stderr_len;
-  bool stderr_truncated;
-  uint64_t stderr_dropped;
+  int exit_code;                      /* -1 if killed by a signal */
+  int signal;                         /* 0 if exited */
+  struct sbx_output std_out, std_err; /* buf: head+tail; caller frees */
   uint64_t duration_ms;
   double cpu_seconds;         /* user+sys of the whole exec tree */
   uint64_t memory_peak_bytes; /* max RSS seen in the tree */

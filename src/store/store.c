@@ -76,13 +76,13 @@ void sbx_execution_row_free(struct sbx_execution_row *r)
     return;
   free(r->request_json);
   free(r->metadata_json);
-  free(r->stdout_buf);
-  free(r->stderr_buf);
+  free(r->std_out.buf);
+  free(r->std_err.buf);
   free(r->error_json);
   free(r->files);
   r->request_json = r->metadata_json = r->error_json = NULL;
-  r->stdout_buf = r->stderr_buf = NULL;
-  r->stdout_len = r->stderr_len = 0;
+  r->std_out.buf = r->std_err.buf = NULL;
+  r->std_out.len = r->std_err.len = 0;
   r->files = NULL;
   r->nfiles = 0;
 }

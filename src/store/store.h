@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/capture.h"
 #include "common/err.h"
 
 struct sbx_store;
@@ -71,14 +72,7 @@ struct sbx_execution_row {
   char *metadata_json; /* malloc'd */
   int exit_code;       /* -1 when none */
   int signal;
-  char *stdout_buf; /* malloc'd, stdout_len bytes (+NUL) */
-  size_t stdout_len;
-  bool stdout_truncated;
-  uint64_t stdout_dropped;
-  char *stderr_buf;
-  size_t stderr_len;
-  bool stderr_truncated;
-  uint64_t stderr_dropped;
+  struct sbx_output std_out, std_err; /* buf malloc'd, len bytes (+NUL) */
   double cpu_seconds;
   double memory_mb_seconds;
   double duration_seconds;
@@ -104,8 +98,8 @@ struct sbx_exec_file_blob {
  * what you keep).  Return 0 to go on, > 0 to stop early (the list op then
  * returns 0), < 0 to stop with an error (the list op returns -1).  Callbacks
  * run with no store lock held, so they may call the store again.
- * Execution rows handed to list callbacks are summaries: stdout_buf and
- * stderr_buf are NULL (lengths 0; the *_truncated/_dropped fields are set)
+ * Execution rows handed to list callbacks are summaries: std_out.buf and
+ * std_err.buf are NULL (lengths 0; truncated and dropped are set)
  * and files is empty; execution_get returns the output and files. */
 typedef int (*sbx_session_cb)(void *ctx, const struct sbx_session_row *row);
 typedef int (*sbx_execution_cb)(void *ctx, const struct sbx_execution_row *row);

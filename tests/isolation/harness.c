@@ -107,7 +107,7 @@ static char *exec_argv(struct sbx_sandbox *sb, char **argv, uint64_t timeout_ms,
     fprintf(stderr, "exec: %s\n", err.msg);
     return NULL;
   }
-  return strdup(res->stdout_buf ? res->stdout_buf : "");
+  return strdup(res->std_out.buf ? res->std_out.buf : "");
 }
 
 char *h_run_opts(struct sbx_sandbox *sb, const char *const *verbs, uint64_t timeout_ms,
@@ -120,8 +120,8 @@ char *h_run_opts(struct sbx_sandbox *sb, const char *const *verbs, uint64_t time
     argv[n++] = (char *)verbs[i];
   argv[n] = NULL;
   char *out = exec_argv(sb, argv, timeout_ms, cancel, res);
-  if (out && res->stderr_len && res->stderr_len < 2000)
-    fprintf(stderr, "probe stderr: %s\n", res->stderr_buf);
+  if (out && res->std_err.len && res->std_err.len < 2000)
+    fprintf(stderr, "probe stderr: %s\n", res->std_err.buf);
   return out;
 }
 

@@ -65,9 +65,9 @@ static char *run(struct sbx_sandbox *sb, const char *const *verbs, struct sbx_ex
     fprintf(stderr, "exec: %s\n", err.msg);
     return NULL;
   }
-  char *out = strdup(res->stdout_buf ? res->stdout_buf : "");
-  if (res->stderr_len)
-    fprintf(stderr, "probe stderr: %s\n", res->stderr_buf);
+  char *out = strdup(res->std_out.buf ? res->std_out.buf : "");
+  if (res->std_err.len)
+    fprintf(stderr, "probe stderr: %s\n", res->std_err.buf);
   return out;
 }
 

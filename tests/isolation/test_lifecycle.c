@@ -213,12 +213,12 @@ static void lc_huge_output(void)
   uint64_t t0 = sbx_now_ms();
   CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
   CHECK(sbx_now_ms() - t0 < 20000);
-  CHECK(res.stdout_truncated && res.stderr_truncated);
-  CHECK(res.stdout_len <= (64u << 10) + 256 && res.stderr_len <= (64u << 10) + 256);
-  CHECK(res.stdout_dropped > (64ull << 20) && res.status == SBX_ST_SUCCEEDED);
+  CHECK(res.std_out.truncated && res.std_err.truncated);
+  CHECK(res.std_out.len <= (64u << 10) + 256 && res.std_err.len <= (64u << 10) + 256);
+  CHECK(res.std_out.dropped > (64ull << 20) && res.status == SBX_ST_SUCCEEDED);
   CHECK(h_vmrss_kb() - rss0 < 16 * 1024);
   printf("huge output: 2 × 128 MiB in %llu ms, kept %zu+%zu bytes, RSS +%ld KiB\n",
-         (unsigned long long)(sbx_now_ms() - t0), res.stdout_len, res.stderr_len,
+         (unsigned long long)(sbx_now_ms() - t0), res.std_out.len, res.std_err.len,
          h_vmrss_kb() - rss0);
   sbx_exec_result_free(&res);
   h_drv->destroy(sb);

@@ -250,8 +250,8 @@ static const char *sh(struct sbx_sandbox *sb, const char *cmd, int *code)
     out[n - 1] = '\0';
   if (code)
     *code = o ? res.exit_code : -999;
-  if (o && res.exit_code && res.stderr_len)
-    fprintf(stderr, "  [%s] stderr: %.300s\n", cmd, res.stderr_buf);
+  if (o && res.exit_code && res.std_err.len)
+    fprintf(stderr, "  [%s] stderr: %.300s\n", cmd, res.std_err.buf);
   free(o);
   sbx_exec_result_free(&res);
   return out;

@@ -110,8 +110,8 @@ static void test_basic(struct sbx_sandbox *sb)
   char *echo[] = {"echo", "hello", NULL};
   CHECK(run(sb, &res, 5000, NULL, echo) == 0);
   CHECK(res.status == SBX_ST_SUCCEEDED && res.reason == SBX_RS_EXIT && res.exit_code == 0);
-  CHECK(res.stdout_len == 6 && !strcmp(res.stdout_buf, "hello\n"));
-  CHECK(res.stderr_len == 0 && !res.stdout_truncated);
+  CHECK(res.std_out.len == 6 && !strcmp(res.std_out.buf, "hello\n"));
+  CHECK(res.std_err.len == 0 && !res.std_out.truncated);
   sbx_exec_result_free(&res);
 
   /* argv bigger than one datagram travels in a sealed memfd */
@@ -121,7 +121,7 @@ static void test_basic(struct sbx_sandbox *sb)
   arg[big] = 0;
   char *len[] = {"sh", "-c", "printf %s \"${#1}\"", "sh", arg, NULL};
   CHECK(run(sb, &res, 5000, NULL, len) == 0);
-  CHECK(res.status == SBX_ST_SUCCEEDED && !strcmp(res.stdout_buf, "100000"));
+  CHECK(res.status == SBX_ST_SUCCEEDED && !strcmp(res.std_out.buf, "100000"));
   sbx_exec_result_free(&res);
   free(arg);
 
@@ -135,10 +135,10 @@ static void test_basic(struct sbx_sandbox *sb)
   sbx_exec_result_free(&res);
 
   CHECK(sh(sb, &res, 5000, "echo \"$FOO\"; echo $HOME; echo err >&2") == 0);
-  CHECK(!strncmp(res.stdout_buf, "bar baz\n", 8));
+  CHECK(!strncmp(res.std_out.buf, "bar baz\n", 8));
   /* process driver: HOME=/work is translated to the sandbox's dir */
-  CHECK(strstr(res.stdout_buf, "/t_main/work\n") != NULL);
-  CHECK(!strcmp(res.stderr_buf, "err\n"));
+  CHECK(strstr(res.std_out.buf, "/t_main/work\n") != NULL);
+  CHECK(!strcmp(res.std_err.buf, "err\n"));
   sbx_exec_result_free(&res);
 }
 
@@ -153,7 +153,8 @@ static void test_stdin_cwd_missing(struct sbx_sandbox *sb)
   in[n] = 0;
   char *cat[] = {"cat", NULL};
   CHECK(run(sb, &res, 5000, in, cat) == 0);
-  CHECK(res.status == SBX_ST_SUCCEEDED && res.stdout_len == n && !memcmp(res.stdout_buf, in, n));
+  CHECK(res.status == SBX_ST_SUCCEEDED && res.std_out.len == n &&
+        !memcmp(res.std_out.buf, in, n));
   sbx_exec_result_free(&res);
   free(in);
 
@@ -162,18 +163,18 @@ static void test_stdin_cwd_missing(struct sbx_sandbox *sb)
   char *pwd[] = {"pwd", NULL};
   struct sbx_exec_request req = {.argv = pwd, .env = envp, .cwd = "sub/dir"};
   CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
-  CHECK(res.stdout_len > 0 && strstr(res.stdout_buf, "/work/sub/dir\n") != NULL);
+  CHECK(res.std_out.len > 0 && strstr(res.std_out.buf, "/work/sub/dir\n") != NULL);
   sbx_exec_result_free(&res);
   req.cwd = "/work/nope";
   CHECK(sbx_sandbox_exec(sb, &req, &res, &err) == 0);
   CHECK(res.status == SBX_ST_FAILED && res.exit_code == 127);
-  CHECK(strstr(res.stderr_buf, "directory") != NULL);
+  CHECK(strstr(res.std_err.buf, "directory") != NULL);
   sbx_exec_result_free(&res);
 
   char *missing[] = {"no-such-command-xyz", "a", NULL};
   CHECK(run(sb, &res, 5000, NULL, missing) == 0);
   CHECK(res.status == SBX_ST_FAILED && res.reason == SBX_RS_EXIT && res.exit_code == 127);
-  CHECK(strstr(res.stderr_buf, "no-such-command-xyz: command not found") != NULL);
+  CHECK(strstr(res.std_err.buf, "no-such-command-xyz: command not found") != NULL);
   sbx_exec_result_free(&res);
 }
 
@@ -186,7 +187,7 @@ static void test_timeout(struct sbx_sandbox *sb)
   CHECK(res.status == SBX_ST_TIMEOUT && res.reason == SBX_RS_TIMEOUT);
   CHECK(dt >= 1000 && dt < 2000);
   CHECK(res.duration_ms >= 1000 && res.duration_ms < 2000);
-  CHECK(!strcmp(res.stdout_buf, "before\n"));
+  CHECK(!strcmp(res.std_out.buf, "before\n"));
   sbx_exec_result_free(&res);
 
   /* a double-forked, setsid'd grandchild is found and killed */
@@ -199,7 +200,7 @@ static void test_timeout(struct sbx_sandbox *sb)
   t0 = sbx_now_ms();
   CHECK(sh(sb, &res, 10000, "sleep 1000.222 & echo done") == 0);
   CHECK(sbx_now_ms() - t0 < 2000);
-  CHECK(res.status == SBX_ST_SUCCEEDED && !strcmp(res.stdout_buf, "done\n"));
+  CHECK(res.status == SBX_ST_SUCCEEDED && !strcmp(res.std_out.buf, "done\n"));
   CHECK(!marker_alive("sleep 1000.222"));
   sbx_exec_result_free(&res);
 }
@@ -220,10 +221,10 @@ static void test_big_output(struct sbx_sandbox *sb)
   uint64_t dt = sbx_now_ms() - t0;
   getrusage(RUSAGE_SELF, &ru1);
   CHECK(res.status == SBX_ST_SUCCEEDED);
-  CHECK(res.stdout_truncated && res.stdout_len == 1048576);
-  CHECK(res.stdout_dropped == 60000008ull - 1048576);
-  CHECK(!memcmp(res.stdout_buf, "HEAD\0\0", 6));
-  CHECK(!memcmp(res.stdout_buf + res.stdout_len - 5, "\0TAIL", 5));
+  CHECK(res.std_out.truncated && res.std_out.len == 1048576);
+  CHECK(res.std_out.dropped == 60000008ull - 1048576);
+  CHECK(!memcmp(res.std_out.buf, "HEAD\0\0", 6));
+  CHECK(!memcmp(res.std_out.buf + res.std_out.len - 5, "\0TAIL", 5));
   CHECK(dt < 10000);
   /* bounded memory: the capture (2 × 1 MiB) plus slack, not 60 MB */
   CHECK(ru1.ru_maxrss - ru0.ru_maxrss < 24 * 1024);
@@ -280,7 +281,7 @@ static void *conc_exec(void *p)
   snprintf(want, sizeof want, "job%d\n", c->i);
   struct sbx_exec_result res;
   c->ok = sh(c->sb, &res, 10000, script) == 0 && res.status == SBX_ST_SUCCEEDED &&
-          !strcmp(res.stdout_buf, want);
+          !strcmp(res.std_out.buf, want);
   sbx_exec_result_free(&res);
   return NULL;
 }
@@ -325,8 +326,8 @@ static void test_files(struct sbx_sandbox *sb)
   free(s);
   struct sbx_exec_result res;
   CHECK(sh(sb, &res, 5000, "cat a/b/c.txt; stat -c %U a/b/c.txt") == 0);
-  CHECK(!strncmp(res.stdout_buf, "content", 7));
-  CHECK(geteuid() != 0 || strstr(res.stdout_buf, "nobody") != NULL);
+  CHECK(!strncmp(res.std_out.buf, "content", 7));
+  CHECK(geteuid() != 0 || strstr(res.std_out.buf, "nobody") != NULL);
   sbx_exec_result_free(&res);
 
   CHECK(sbx_sandbox_file_write(sb, "/work/a/b/d", "12345", 5, &err) == 0);
@@ -710,14 +711,14 @@ static void test_shepherd_killed(void)
   struct sbx_exec_result res;
   CHECK(sh(sb, &res, 20000, "echo before; kill -9 $PPID; sleep 5; echo after") == 0);
   CHECK(res.status == SBX_ST_KILLED && res.reason == SBX_RS_SHEPHERD_LOST);
-  CHECK(res.stdout_buf && !strstr(res.stdout_buf, "after"));
+  CHECK(res.std_out.buf && !strstr(res.std_out.buf, "after"));
   CHECK(res.oom_kills == 0 && res.error[0]);
   CHECK(!strcmp(sbx_reason_name(SBX_RS_SHEPHERD_LOST), "shepherd_lost"));
   sbx_exec_result_free(&res);
   CHECK(sbx_sandbox_alive(sb));
   for (int i = 0; i < 3; i++) { /* the spare went too: the next execs fork afresh */
     CHECK(sh(sb, &res, 20000, "echo ok") == 0);
-    CHECK(res.status == SBX_ST_SUCCEEDED && res.stdout_buf && !strcmp(res.stdout_buf, "ok\n"));
+    CHECK(res.status == SBX_ST_SUCCEEDED && res.std_out.buf && !strcmp(res.std_out.buf, "ok\n"));
     sbx_exec_result_free(&res);
   }
   sbx_drv_process.destroy(sb);

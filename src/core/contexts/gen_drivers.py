@@ -6,30 +6,11 @@ Usage: gen_drivers.py OUT.c python_driver.py node_driver.js
 Each script becomes one NUL-terminated C string (see contexts/drivers.h),
 passed to the interpreter with -c / -e when a context starts.  A script
 must not contain a NUL byte (it travels as an argv string)."""
+import os
 import sys
 
-
-def c_bytes(line):
-    """One line of UTF-8 as the inside of a C string literal."""
-    out = []
-    for b in line.encode('utf-8'):
-        c = chr(b)
-        if c in '\\"':
-            out.append('\\' + c)
-        elif c == '\n':
-            out.append('\\n')
-        elif c == '\t':
-            out.append('\\t')
-        elif 0x20 <= b <= 0x7e and c != '?':  # '?' too: no trigraphs
-            out.append(c)
-        else:
-            out.append('\\%03o' % b)  # octal: never swallows the next char
-    return ''.join(out)
-
-
-def c_string(text):
-    out = ['    "%s"' % c_bytes(line) for line in text.splitlines(keepends=True)]
-    return '\n'.join(out) if out else '    ""'
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'common'))
+from c_literal import c_string  # noqa: E402  (src/common/c_literal.py)
 
 
 def main():

@@ -48,16 +48,8 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 
-static const char etc_passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                 "sandbox:x:1000:1000:sandbox:/work:/bin/sh\n"
-                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char etc_group[] = "root:x:0:\ntty:x:5:\nsandbox:x:1000:\nnogroup:x:65534:\n";
-static const char etc_hosts[] =
-    "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+/* resolv.conf when the net module gave none. */
 static const char etc_resolv[] = "# no network in this sandbox\n";
-static const char etc_nsswitch[] =
-    "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-    "networks: files\nprotocols: files\nservices: files\n";
 
 static int put_file(int dirfd, const char *rel, const char *content)
 {
@@ -133,11 +125,7 @@ static int build_rootfs(int root, json_t *mounts, const char *resolv)
     }
   }
   _cleanup_close_ int etc = openat(root, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (etc < 0 || put_file(etc, "passwd", etc_passwd) < 0 ||
-      put_file(etc, "group", etc_group) < 0 || put_file(etc, "hosts", etc_hosts) < 0 ||
-      put_file(etc, "resolv.conf", resolv) < 0 ||
-      put_file(etc, "nsswitch.conf", etc_nsswitch) < 0 ||
-      put_file(etc, "hostname", "sandbox\n") < 0)
+  if (etc < 0 || sbx_iso_write_etc(etc, false, resolv) < 0)
     return -1;
   if (is_file("/etc/ld.so.cache")) {
     if (put_file(etc, "ld.so.cache", NULL) < 0)
@@ -253,8 +241,7 @@ static int build_image_rootfs(const char *dir, const char *rootfs,
   if (bd < 0 || mkdirat(bd, "etc", 0755) < 0)
     return sbx_err_sys(err, errno, "gvisor: %s/etc", dir);
   _cleanup_close_ int etc = openat(bd, "etc", O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (etc < 0 || put_file(etc, "hosts", etc_hosts) < 0 ||
-      put_file(etc, "resolv.conf", resolv) < 0 || put_file(etc, "hostname", "sandbox\n") < 0)
+  if (etc < 0 || sbx_iso_write_etc(etc, true, resolv) < 0)
     return sbx_err_sys(err, errno, "gvisor: writing %s/etc", dir);
   if (mount_image(rootfs, img, disk, err) < 0)
     return -1;

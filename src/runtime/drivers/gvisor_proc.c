@@ -1,8 +1,9 @@
 /* gvisor_proc.c — running runsc for the gvisor driver.
  *
- * `runsc run` is started from one long-lived spawner thread: its
- * PR_SET_PDEATHSIG fires when the *thread* that forked it exits, so forking
- * from request threads would kill sandboxes when a worker thread ends.  The
+ * `runsc run` is started from one long-lived spawner thread
+ * (common/spawner.h): its PR_SET_PDEATHSIG fires when the *thread* that
+ * forked it exits, so forking from request threads would kill sandboxes
+ * when a worker thread ends.  The
  * child waits on a pipe until the parent has moved it into the sandbox's
  * cgroup, so runsc and everything it starts (sandbox, gofer, the ptrace
  * stubs) are charged to and killed with that cgroup.  Between fork and exec
@@ -23,7 +24,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -42,6 +42,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/spawner.h"
 #include "common/util.h"
 
 extern char **environ;
@@ -55,16 +56,9 @@ struct gv_req {
   bool hide_net_sysctl;
   struct sbx_cgroup *cg;
   pid_t pid;
-  int rc;
-  struct sbx_error err;
-  bool done;
 };
 
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
-static struct gv_req *pending;
-static bool started;
+static struct sbx_spawner spawner = SBX_SPAWNER_INIT("gvisor", NULL);
 
 /* For `runsc run --network=sandbox`: a mount namespace of its own (a
  * slave of the host's, so the host's unmounts still reach it) whose
@@ -133,75 +127,40 @@ static _Noreturn void child_main(const struct gv_req *r, int go_fd)
   _exit(127);
 }
 
-static void do_spawn(struct gv_req *r)
+static int do_spawn(void *arg, struct sbx_error *err)
 {
+  struct gv_req *r = arg;
   int go[2];
-  if (pipe2(go, O_CLOEXEC) < 0) {
-    r->rc = sbx_err_sys(&r->err, errno, "gvisor: pipe");
-    return;
-  }
+  if (pipe2(go, O_CLOEXEC) < 0)
+    return sbx_err_sys(err, errno, "gvisor: pipe");
   pid_t pid = fork();
   if (pid == 0)
     child_main(r, go[0]);
   close(go[0]);
   if (pid < 0) {
     close(go[1]);
-    r->rc = sbx_err_sys(&r->err, errno, "gvisor: fork");
-    return;
+    return sbx_err_sys(err, errno, "gvisor: fork");
   }
-  if (sbx_cg_attach(r->cg, pid, &r->err) < 0 || write(go[1], "g", 1) != 1) {
-    if (!r->err.msg[0])
-      sbx_err_sys(&r->err, errno, "gvisor: releasing runsc");
+  if (sbx_cg_attach(r->cg, pid, err) < 0 || write(go[1], "g", 1) != 1) {
+    if (!err->msg[0])
+      sbx_err_sys(err, errno, "gvisor: releasing runsc");
     close(go[1]);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    r->rc = -1;
-    return;
+    return -1;
   }
   close(go[1]);
   r->pid = pid;
-  r->rc = 0;
-}
-
-static void *spawner_main(void *arg)
-{
-  (void)arg;
-  pthread_mutex_lock(&q_lock);
-  for (;;) {
-    while (!pending)
-      pthread_cond_wait(&q_cond, &q_lock);
-    struct gv_req *r = pending;
-    pthread_mutex_unlock(&q_lock);
-    do_spawn(r);
-    pthread_mutex_lock(&q_lock);
-    pending = NULL;
-    r->done = true;
-    pthread_cond_broadcast(&done_cond);
-  }
-  return NULL;
-}
-
-static int start_spawner(struct sbx_error *err)
-{
-  if (started)
-    return 0;
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  int e = pthread_create(&t, &a, spawner_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&a);
-  if (e)
-    return sbx_err_sys(err, e, "gvisor: starting the spawner thread");
-  started = true;
   return 0;
 }
 
-static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err);
+static int spawn_req(struct gv_req *r, pid_t *pid_out, struct sbx_error *err)
+{
+  if (sbx_spawner_call(&spawner, do_spawn, r, err) < 0)
+    return -1;
+  *pid_out = r->pid;
+  return 0;
+}
 
 int sbx_gv_spawn(char *const argv[], int in_fd, int log_fd, struct sbx_cgroup *cg, bool netns,
                  pid_t *pid_out, struct sbx_error *err)
@@ -216,30 +175,6 @@ int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_
 {
   struct gv_req r = {.argv = argv, .envp = envp, .in_fd = in_fd, .log_fd = log_fd, .cg = cg};
   return spawn_req(&r, pid_out, err);
-}
-
-static int spawn_req(struct gv_req *rq, pid_t *pid_out, struct sbx_error *err)
-{
-  struct gv_req r = *rq;
-  pthread_mutex_lock(&q_lock);
-  if (start_spawner(err) < 0) {
-    pthread_mutex_unlock(&q_lock);
-    return -1;
-  }
-  while (pending)
-    pthread_cond_wait(&done_cond, &q_lock);
-  pending = &r;
-  pthread_cond_signal(&q_cond);
-  while (!r.done)
-    pthread_cond_wait(&done_cond, &q_lock);
-  pthread_mutex_unlock(&q_lock);
-  if (r.rc < 0) {
-    if (err)
-      *err = r.err;
-    return -1;
-  }
-  *pid_out = r.pid;
-  return 0;
 }
 
 int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first)

@@ -18,29 +18,8 @@ import os
 import re
 import sys
 
-
-def c_bytes(line):
-    """One line of UTF-8 as the inside of a C string literal."""
-    out = []
-    for b in line.encode('utf-8'):
-        c = chr(b)
-        if c in '\\"':
-            out.append('\\' + c)
-        elif c == '\n':
-            out.append('\\n')
-        elif c == '\t':
-            out.append('\\t')
-        elif 0x20 <= b <= 0x7e:
-            out.append(c)
-        else:
-            out.append('\\%03o' % b)  # octal: never swallows the next char
-    return ''.join(out)
-
-
-def c_string(text):
-    """The text as a C string literal, one source line per SQL line."""
-    out = ['    "%s"' % c_bytes(line) for line in text.splitlines(keepends=True)]
-    return '\n'.join(out) if out else '    ""'
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'common'))
+from c_literal import c_string  # noqa: E402  (src/common/c_literal.py)
 
 
 BACKENDS = ('sqlite', 'postgres')

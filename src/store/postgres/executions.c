@@ -17,17 +17,13 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
 {
   struct sbx_execution_row *out = row;
   memset(out, 0, sizeof *out);
-  pr_copy(r, i, 0, out->id, sizeof out->id);
-  out->tenant_id = pr_i64(r, i, 1);
-  pr_copy(r, i, 2, out->status, sizeof out->status);
-  pr_copy(r, i, 3, out->reason, sizeof out->reason);
-  pr_copy(r, i, 4, out->profile, sizeof out->profile);
+  PR_HEAD(r, i, out);
   out->exit_code = (int)pr_i64(r, i, 7);
   out->signal = (int)pr_i64(r, i, 8);
-  out->stdout_truncated = pr_i64(r, i, 10) != 0;
-  out->stdout_dropped = (uint64_t)pr_i64(r, i, 11);
-  out->stderr_truncated = pr_i64(r, i, 13) != 0;
-  out->stderr_dropped = (uint64_t)pr_i64(r, i, 14);
+  out->std_out.truncated = pr_i64(r, i, 10) != 0;
+  out->std_out.dropped = (uint64_t)pr_i64(r, i, 11);
+  out->std_err.truncated = pr_i64(r, i, 13) != 0;
+  out->std_err.dropped = (uint64_t)pr_i64(r, i, 14);
   out->cpu_seconds = pr_f64(r, i, 15);
   out->memory_mb_seconds = pr_f64(r, i, 16);
   out->duration_seconds = pr_f64(r, i, 17);
@@ -39,8 +35,8 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
   if (pr_strdup(r, i, 5, &out->request_json, err) < 0 ||
       pr_strdup(r, i, 6, &out->metadata_json, err) < 0 ||
       pr_strdup(r, i, 19, &out->error_json, err) < 0 ||
-      pr_bytea(r, i, 9, &out->stdout_buf, &out->stdout_len, err) < 0 ||
-      pr_bytea(r, i, 12, &out->stderr_buf, &out->stderr_len, err) < 0) {
+      pr_bytea(r, i, 9, &out->std_out.buf, &out->std_out.len, err) < 0 ||
+      pr_bytea(r, i, 12, &out->std_err.buf, &out->std_err.len, err) < 0) {
     sbx_execution_row_free(out);
     return -1;
   }
@@ -57,12 +53,12 @@ static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
 {
   pp_i64(p, row->exit_code);
   pp_i64(p, row->signal);
-  pp_bytes(p, row->stdout_buf, row->stdout_len);
-  pp_i64(p, row->stdout_truncated);
-  pp_i64(p, (int64_t)row->stdout_dropped);
-  pp_bytes(p, row->stderr_buf, row->stderr_len);
-  pp_i64(p, row->stderr_truncated);
-  pp_i64(p, (int64_t)row->stderr_dropped);
+  pp_bytes(p, row->std_out.buf, row->std_out.len);
+  pp_i64(p, row->std_out.truncated);
+  pp_i64(p, (int64_t)row->std_out.dropped);
+  pp_bytes(p, row->std_err.buf, row->std_err.len);
+  pp_i64(p, row->std_err.truncated);
+  pp_i64(p, (int64_t)row->std_err.dropped);
   pp_f64(p, row->cpu_seconds);
   pp_f64(p, row->memory_mb_seconds);
   pp_f64(p, row->duration_seconds);
@@ -73,9 +69,6 @@ static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
 int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
                         struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, row->tenant_id, err) < 0)
-    return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
   pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
@@ -86,12 +79,11 @@ int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   pp_i64(&p, row->started_at);
   pp_i64(&p, row->finished_at);
   pp_i64(&p, row->updated_at ? row->updated_at : created);
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(&tx, PGQ_EXE_INSERT,
-           "INSERT INTO executions (" EXE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-           " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
-           &p, false, err);
-  return pg_end(&tx, r ? 0 : -1, err);
+  return pg_run(st, row->tenant_id, PGQ_EXE_INSERT,
+                "INSERT INTO executions (" EXE_COLS
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+                " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+                &p, NULL, err);
 }
 
 /* Status of the tenant's execution: 1 found (copied), 0 not, -1 error. */

@@ -129,6 +129,11 @@ int pg_cursor_time(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t
 /* Same, and NULL unless exactly one row came back: NOT_FOUND with msg. */
 PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                 const char *not_found, struct sbx_error *err);
+/* Runs one statement alone in a transaction scoped to tenant_id.  With
+ * not_found set, a statement that changed no row is NOT_FOUND with that
+ * message.  Returns 0 or -1. */
+int pg_run(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot, const char *sql,
+           const struct pg_params *p, const char *not_found, struct sbx_error *err);
 /* Ends the transaction (COMMIT when ret == 0, else ROLLBACK) and returns
  * the connection to the pool; returns ret, or -1 if the commit failed. */
 int pg_end(struct pg_tx *tx, int ret, struct sbx_error *err);
@@ -151,6 +156,16 @@ static inline void pg_clearp(PGresult **r)
 #define _cleanup_pg_res_ __attribute__((cleanup(pg_clearp)))
 
 /* Result columns (text format). */
+/* The five head columns pp_head writes, decoded into a session or an
+ * execution row (both have these members). */
+#define PR_HEAD(r, i, out)                                                                      \
+  do {                                                                                          \
+    pr_copy(r, i, 0, (out)->id, sizeof(out)->id);                                               \
+    (out)->tenant_id = pr_i64(r, i, 1);                                                         \
+    pr_copy(r, i, 2, (out)->status, sizeof(out)->status);                                       \
+    pr_copy(r, i, 3, (out)->reason, sizeof(out)->reason);                                       \
+    pr_copy(r, i, 4, (out)->profile, sizeof(out)->profile);                                     \
+  } while (0)
 int64_t pr_i64(const PGresult *r, int row, int col);
 double pr_f64(const PGresult *r, int row, int col);
 void pr_copy(const PGresult *r, int row, int col, char *buf, size_t size);

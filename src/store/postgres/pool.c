@@ -192,6 +192,19 @@ PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struc
   return r;
 }
 
+int pg_run(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot, const char *sql,
+           const struct pg_params *p, const char *not_found, struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, tenant_id, err) < 0)
+    return -1;
+  _cleanup_pg_res_ PGresult *r = pg_q(&tx, slot, sql, p, false, err);
+  int ret = r ? 0 : -1;
+  if (r && not_found && pg_changes(r) == 0)
+    ret = sbx_err_set(err, SBX_E_NOT_FOUND, 0, "%s", not_found);
+  return pg_end(&tx, ret, err);
+}
+
 PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                 const char *not_found, struct sbx_error *err)
 {

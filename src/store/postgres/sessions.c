@@ -12,11 +12,7 @@ static int session_from_row(const PGresult *r, int i, void *row, struct sbx_erro
 {
   struct sbx_session_row *out = row;
   memset(out, 0, sizeof *out);
-  pr_copy(r, i, 0, out->id, sizeof out->id);
-  out->tenant_id = pr_i64(r, i, 1);
-  pr_copy(r, i, 2, out->status, sizeof out->status);
-  pr_copy(r, i, 3, out->reason, sizeof out->reason);
-  pr_copy(r, i, 4, out->profile, sizeof out->profile);
+  PR_HEAD(r, i, out);
   pr_copy(r, i, 5, out->runtime, sizeof out->runtime);
   pr_copy(r, i, 6, out->image, sizeof out->image);
   out->ttl_s = pr_i64(r, i, 11);
@@ -40,9 +36,6 @@ static const struct pg_kind sessions =
 int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
                       struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, row->tenant_id, err) < 0)
-    return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
   pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
@@ -57,12 +50,10 @@ int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
   pp_i64(&p, row->updated_at ? row->updated_at : created);
   pp_i64(&p, row->expires_at);
   pp_i64(&p, row->last_used_at ? row->last_used_at : created);
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(&tx, PGQ_SES_INSERT,
-           "INSERT INTO sessions (" SES_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-           " $10, $11, $12, $13, $14, $15, $16)",
-           &p, false, err);
-  return pg_end(&tx, r ? 0 : -1, err);
+  return pg_run(st, row->tenant_id, PGQ_SES_INSERT,
+                "INSERT INTO sessions (" SES_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+                " $10, $11, $12, $13, $14, $15, $16)",
+                &p, NULL, err);
 }
 
 int pg_session_get(struct sbx_store *st, int64_t tenant_id, const char *id,
@@ -102,14 +93,7 @@ int pg_session_list_ready(struct sbx_store *st, sbx_session_cb cb, void *ctx,
 static int update_one(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot,
                       const char *sql, const struct pg_params *p, struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, tenant_id, err) < 0)
-    return -1;
-  _cleanup_pg_res_ PGresult *r = pg_q(&tx, slot, sql, p, false, err);
-  int ret = r ? 0 : -1;
-  if (r && pg_changes(r) == 0)
-    ret = sbx_err_set(err, SBX_E_NOT_FOUND, 0, "session not found");
-  return pg_end(&tx, ret, err);
+  return pg_run(st, tenant_id, slot, sql, p, "session not found", err);
 }
 
 int pg_session_set_status(struct sbx_store *st, int64_t tenant_id, const char *id,

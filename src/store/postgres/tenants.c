@@ -29,21 +29,16 @@ int pg_tenant_ensure(struct sbx_store *st, const char *name, int64_t *id_out,
 
 int pg_key_insert(struct sbx_store *st, const struct sbx_key_row *key, struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, key->tenant_id, err) < 0)
-    return -1;
   struct pg_params p = {0};
   pp_text(&p, key->key_id);
   pp_i64(&p, key->tenant_id);
   pp_bytes(&p, key->hash, sizeof key->hash);
   pp_i64(&p, key->admin ? 1 : 0);
   pp_i64(&p, key->created_at ? key->created_at : sbx_wall_s());
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(&tx, PGQ_KEY_INSERT,
-           "INSERT INTO api_keys (key_id, tenant_id, hash, admin, created_at)"
-           " VALUES ($1, $2, $3, $4, $5)",
-           &p, false, err);
-  return pg_end(&tx, r ? 0 : -1, err);
+  return pg_run(st, key->tenant_id, PGQ_KEY_INSERT,
+                "INSERT INTO api_keys (key_id, tenant_id, hash, admin, created_at)"
+                " VALUES ($1, $2, $3, $4, $5)",
+                &p, NULL, err);
 }
 
 int pg_key_get(struct sbx_store *st, const char *key_id, struct sbx_key_row *out,

@@ -21,10 +21,10 @@ static void exec_scalars(sqlite3_stmt *s, struct sbx_execution_row *out)
   sq_col_copy(s, 4, out->profile, sizeof out->profile);
   out->exit_code = sqlite3_column_int(s, 7);
   out->signal = sqlite3_column_int(s, 8);
-  out->stdout_truncated = sqlite3_column_int(s, 10) != 0;
-  out->stdout_dropped = (uint64_t)sqlite3_column_int64(s, 11);
-  out->stderr_truncated = sqlite3_column_int(s, 13) != 0;
-  out->stderr_dropped = (uint64_t)sqlite3_column_int64(s, 14);
+  out->std_out.truncated = sqlite3_column_int(s, 10) != 0;
+  out->std_out.dropped = (uint64_t)sqlite3_column_int64(s, 11);
+  out->std_err.truncated = sqlite3_column_int(s, 13) != 0;
+  out->std_err.dropped = (uint64_t)sqlite3_column_int64(s, 14);
   out->cpu_seconds = sqlite3_column_double(s, 15);
   out->memory_mb_seconds = sqlite3_column_double(s, 16);
   out->duration_seconds = sqlite3_column_double(s, 17);
@@ -50,8 +50,8 @@ static int exec_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
   if (sq_col_strdup(s, 5, &out->request_json, err) < 0 ||
       sq_col_strdup(s, 6, &out->metadata_json, err) < 0 ||
       sq_col_strdup(s, 19, &out->error_json, err) < 0 ||
-      output_dup(s, 9, &out->stdout_buf, &out->stdout_len, err) < 0 ||
-      output_dup(s, 12, &out->stderr_buf, &out->stderr_len, err) < 0) {
+      output_dup(s, 9, &out->std_out.buf, &out->std_out.len, err) < 0 ||
+      output_dup(s, 12, &out->std_err.buf, &out->std_err.len, err) < 0) {
     sbx_execution_row_free(out);
     return -1;
   }
@@ -65,12 +65,12 @@ static void bind_outcome(sqlite3_stmt *s, int first, const struct sbx_execution_
   int i = first;
   sqlite3_bind_int(s, i++, row->exit_code);
   sqlite3_bind_int(s, i++, row->signal);
-  sq_bind_blob(s, i++, row->stdout_buf, row->stdout_len);
-  sqlite3_bind_int(s, i++, row->stdout_truncated);
-  sqlite3_bind_int64(s, i++, (int64_t)row->stdout_dropped);
-  sq_bind_blob(s, i++, row->stderr_buf, row->stderr_len);
-  sqlite3_bind_int(s, i++, row->stderr_truncated);
-  sqlite3_bind_int64(s, i++, (int64_t)row->stderr_dropped);
+  sq_bind_blob(s, i++, row->std_out.buf, row->std_out.len);
+  sqlite3_bind_int(s, i++, row->std_out.truncated);
+  sqlite3_bind_int64(s, i++, (int64_t)row->std_out.dropped);
+  sq_bind_blob(s, i++, row->std_err.buf, row->std_err.len);
+  sqlite3_bind_int(s, i++, row->std_err.truncated);
+  sqlite3_bind_int64(s, i++, (int64_t)row->std_err.dropped);
   sqlite3_bind_double(s, i++, row->cpu_seconds);
   sqlite3_bind_double(s, i++, row->memory_mb_seconds);
   sqlite3_bind_double(s, i++, row->duration_seconds);
