@@ -138,3 +138,15 @@ def test_typescript_scenario(world):
     p = run(["node", os.path.join(ts, "e2e", "scenario.mjs")], env, cwd=ts)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
     assert "[typescript] scenario passed" in p.stdout
+
+
+def test_java_scenario(world, tmp_path):
+    d, env = world
+    # sdk/java/build.sh: javac + jar (what `make sdk-java` runs); it prints the class path.
+    b = subprocess.run([os.path.join(ROOT, "sdk", "java", "build.sh"), str(tmp_path / "sdk-java")],
+                       capture_output=True, text=True, timeout=600)
+    assert b.returncode == 0, b.stdout + b.stderr
+    cp = b.stdout.strip().splitlines()[-1]
+    p = run(["java", "-cp", cp, os.path.join(ROOT, "sdk", "java", "e2e", "Scenario.java")], env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
+    assert "[java] scenario passed" in p.stdout
