@@ -17,7 +17,7 @@ for j in databind core annotations; do
 done
 rm -rf "$out/classes" "$out/test-classes"
 mkdir -p "$out/classes" "$out/test-classes"
-javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$cp" -d "$out/classes" \
+javac --release 17 -Xlint:all,-try -Werror -encoding UTF-8 -cp "$cp" -d "$out/classes" \
   $(find "$here/src/main/java" -name '*.java' | sort)
 # Class-Path lets `java -cp sandboxd-sdk.jar` find Debian's Jackson by itself.
 printf 'Class-Path: %s\nImplementation-Title: sandboxd-sdk\nImplementation-Version: %s\n' \
@@ -25,6 +25,6 @@ printf 'Class-Path: %s\nImplementation-Title: sandboxd-sdk\nImplementation-Versi
   "$(sed -n 's/.*VERSION = "\(.*\)";/\1/p' "$here/src/main/java/dev/sandboxd/SandboxdClient.java")" \
   > "$out/MANIFEST.MF"
 jar --create --file "$out/sandboxd-sdk.jar" --manifest "$out/MANIFEST.MF" -C "$out/classes" .
-javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$out/sandboxd-sdk.jar:$cp" \
+javac --release 17 -Xlint:all,-try -Werror -encoding UTF-8 -cp "$out/sandboxd-sdk.jar:$cp" \
   -d "$out/test-classes" $(find "$here/src/test/java" -name '*.java' | sort)
 echo "$out/sandboxd-sdk.jar:$cp"
