@@ -150,7 +150,8 @@ def test_java_scenario(world, tmp_path):
         b = subprocess.run([os.path.join(ROOT, "sdk", "java", "build.sh"), os.path.dirname(jar)],
                            capture_output=True, text=True, timeout=600)
         assert b.returncode == 0, b.stdout + b.stderr
-    # the jar's manifest puts Debian's Jackson jars on the class path
-    p = run(["java", "-cp", jar, os.path.join(ROOT, "sdk", "java", "e2e", "Scenario.java")], env)
+    # the jar's manifest puts Debian's Jackson jars on the class path; test-classes has Check
+    cp = jar + ":" + os.path.join(os.path.dirname(jar), "test-classes")
+    p = run(["java", "-cp", cp, os.path.join(ROOT, "sdk", "java", "e2e", "Scenario.java")], env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
     assert "[java] scenario passed" in p.stdout

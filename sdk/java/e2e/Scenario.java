@@ -1,8 +1,12 @@
 // Scenario.java — the SDK scenario, Java side (tests/sdk/test_sdk.py runs it
-// against a real daemon with `java -cp <sandboxd-sdk.jar> Scenario.java`;
+// against a real daemon with `java -cp <sandboxd-sdk.jar>:<test-classes>
+// Scenario.java`, the assertions from dev.sandboxd.Check;
 // tests/sdk/scenario.py is the same scenario in Python).  Environment:
 // SANDBOXD_URL, SANDBOXD_API_KEY, SBX_ADMIN_KEY, SBX_RATE_KEY,
 // SBX_REGISTRY_IMAGE, SBX_SEED_PROFILE.  Prints one line per step.
+import static dev.sandboxd.Check.check;
+import static dev.sandboxd.Check.expect;
+
 import dev.sandboxd.ApiException;
 import dev.sandboxd.BackgroundProcess;
 import dev.sandboxd.ContextHandle;
@@ -46,25 +50,6 @@ public class Scenario {
     static void step(String s) {
         System.out.println("[java] " + s);
         System.out.flush();
-    }
-
-    static void check(boolean cond, Object what) {
-        if (!cond) throw new AssertionError(String.valueOf(what));
-    }
-
-    interface Body {
-        void run() throws Exception;
-    }
-
-    /** Runs body, which must throw a T; returns it. */
-    static <T extends Throwable> T expect(Class<T> type, Body body) throws Exception {
-        try {
-            body.run();
-        } catch (Throwable e) {
-            if (type.isInstance(e)) return type.cast(e);
-            throw new AssertionError("expected " + type.getSimpleName() + ", got " + e, e);
-        }
-        throw new AssertionError("expected " + type.getSimpleName() + ", nothing thrown");
     }
 
     static String tar(String... args) throws Exception {

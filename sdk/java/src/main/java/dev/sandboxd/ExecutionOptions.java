@@ -6,23 +6,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.Base64;
 import java.util.List;
-import java.util.Map;
 
 /**
  * An execution's request: {@code new ExecutionOptions().profile("gvisor").limits(…)}.
  * Either a command (with an image, or the profile's), or a language and code.
  */
-public final class ExecutionOptions extends JsonOptions<ExecutionOptions> {
+public final class ExecutionOptions extends SandboxSpec<ExecutionOptions> {
     Duration waitTimeout;
-
-    public ExecutionOptions profile(String profile) {
-        return set("profile", profile);
-    }
-
-    /** An image of the host's store (pulled on first use unless the daemon says never); null: the profile's. */
-    public ExecutionOptions image(String image) {
-        return set("image", image);
-    }
 
     public ExecutionOptions command(List<String> command) {
         return set("command", command);
@@ -61,30 +51,6 @@ public final class ExecutionOptions extends JsonOptions<ExecutionOptions> {
 
     public ExecutionOptions stdin(String stdin) {
         return set("stdin", stdin);
-    }
-
-    public ExecutionOptions env(Map<String, String> env) {
-        return set("env", copy(env));
-    }
-
-    public ExecutionOptions env(String key, String value) {
-        return entry("env", key, value);
-    }
-
-    public ExecutionOptions limits(LimitsRequest limits) {
-        return set("limits", limits == null ? null : limits.body);
-    }
-
-    public ExecutionOptions network(NetworkRequest network) {
-        return set("network", network == null ? null : network.body);
-    }
-
-    public ExecutionOptions metadata(Map<String, String> metadata) {
-        return set("metadata", copy(metadata));
-    }
-
-    public ExecutionOptions metadata(String key, String value) {
-        return entry("metadata", key, value);
     }
 
     /**

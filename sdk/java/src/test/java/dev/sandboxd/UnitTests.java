@@ -4,7 +4,12 @@
 // dev.sandboxd.UnitTests`, ending with "N passed, N failed".
 package dev.sandboxd;
 
+import static dev.sandboxd.Check.check;
+import static dev.sandboxd.Check.eq;
+import static dev.sandboxd.Check.expect;
+
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxd.Check.Body;
 import dev.sandboxd.FakeServer.Reply;
 import dev.sandboxd.model.CapturedOutput;
 import dev.sandboxd.model.ExecResult;
@@ -16,35 +21,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 
 public final class UnitTests {
-    interface Body {
-        void run() throws Exception;
-    }
-
     private static final Map<String, Body> TESTS = new LinkedHashMap<>();
 
     static void test(String name, Body body) {
         TESTS.put(name, body);
-    }
-
-    static void check(boolean cond, Object what) {
-        if (!cond) throw new AssertionError(String.valueOf(what));
-    }
-
-    static void eq(Object want, Object got) {
-        if (!Objects.equals(want, got)) throw new AssertionError("want " + want + ", got " + got);
-    }
-
-    static <T extends Throwable> T expect(Class<T> type, Body body) throws Exception {
-        try {
-            body.run();
-        } catch (Throwable e) {
-            if (type.isInstance(e)) return type.cast(e);
-            throw new AssertionError("expected " + type.getSimpleName() + ", got " + e, e);
-        }
-        throw new AssertionError("expected " + type.getSimpleName() + ", nothing thrown");
     }
 
     /** A client of srv with fast backoff and the environment given (nothing read from the real one). */
