@@ -88,9 +88,19 @@ test-sdk: deps all
 	mypy --strict sdk/python/src/sandboxd
 	$(PYTHON) -m unittest discover -s sdk/python/tests
 	cd sdk/typescript && node --test test/unit.test.mjs
+	$(MAKE) --no-print-directory sdk-java
+	java -cp $(BUILD)/sdk-java/sandboxd-sdk.jar:$(BUILD)/sdk-java/test-classes dev.sandboxd.UnitTests
 	$(PYTHON) tests/sdk/check_sdk_contract.py
 	PYTHON=$(PYTHON) ./tests/sdk/check_packages.sh
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/sdk
+# The Java SDK's jar and unit tests (sdk/java, docs/sdk/java.md): javac + jar
+# of Debian's JDK 17, with Debian's Jackson, offline; test-sdk also checks it
+# against the contract (the jar found through SANDBOXD_JAVA_SDK) and runs its
+# scenario (tests/sdk/test_sdk.py).
+.PHONY: sdk-java
+sdk-java: deps
+	./sdk/java/build.sh $(BUILD)/sdk-java >/dev/null
+test-sdk: export SANDBOXD_JAVA_SDK = $(abspath $(BUILD))/sdk-java
 # The MCP server (/mcp and `sbx mcp`) driven by the pinned official MCP SDK
 # client and @modelcontextprotocol/conformance's server scenarios
 # (tests/mcp/, docs/mcp.md); npm ci installs exactly package-lock.json.

@@ -32,6 +32,8 @@ PACKAGES=(
   node-typescript mypy
   # the Debian package (make deb) and its install test
   debhelper dpkg-dev
+  # the Java SDK (make sdk-java): JDK 17's javac/jar and Debian's Jackson jars
+  openjdk-17-jdk-headless libjackson2-databind-java
   # make fuzz: clang with libFuzzer and the sanitizer runtimes (tests/fuzz)
   clang-14 libclang-rt-14-dev
   # make format / format-check (.clang-format)

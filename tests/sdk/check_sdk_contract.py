@@ -3,13 +3,15 @@
 
 Usage: check_sdk_contract.py [OPENAPI_YAML]
 
-For the Python SDK (sdk/python/src/sandboxd) and the TypeScript SDK
-(sdk/typescript/src), each failing with the list of what is wrong:
+For the Python SDK (sdk/python/src/sandboxd), the TypeScript SDK
+(sdk/typescript/src) and the Java SDK (sdk/java, read from its built jar:
+SANDBOXD_JAVA_SDK, default build/sdk-java, as `make sdk-java` leaves it),
+each failing with the list of what is wrong:
   * every operation in the SDK's route table exists in the document under
     that operationId, with the same method and path;
   * every query parameter the SDK sends is declared by that operation;
   * every field of every typed model (Python dataclasses, TypeScript
-    interfaces) is a property of the schema of the same name, and every
+    interfaces, Java records) is a property of the schema of the same name, and every
     required property of that schema is a field of the model;
   * the request bodies the SDK really builds (recorded from its public
     methods, not written down twice) validate against each operation's
@@ -40,6 +42,7 @@ from sandboxd.routes import QUERY, ROUTES  # noqa: E402
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 TS_SRC = os.path.join(ROOT, "sdk", "typescript", "src")
+JAVA_SDK = os.environ.get("SANDBOXD_JAVA_SDK") or os.path.join(ROOT, "build", "sdk-java")
 # Models whose schema lists no properties (described in prose) or that are
 # SDK-side views, not API objects.
 UNTYPED = {"ProcessOutput"}
@@ -215,6 +218,25 @@ def ts_bodies():
     return [(x["op"], x["json"]) for x in json.loads(p.stdout)]
 
 
+# ---- Java --------------------------------------------------------------------
+
+def java_dump():
+    """Runs dev.sandboxd.ContractDump (sdk/java/src/test) on the built jar:
+    its routes, query parameters, model fields and recorded bodies."""
+    jar = os.path.join(JAVA_SDK, "sandboxd-sdk.jar")
+    if not os.path.exists(jar):
+        raise SystemExit(f"{jar} missing: build it (make sdk-java)")
+    # The jar's manifest puts Debian's Jackson jars on the class path.
+    p = subprocess.run(["java", "-cp", f"{jar}:{os.path.join(JAVA_SDK, 'test-classes')}",
+                        "dev.sandboxd.ContractDump"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = json.loads(p.stdout)
+    assert len(d["routes"]) >= 40 and len(d["models"]) >= 25, "ContractDump printed too little"
+    d["models"] = {k: set(v) for k, v in d["models"].items()}
+    d["bodies"] = [tuple(x) for x in d["bodies"]]
+    return d
+
+
 # ---- bodies ------------------------------------------------------------------
 
 def check_bodies(doc, seen, who):
@@ -237,7 +259,7 @@ def check_bodies(doc, seen, who):
     return errs
 
 
-def check_all(doc, py_seen, ts_seen):
+def check_all(doc, py_seen, ts_seen, java):
     errs = check_routes(doc, ROUTES, QUERY, "python")
     errs += check_fields(doc, python_models(), "python")
     errs += check_bodies(doc, py_seen, "python")
@@ -245,6 +267,9 @@ def check_all(doc, py_seen, ts_seen):
     errs += check_routes(doc, tr, tq, "typescript")
     errs += check_fields(doc, ts_models(), "typescript")
     errs += check_bodies(doc, ts_seen, "typescript")
+    errs += check_routes(doc, {k: tuple(v) for k, v in java["routes"].items()}, java["query"], "java")
+    errs += check_fields(doc, java["models"], "java")
+    errs += check_bodies(doc, java["bodies"], "java")
     return errs
 
 
@@ -252,9 +277,9 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs", "api", "openapi.yaml")
     with open(path) as f:
         doc = yaml.safe_load(f)
-    py_seen, ts_seen = python_bodies(), ts_bodies()
-    used = {op for op, _ in py_seen} | {op for op, _ in ts_seen}
-    errs = check_all(doc, py_seen, ts_seen)
+    py_seen, ts_seen, java = python_bodies(), ts_bodies(), java_dump()
+    used = {op for op, _ in py_seen} | {op for op, _ in ts_seen} | {op for op, _ in java["bodies"]}
+    errs = check_all(doc, py_seen, ts_seen, java)
     if errs:
         print("\n".join(errs))
         print(f"FAIL: {len(errs)} disagreement(s) between the SDKs and {path}")
@@ -280,11 +305,12 @@ def main():
             p["name"] = "max_size"
     mutations.append(("a query parameter renamed", m))
     for what, mdoc in mutations:
-        if not check_all(mdoc, py_seen, ts_seen):
+        if not check_all(mdoc, py_seen, ts_seen, java):
             print(f"FAIL: the check missed {what}")
             return 1
     print(f"ok: {len(ROUTES)} operations, {len(python_models())} Python models, "
-          f"{len(ts_models())} TypeScript types, {len(py_seen)}+{len(ts_seen)} recorded bodies "
+          f"{len(ts_models())} TypeScript types, {len(java['models'])} Java records, "
+          f"{len(py_seen)}+{len(ts_seen)}+{len(java['bodies'])} recorded bodies "
           f"({len(used)} operations) agree with {os.path.relpath(path, ROOT)}; "
           f"{len(mutations)} mutations caught")
     return 0

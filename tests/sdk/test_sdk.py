@@ -138,3 +138,20 @@ def test_typescript_scenario(world):
     p = run(["node", os.path.join(ts, "e2e", "scenario.mjs")], env, cwd=ts)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
     assert "[typescript] scenario passed" in p.stdout
+
+
+def test_java_scenario(world, tmp_path):
+    """The jar make test-sdk just built (SANDBOXD_JAVA_SDK), else one built
+    here by sdk/java/build.sh; e2e/Scenario.java runs from source."""
+    d, env = world
+    jar = os.path.join(os.environ.get("SANDBOXD_JAVA_SDK", ""), "sandboxd-sdk.jar")
+    if not os.environ.get("SANDBOXD_JAVA_SDK") or not os.path.exists(jar):
+        jar = str(tmp_path / "sdk-java" / "sandboxd-sdk.jar")
+        b = subprocess.run([os.path.join(ROOT, "sdk", "java", "build.sh"), os.path.dirname(jar)],
+                           capture_output=True, text=True, timeout=600)
+        assert b.returncode == 0, b.stdout + b.stderr
+    # the jar's manifest puts Debian's Jackson jars on the class path; test-classes has Check
+    cp = jar + ":" + os.path.join(os.path.dirname(jar), "test-classes")
+    p = run(["java", "-cp", cp, os.path.join(ROOT, "sdk", "java", "e2e", "Scenario.java")], env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
+    assert "[java] scenario passed" in p.stdout
