@@ -30,6 +30,8 @@ PACKAGES=(
   # the TypeScript SDK's compiler and the Python SDK's type check (make test-sdk;
   # Node itself is nodejs above)
   node-typescript mypy
+  # the Go SDK (sdk/go: standard library only, built and tested offline)
+  golang-go
   # the Debian package (make deb) and its install test
   debhelper dpkg-dev
   # make fuzz: clang with libFuzzer and the sanitizer runtimes (tests/fuzz)
