@@ -3,17 +3,24 @@
 
 Usage: check_sdk_contract.py [OPENAPI_YAML]
 
-For the Python SDK (sdk/python/src/sandboxd) and the TypeScript SDK
-(sdk/typescript/src), each failing with the list of what is wrong:
+For the Python SDK (sdk/python/src/sandboxd), the TypeScript SDK
+(sdk/typescript/src) and the Go SDK (sdk/go), each failing with the list
+of what is wrong:
   * every operation in the SDK's route table exists in the document under
     that operationId, with the same method and path;
   * every query parameter the SDK sends is declared by that operation;
   * every field of every typed model (Python dataclasses, TypeScript
-    interfaces) is a property of the schema of the same name, and every
-    required property of that schema is a field of the model;
+    interfaces, Go structs' json tags) is a property of the schema of the
+    same name, and every required property of that schema is a field of
+    the model;
   * the request bodies the SDK really builds (recorded from its public
     methods, not written down twice) validate against each operation's
-    requestBody schema.
+    requestBody schema;
+  * for Go, whose recorded requests are whole (sdk/go/e2e/record: method,
+    path, query, body), every request matches a route of its table, every
+    query parameter sent is declared, and every route is exercised.
+The Go SDK is run through tests/sdk/go.sh with SANDBOXD_BUILD (default
+build/) holding its caches.
 Then it proves the checks bite: a mutated document (a route moved, a
 property renamed, a body field removed) must be rejected.
 """
@@ -215,6 +222,70 @@ def ts_bodies():
     return [(x["op"], x["json"]) for x in json.loads(p.stdout)]
 
 
+# ---- Go ----------------------------------------------------------------------
+
+GO_DIR = os.path.join(ROOT, "sdk", "go")
+
+
+def go_routes():
+    src = open(os.path.join(GO_DIR, "routes.go")).read()
+    rblock, qblock = src.split("var queryParams", 1)
+    routes = {m[0]: (m[1], m[2]) for m in
+              re.findall(r'^\t"(\w+)": +\{"(\w+)", "([^"]+)"\},$', rblock, re.M)}
+    query = {m[0]: tuple(re.findall(r'"([^"]+)"', m[1]))
+             for m in re.findall(r'^\t"(\w+)": +\{([^}]*)\},$', qblock, re.M)}
+    assert len(routes) >= 40, f"routes.go parsed to {len(routes)} routes"
+    return routes, query
+
+
+def go_models():
+    src = open(os.path.join(GO_DIR, "models.go")).read()
+    out = {}
+    for name, body in re.findall(r"^type (\w+) struct \{\n(.*?)^\}", src, re.M | re.S):
+        out[name] = set(re.findall(r'json:"(\w+)', body))
+    assert len(out) >= 30, f"models.go parsed to {len(out)} structs"
+    return out
+
+
+def template_rx(tmpl):
+    """A path template ({id}, {ref*} for several segments) as a regex."""
+    rx = re.sub(r"\\\{(\w+)\\\*\\\}", ".+", re.escape(tmpl))
+    return re.compile(re.sub(r"\\\{(\w+)\\\}", "[^/]+", rx) + "$")
+
+
+def go_requests(routes):
+    """Runs sdk/go/e2e/record (the SDK's calls against a recording
+    RoundTripper): [(op or None, method, path, query keys, json body)]."""
+    build = os.environ.get("SANDBOXD_BUILD") or os.path.join(ROOT, "build")
+    p = subprocess.run([os.path.join(HERE, "go.sh"), build, "run", "./e2e/record"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    pats = [(method, template_rx(tmpl), op) for op, (method, tmpl) in routes.items()]
+    out = []
+    for r in json.loads(p.stdout):
+        op = next((o for m, rx, o in pats if m == r["method"] and rx.match(r["path"])), None)
+        out.append((op, r["method"], r["path"], tuple(sorted(r["query"] or {})), r["json"]))
+    return out
+
+
+def check_requests(doc, reqs, who):
+    """Each request matches its route in the document, with only declared
+    query parameters."""
+    errs = []
+    ops = operations(doc)
+    for op, method, path, qkeys, _ in reqs:
+        if op is None or op not in ops or ops[op][0] != method or \
+                not template_rx(ops[op][1]).match(path):
+            errs.append(f"{who}: {method} {path} ({op}) is no operation of the document")
+            continue
+        declared = {x["name"] for x in ops[op][3] if x.get("in") == "query"}
+        for q in qkeys:
+            if q not in declared:
+                errs.append(f"{who}: {op} sent query parameter {q!r}, not declared "
+                            f"(declared: {sorted(declared)})")
+    return errs
+
+
 # ---- bodies ------------------------------------------------------------------
 
 def check_bodies(doc, seen, who):
@@ -237,7 +308,8 @@ def check_bodies(doc, seen, who):
     return errs
 
 
-def check_all(doc, py_seen, ts_seen):
+def check_all(doc, py_seen, ts_seen, go):
+    go_r, go_q, go_m, go_reqs = go
     errs = check_routes(doc, ROUTES, QUERY, "python")
     errs += check_fields(doc, python_models(), "python")
     errs += check_bodies(doc, py_seen, "python")
@@ -245,6 +317,10 @@ def check_all(doc, py_seen, ts_seen):
     errs += check_routes(doc, tr, tq, "typescript")
     errs += check_fields(doc, ts_models(), "typescript")
     errs += check_bodies(doc, ts_seen, "typescript")
+    errs += check_routes(doc, go_r, go_q, "go")
+    errs += check_fields(doc, go_m, "go")
+    errs += check_requests(doc, go_reqs, "go")
+    errs += check_bodies(doc, [(op, body) for op, _, _, _, body in go_reqs if op], "go")
     return errs
 
 
@@ -253,8 +329,12 @@ def main():
     with open(path) as f:
         doc = yaml.safe_load(f)
     py_seen, ts_seen = python_bodies(), ts_bodies()
+    go_r, go_q = go_routes()
+    go = (go_r, go_q, go_models(), go_requests(go_r))
     used = {op for op, _ in py_seen} | {op for op, _ in ts_seen}
-    errs = check_all(doc, py_seen, ts_seen)
+    errs = check_all(doc, py_seen, ts_seen, go)
+    errs += [f"go: route {op} is never called by sdk/go/e2e/record"
+             for op in sorted(set(go_r) - {r[0] for r in go[3]})]
     if errs:
         print("\n".join(errs))
         print(f"FAIL: {len(errs)} disagreement(s) between the SDKs and {path}")
@@ -280,12 +360,14 @@ def main():
             p["name"] = "max_size"
     mutations.append(("a query parameter renamed", m))
     for what, mdoc in mutations:
-        if not check_all(mdoc, py_seen, ts_seen):
+        if not check_all(mdoc, py_seen, ts_seen, go):
             print(f"FAIL: the check missed {what}")
             return 1
     print(f"ok: {len(ROUTES)} operations, {len(python_models())} Python models, "
-          f"{len(ts_models())} TypeScript types, {len(py_seen)}+{len(ts_seen)} recorded bodies "
-          f"({len(used)} operations) agree with {os.path.relpath(path, ROOT)}; "
+          f"{len(ts_models())} TypeScript types, {len(go[2])} Go structs, "
+          f"{len(py_seen)}+{len(ts_seen)} recorded bodies ({len(used)} operations) and "
+          f"{len(go[3])} recorded Go requests ({len(go_r)} routes) "
+          f"agree with {os.path.relpath(path, ROOT)}; "
           f"{len(mutations)} mutations caught")
     return 0
 
