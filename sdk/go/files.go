@@ -116,7 +116,7 @@ func (f *FilesService) Archive(ctx context.Context, path string, o *ArchiveOptio
 	return f.t.bytes(ctx, c)
 }
 
-// Extract unpacks a tar (optionally gzip, bzip2, xz or zstd compressed)
+// Extract unpacks a tar (optionally gzip, bzip2 or xz compressed)
 // into the directory path (o may be nil).
 func (f *FilesService) Extract(ctx context.Context, path string, tar []byte, o *ArchiveOptions) (*ArchiveExtracted, error) {
 	c := f.call("putSessionArchive", o.query(path))
