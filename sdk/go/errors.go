@@ -14,35 +14,28 @@ import (
 //
 //	if errors.Is(err, sandboxd.ErrNotFound) { … }
 var (
-	ErrInvalidRequest     = errors.New("sandboxd: invalid_request")
-	ErrUnauthenticated    = errors.New("sandboxd: unauthenticated")
-	ErrForbidden          = errors.New("sandboxd: forbidden")
-	ErrNotFound           = errors.New("sandboxd: not_found")
-	ErrMethodNotAllowed   = errors.New("sandboxd: method_not_allowed")
-	ErrConflict           = errors.New("sandboxd: conflict")
-	ErrPayloadTooLarge    = errors.New("sandboxd: payload_too_large")
-	ErrQuotaExceeded      = errors.New("sandboxd: quota_exceeded")
-	ErrRateLimited        = errors.New("sandboxd: rate_limited")
-	ErrInternal           = errors.New("sandboxd: internal")
-	ErrBadGateway         = errors.New("sandboxd: bad_gateway")
-	ErrRuntimeUnavailable = errors.New("sandboxd: runtime_unavailable")
-	ErrNotReady           = errors.New("sandboxd: not_ready")
+	ErrInvalidRequest     = sentinel("invalid_request")
+	ErrUnauthenticated    = sentinel("unauthenticated")
+	ErrForbidden          = sentinel("forbidden")
+	ErrNotFound           = sentinel("not_found")
+	ErrMethodNotAllowed   = sentinel("method_not_allowed")
+	ErrConflict           = sentinel("conflict")
+	ErrPayloadTooLarge    = sentinel("payload_too_large")
+	ErrQuotaExceeded      = sentinel("quota_exceeded")
+	ErrRateLimited        = sentinel("rate_limited")
+	ErrInternal           = sentinel("internal")
+	ErrBadGateway         = sentinel("bad_gateway")
+	ErrRuntimeUnavailable = sentinel("runtime_unavailable")
+	ErrNotReady           = sentinel("not_ready")
 )
 
-var errorsByCode = map[string]error{
-	"invalid_request":     ErrInvalidRequest,
-	"unauthenticated":     ErrUnauthenticated,
-	"forbidden":           ErrForbidden,
-	"not_found":           ErrNotFound,
-	"method_not_allowed":  ErrMethodNotAllowed,
-	"conflict":            ErrConflict,
-	"payload_too_large":   ErrPayloadTooLarge,
-	"quota_exceeded":      ErrQuotaExceeded,
-	"rate_limited":        ErrRateLimited,
-	"internal":            ErrInternal,
-	"bad_gateway":         ErrBadGateway,
-	"runtime_unavailable": ErrRuntimeUnavailable,
-	"not_ready":           ErrNotReady,
+var errorsByCode = map[string]error{}
+
+// sentinel makes the error of an envelope code, known by that code.
+func sentinel(code string) error {
+	e := errors.New("sandboxd: " + code)
+	errorsByCode[code] = e
+	return e
 }
 
 // APIError is an error answer of the daemon: its error envelope

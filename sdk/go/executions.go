@@ -99,33 +99,38 @@ func (e *ExecutionsService) List(ctx context.Context, o *ListOptions) (*Executio
 // Each calls fn for every execution of the tenant, newest first, following
 // the cursors, until fn returns false.
 func (e *ExecutionsService) Each(ctx context.Context, o *ListOptions, fn func(*Execution) bool) error {
-	return eachPage(o, func(lo *ListOptions) (*string, bool, error) {
+	return eachItem(o, fn, func(lo *ListOptions) ([]Execution, *string, error) {
 		page, err := e.List(ctx, lo)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
-		for i := range page.Executions {
-			if !fn(&page.Executions[i]) {
-				return nil, false, nil
-			}
-		}
-		return page.NextCursor, true, nil
+		return page.Executions, page.NextCursor, nil
 	})
 }
 
-// eachPage walks the pages of a cursor-paged list.
-func eachPage(o *ListOptions, page func(*ListOptions) (next *string, more bool, err error)) error {
-	lo := ListOptions{Limit: 200}
+// eachItem walks the items of a cursor-paged list (pages of 200 unless
+// o.Limit says otherwise) until fn returns false.
+func eachItem[T any](o *ListOptions, fn func(*T) bool,
+	page func(*ListOptions) (items []T, next *string, err error)) error {
+	lo := ListOptions{}
 	if o != nil {
 		lo = *o
-		if lo.Limit == 0 {
-			lo.Limit = 200
-		}
+	}
+	if lo.Limit == 0 {
+		lo.Limit = 200
 	}
 	for {
-		next, more, err := page(&lo)
-		if err != nil || !more || next == nil || *next == "" {
+		items, next, err := page(&lo)
+		if err != nil {
 			return err
+		}
+		for i := range items {
+			if !fn(&items[i]) {
+				return nil
+			}
+		}
+		if next == nil || *next == "" {
+			return nil
 		}
 		lo.Cursor = *next
 	}

@@ -2,10 +2,12 @@ package sandboxd
 
 // The API's JSON objects as Go types: each struct named like a schema of
 // docs/api/openapi.yaml has that schema's properties as its json tags
-// (tests/sdk/check_sdk_contract.py checks them: one field a line).
-// Timestamps are kept as the RFC 3339 strings the daemon sends; a JSON
-// null reads as the zero value, except where nil and zero differ (exit
-// codes, signals, cursors), which are pointers.
+// (tests/sdk/check_sdk_contract.py checks them: one field a line).  A
+// struct embedded in another (Output, UsageCounts, DirEntry) adds its
+// fields to it, in JSON as in that check.  Timestamps are kept as the RFC
+// 3339 strings the daemon sends; a JSON null reads as the zero value,
+// except where nil and zero differ (exit codes, signals, cursors), which
+// are pointers.
 
 import (
 	"encoding/base64"
@@ -171,31 +173,39 @@ type ExecUsage struct {
 	OOMKills        int     `json:"oom_kills"`
 }
 
+// Output is the captured output of a run, embedded in ExecResult,
+// Execution and ContextRunResult: text, or base64 when its encoding is
+// "base64" (output that was not UTF-8); Truncated when bytes past the
+// output limit were dropped.
+type Output struct {
+	Stdout          string `json:"stdout"`
+	StdoutEncoding  string `json:"stdout_encoding"`
+	Stderr          string `json:"stderr"`
+	StderrEncoding  string `json:"stderr_encoding"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+}
+
+// StdoutBytes is the raw stdout (decoded when it was not UTF-8).
+func (o *Output) StdoutBytes() []byte { return DecodeOutput(o.Stdout, o.StdoutEncoding) }
+
+// StderrBytes is the raw stderr.
+func (o *Output) StderrBytes() []byte { return DecodeOutput(o.Stderr, o.StderrEncoding) }
+
 // ExecResult is the result of a command in a session.  A non-zero exit,
 // a timeout or an OOM kill is a result (Status says which), not an error.
 type ExecResult struct {
-	Status             string       `json:"status"`
-	Reason             string       `json:"reason"`
-	ExitCode           *int         `json:"exit_code"`
-	Signal             *int         `json:"signal"`
-	Stdout             string       `json:"stdout"`
-	StdoutEncoding     string       `json:"stdout_encoding"`
-	Stderr             string       `json:"stderr"`
-	StderrEncoding     string       `json:"stderr_encoding"`
-	StdoutTruncated    bool         `json:"stdout_truncated"`
-	StderrTruncated    bool         `json:"stderr_truncated"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason"`
+	ExitCode *int   `json:"exit_code"`
+	Signal   *int   `json:"signal"`
+	Output
 	StdoutDroppedBytes int64        `json:"stdout_dropped_bytes"`
 	StderrDroppedBytes int64        `json:"stderr_dropped_bytes"`
 	DurationMS         int64        `json:"duration_ms"`
 	Usage              ExecUsage    `json:"usage"`
 	Error              *ResultError `json:"error"`
 }
-
-// StdoutBytes is the raw stdout (decoded when it was not UTF-8).
-func (r *ExecResult) StdoutBytes() []byte { return DecodeOutput(r.Stdout, r.StdoutEncoding) }
-
-// StderrBytes is the raw stderr.
-func (r *ExecResult) StderrBytes() []byte { return DecodeOutput(r.Stderr, r.StderrEncoding) }
 
 // ExecRequest is the body of POST /v1/sandbox/sessions/{id}/exec: a
 // Command, or Language ("python", "node", "bash") and Code.
@@ -283,18 +293,13 @@ type ExecutionCreated struct {
 // failed, timeout, oom_killed, killed or error.  Stdout and Stderr are
 // empty in list items.
 type Execution struct {
-	ID                 string            `json:"id"`
-	Status             string            `json:"status"`
-	Reason             string            `json:"reason"`
-	Profile            string            `json:"profile"`
-	ExitCode           *int              `json:"exit_code"`
-	Signal             *int              `json:"signal"`
-	Stdout             string            `json:"stdout"`
-	StdoutEncoding     string            `json:"stdout_encoding"`
-	Stderr             string            `json:"stderr"`
-	StderrEncoding     string            `json:"stderr_encoding"`
-	StdoutTruncated    bool              `json:"stdout_truncated"`
-	StderrTruncated    bool              `json:"stderr_truncated"`
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason"`
+	Profile  string `json:"profile"`
+	ExitCode *int   `json:"exit_code"`
+	Signal   *int   `json:"signal"`
+	Output
 	StdoutDroppedBytes int64             `json:"stdout_dropped_bytes"`
 	StderrDroppedBytes int64             `json:"stderr_dropped_bytes"`
 	Files              []FileInfo        `json:"files"`
@@ -308,12 +313,6 @@ type Execution struct {
 
 // Final reports whether the execution has ended.
 func (e *Execution) Final() bool { return finalStatus[e.Status] }
-
-// StdoutBytes is the raw stdout (decoded when it was not UTF-8).
-func (e *Execution) StdoutBytes() []byte { return DecodeOutput(e.Stdout, e.StdoutEncoding) }
-
-// StderrBytes is the raw stderr.
-func (e *Execution) StderrBytes() []byte { return DecodeOutput(e.Stderr, e.StderrEncoding) }
 
 var finalStatus = map[string]bool{"succeeded": true, "failed": true, "timeout": true,
 	"oom_killed": true, "killed": true, "error": true}
@@ -345,14 +344,9 @@ type DirListing struct {
 	Entries []DirEntry `json:"entries"`
 }
 
-// FileStat is one file's metadata.
+// FileStat is one file's metadata: a DirEntry, and a symlink's target.
 type FileStat struct {
-	Name       string `json:"name"`
-	Path       string `json:"path"`
-	Type       string `json:"type"`
-	Size       int64  `json:"size"`
-	Mode       string `json:"mode"`
-	Mtime      int64  `json:"mtime"`
+	DirEntry
 	LinkTarget string `json:"link_target,omitempty"`
 }
 
@@ -489,19 +483,14 @@ type ContextError struct {
 // ContextRunResult is the result of code run in a context; Result is the
 // repr of the last expression's value, nil without one.
 type ContextRunResult struct {
-	Status          string          `json:"status"`
-	Reason          string          `json:"reason"`
-	Stdout          string          `json:"stdout"`
-	StdoutEncoding  string          `json:"stdout_encoding"`
-	Stderr          string          `json:"stderr"`
-	StderrEncoding  string          `json:"stderr_encoding"`
-	StdoutTruncated bool            `json:"stdout_truncated"`
-	StderrTruncated bool            `json:"stderr_truncated"`
-	Result          *string         `json:"result"`
-	Outputs         []ContextOutput `json:"outputs"`
-	Error           *ContextError   `json:"error"`
-	DurationMS      int64           `json:"duration_ms"`
-	ExecutionCount  int             `json:"execution_count"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	Output
+	Result         *string         `json:"result"`
+	Outputs        []ContextOutput `json:"outputs"`
+	Error          *ContextError   `json:"error"`
+	DurationMS     int64           `json:"duration_ms"`
+	ExecutionCount int             `json:"execution_count"`
 }
 
 // Image is a stored image.
@@ -527,21 +516,18 @@ type PullProgress struct {
 	Total int64  `json:"total"`
 }
 
-// UsageGroup is one group of a usage report (Key "" for records without one).
-type UsageGroup struct {
-	Key             string  `json:"key"`
+// UsageCounts are the amounts of a usage group, or of the whole report.
+type UsageCounts struct {
 	Records         int64   `json:"records"`
 	CPUSeconds      float64 `json:"cpu_seconds"`
 	MemoryMBSeconds float64 `json:"memory_mb_seconds"`
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
-// UsageTotal is a usage report's total.
-type UsageTotal struct {
-	Records         int64   `json:"records"`
-	CPUSeconds      float64 `json:"cpu_seconds"`
-	MemoryMBSeconds float64 `json:"memory_mb_seconds"`
-	DurationSeconds float64 `json:"duration_seconds"`
+// UsageGroup is one group of a usage report (Key "" for records without one).
+type UsageGroup struct {
+	Key string `json:"key"`
+	UsageCounts
 }
 
 // UsageReport is GET /v1/sandbox/usage.
@@ -550,7 +536,7 @@ type UsageReport struct {
 	From    string       `json:"from"`
 	To      string       `json:"to"`
 	Groups  []UsageGroup `json:"groups"`
-	Total   UsageTotal   `json:"total"`
+	Total   UsageCounts  `json:"total"`
 }
 
 // AuditEvent is one event of the audit log.

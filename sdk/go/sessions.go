@@ -51,17 +51,12 @@ func (ss *SessionsService) List(ctx context.Context, o *ListOptions) (*SessionLi
 // Each calls fn for every session of the tenant, following the cursors,
 // until fn returns false.
 func (ss *SessionsService) Each(ctx context.Context, o *ListOptions, fn func(*Session) bool) error {
-	return eachPage(o, func(lo *ListOptions) (*string, bool, error) {
+	return eachItem(o, fn, func(lo *ListOptions) ([]Session, *string, error) {
 		page, err := ss.List(ctx, lo)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
-		for i := range page.Sessions {
-			if !fn(&page.Sessions[i]) {
-				return nil, false, nil
-			}
-		}
-		return page.NextCursor, true, nil
+		return page.Sessions, page.NextCursor, nil
 	})
 }
 

@@ -188,25 +188,36 @@ def python_bodies():
 
 # ---- TypeScript --------------------------------------------------------------
 
-def ts_routes():
-    src = open(os.path.join(TS_SRC, "routes.ts")).read()
-    rblock, qblock = src.split("export const QUERY", 1)
+def route_table(path, split, key, opening, closing):
+    """(routes, query) of a route table in source: one line a route,
+    `KEY: OPENING"METHOD", "PATH"CLOSING,`, before the line holding
+    `split`, then one line an operation's query parameters,
+    `KEY: OPENING"name", …CLOSING,`."""
+    rblock, qblock = open(path).read().split(split, 1)
+    o, c = re.escape(opening), re.escape(closing)
     routes = {m[0]: (m[1], m[2]) for m in
-              re.findall(r'^\s+(\w+): \["(\w+)", "([^"]+)"\],$', rblock, re.M)}
+              re.findall(rf'^\s+{key}: +{o}"(\w+)", "([^"]+)"{c},$', rblock, re.M)}
     query = {m[0]: tuple(re.findall(r'"([^"]+)"', m[1]))
-             for m in re.findall(r'^\s+(\w+): \[([^\]]*)\],$', qblock, re.M)}
-    assert len(routes) >= 40, f"routes.ts parsed to {len(routes)} routes"
+             for m in re.findall(rf'^\s+{key}: +{o}([^{c}]*){c},$', qblock, re.M)}
+    assert len(routes) >= 40, f"{path} parsed to {len(routes)} routes"
     return routes, query
 
 
-def ts_models():
-    src = open(os.path.join(TS_SRC, "models.ts")).read()
-    out = {}
-    for name, body in re.findall(r"^export interface (\w+)(?:<\w+>)? \{\n(.*?)^\}", src,
-                                 re.M | re.S):
-        out[name] = set(re.findall(r"^  (\w+)\??:", body, re.M))
-    assert len(out) >= 25, f"models.ts parsed to {len(out)} interfaces"
+def model_fields(path, decl, field, least):
+    """{model: its fields} of the declarations (name, body) matched by decl."""
+    out = {name: set(re.findall(field, body, re.M))
+           for name, body in re.findall(decl, open(path).read(), re.M | re.S)}
+    assert len(out) >= least, f"{path} parsed to {len(out)} models"
     return out
+
+
+def ts_routes():
+    return route_table(os.path.join(TS_SRC, "routes.ts"), "export const QUERY", r"(\w+)", "[", "]")
+
+
+def ts_models():
+    return model_fields(os.path.join(TS_SRC, "models.ts"),
+                        r"^export interface (\w+)(?:<\w+>)? \{\n(.*?)^\}", r"^  (\w+)\??:", 25)
 
 
 def ts_bodies():
@@ -228,22 +239,19 @@ GO_DIR = os.path.join(ROOT, "sdk", "go")
 
 
 def go_routes():
-    src = open(os.path.join(GO_DIR, "routes.go")).read()
-    rblock, qblock = src.split("var queryParams", 1)
-    routes = {m[0]: (m[1], m[2]) for m in
-              re.findall(r'^\t"(\w+)": +\{"(\w+)", "([^"]+)"\},$', rblock, re.M)}
-    query = {m[0]: tuple(re.findall(r'"([^"]+)"', m[1]))
-             for m in re.findall(r'^\t"(\w+)": +\{([^}]*)\},$', qblock, re.M)}
-    assert len(routes) >= 40, f"routes.go parsed to {len(routes)} routes"
-    return routes, query
+    return route_table(os.path.join(GO_DIR, "routes.go"), "var queryParams", r'"(\w+)"', "{", "}")
 
 
 def go_models():
-    src = open(os.path.join(GO_DIR, "models.go")).read()
-    out = {}
-    for name, body in re.findall(r"^type (\w+) struct \{\n(.*?)^\}", src, re.M | re.S):
-        out[name] = set(re.findall(r'json:"(\w+)', body))
-    assert len(out) >= 30, f"models.go parsed to {len(out)} structs"
+    """The json tags of models.go's structs (a tag "-" is no field), with
+    those of the structs they embed (a line that is a type name)."""
+    raw = model_fields(os.path.join(GO_DIR, "models.go"), r"^type (\w+) struct \{\n(.*?)^\}",
+                       r'json:"(\w+)|^\t([A-Z]\w*)$', 30)
+    out = {name: {tag for tag, _ in fields if tag} for name, fields in raw.items()}
+    for name, fields in raw.items():
+        for _, embedded in fields:
+            if embedded:
+                out[name] |= out[embedded]
     return out
 
 
