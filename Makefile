@@ -4,7 +4,7 @@
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 the driver-facing integration files on gvisor (make test-gvisor), the
 #                 real E2B SDKs against the E2B-compatible API (make test-compat), the
-#                 Python and TypeScript SDKs (make test-sdk), the MCP server (make test-mcp)
+#                 Python, TypeScript, Go and Java SDKs (make test-sdk), the MCP server (make test-mcp)
 #                 and the .deb (make test-deb)
 #   make bench    side-by-side benchmark; writes docs/benchmarks.md
 #   make deb      build/deb/sandboxd_<version>_amd64.deb with Debian's tooling (debhelper)
@@ -77,12 +77,13 @@ test-gvisor: all
 test-compat: all
 	cd tests/compat && npm ci --no-audit --no-fund --silent
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/compat
-# The Python and TypeScript SDKs (sdk/, docs/sdk/): the TypeScript build
+# The Python, TypeScript, Go and Java SDKs (sdk/, docs/sdk/): the TypeScript build
 # (Debian's tsc) and a compile-time check of its documented usage, the
-# Python package's types (mypy --strict), each SDK's unit tests, the
-# contract check against docs/api/openapi.yaml, both installed as packages
-# offline, then the same scenario for each against a real daemon and a
-# loopback registry.
+# Python package's types (mypy --strict), gofmt and go vet of the Go module,
+# each SDK's unit tests, the contract check against docs/api/openapi.yaml,
+# each installed as a package offline, then the same scenario for each
+# against a real daemon and a loopback registry.  Go runs offline through
+# tests/sdk/go.sh, its caches under $(BUILD)/go.
 test-sdk: deps all
 	cd sdk/typescript && tsc -p tsconfig.json && tsc -p test
 	mypy --strict sdk/python/src/sandboxd
@@ -90,8 +91,9 @@ test-sdk: deps all
 	cd sdk/typescript && node --test test/unit.test.mjs
 	$(MAKE) --no-print-directory sdk-java
 	java -cp $(BUILD)/sdk-java/sandboxd-sdk.jar:$(BUILD)/sdk-java/test-classes dev.sandboxd.UnitTests
-	$(PYTHON) tests/sdk/check_sdk_contract.py
-	PYTHON=$(PYTHON) ./tests/sdk/check_packages.sh
+	./tests/sdk/go.sh $(BUILD) check
+	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/sdk/check_sdk_contract.py
+	SANDBOXD_BUILD=$(abspath $(BUILD)) PYTHON=$(PYTHON) ./tests/sdk/check_packages.sh
 	SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/sdk
 # The Java SDK's jar and unit tests (sdk/java, docs/sdk/java.md): javac + jar
 # of Debian's JDK 17, with Debian's Jackson, offline; test-sdk also checks it

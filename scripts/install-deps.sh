@@ -30,6 +30,8 @@ PACKAGES=(
   # the TypeScript SDK's compiler and the Python SDK's type check (make test-sdk;
   # Node itself is nodejs above)
   node-typescript mypy
+  # the Go SDK (sdk/go: standard library only, built and tested offline)
+  golang-go
   # the Debian package (make deb) and its install test
   debhelper dpkg-dev
   # the Java SDK (make sdk-java): JDK 17's javac/jar and Debian's Jackson jars

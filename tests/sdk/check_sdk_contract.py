@@ -4,18 +4,24 @@
 Usage: check_sdk_contract.py [OPENAPI_YAML]
 
 For the Python SDK (sdk/python/src/sandboxd), the TypeScript SDK
-(sdk/typescript/src) and the Java SDK (sdk/java, read from its built jar:
-SANDBOXD_JAVA_SDK, default build/sdk-java, as `make sdk-java` leaves it),
-each failing with the list of what is wrong:
+(sdk/typescript/src), the Go SDK (sdk/go) and the Java SDK (sdk/java, read
+from its built jar: SANDBOXD_JAVA_SDK, default build/sdk-java, as `make
+sdk-java` leaves it), each failing with the list of what is wrong:
   * every operation in the SDK's route table exists in the document under
     that operationId, with the same method and path;
   * every query parameter the SDK sends is declared by that operation;
   * every field of every typed model (Python dataclasses, TypeScript
-    interfaces, Java records) is a property of the schema of the same name, and every
-    required property of that schema is a field of the model;
+    interfaces, Go structs' json tags, Java records) is a property of the schema of the
+    same name, and every required property of that schema is a field of
+    the model;
   * the request bodies the SDK really builds (recorded from its public
     methods, not written down twice) validate against each operation's
-    requestBody schema.
+    requestBody schema;
+  * for Go, whose recorded requests are whole (sdk/go/e2e/record: method,
+    path, query, body), every request matches a route of its table, every
+    query parameter sent is declared, and every route is exercised.
+The Go SDK is run through tests/sdk/go.sh with SANDBOXD_BUILD (default
+build/) holding its caches.
 Then it proves the checks bite: a mutated document (a route moved, a
 property renamed, a body field removed) must be rejected.
 """
@@ -184,25 +190,36 @@ def python_bodies():
 
 # ---- TypeScript --------------------------------------------------------------
 
-def ts_routes():
-    src = open(os.path.join(TS_SRC, "routes.ts")).read()
-    rblock, qblock = src.split("export const QUERY", 1)
+def route_table(path, split, key, opening, closing):
+    """(routes, query) of a route table in source: one line a route,
+    `KEY: OPENING"METHOD", "PATH"CLOSING,`, before the line holding
+    `split`, then one line an operation's query parameters,
+    `KEY: OPENING"name", …CLOSING,`."""
+    rblock, qblock = open(path).read().split(split, 1)
+    o, c = re.escape(opening), re.escape(closing)
     routes = {m[0]: (m[1], m[2]) for m in
-              re.findall(r'^\s+(\w+): \["(\w+)", "([^"]+)"\],$', rblock, re.M)}
+              re.findall(rf'^\s+{key}: +{o}"(\w+)", "([^"]+)"{c},$', rblock, re.M)}
     query = {m[0]: tuple(re.findall(r'"([^"]+)"', m[1]))
-             for m in re.findall(r'^\s+(\w+): \[([^\]]*)\],$', qblock, re.M)}
-    assert len(routes) >= 40, f"routes.ts parsed to {len(routes)} routes"
+             for m in re.findall(rf'^\s+{key}: +{o}([^{c}]*){c},$', qblock, re.M)}
+    assert len(routes) >= 40, f"{path} parsed to {len(routes)} routes"
     return routes, query
 
 
-def ts_models():
-    src = open(os.path.join(TS_SRC, "models.ts")).read()
-    out = {}
-    for name, body in re.findall(r"^export interface (\w+)(?:<\w+>)? \{\n(.*?)^\}", src,
-                                 re.M | re.S):
-        out[name] = set(re.findall(r"^  (\w+)\??:", body, re.M))
-    assert len(out) >= 25, f"models.ts parsed to {len(out)} interfaces"
+def model_fields(path, decl, field, least):
+    """{model: its fields} of the declarations (name, body) matched by decl."""
+    out = {name: set(re.findall(field, body, re.M))
+           for name, body in re.findall(decl, open(path).read(), re.M | re.S)}
+    assert len(out) >= least, f"{path} parsed to {len(out)} models"
     return out
+
+
+def ts_routes():
+    return route_table(os.path.join(TS_SRC, "routes.ts"), "export const QUERY", r"(\w+)", "[", "]")
+
+
+def ts_models():
+    return model_fields(os.path.join(TS_SRC, "models.ts"),
+                        r"^export interface (\w+)(?:<\w+>)? \{\n(.*?)^\}", r"^  (\w+)\??:", 25)
 
 
 def ts_bodies():
@@ -216,6 +233,67 @@ def ts_bodies():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return [(x["op"], x["json"]) for x in json.loads(p.stdout)]
+
+
+# ---- Go ----------------------------------------------------------------------
+
+GO_DIR = os.path.join(ROOT, "sdk", "go")
+
+
+def go_routes():
+    return route_table(os.path.join(GO_DIR, "routes.go"), "var queryParams", r'"(\w+)"', "{", "}")
+
+
+def go_models():
+    """The json tags of models.go's structs (a tag "-" is no field), with
+    those of the structs they embed (a line that is a type name)."""
+    raw = model_fields(os.path.join(GO_DIR, "models.go"), r"^type (\w+) struct \{\n(.*?)^\}",
+                       r'json:"(\w+)|^\t([A-Z]\w*)$', 30)
+    out = {name: {tag for tag, _ in fields if tag} for name, fields in raw.items()}
+    for name, fields in raw.items():
+        for _, embedded in fields:
+            if embedded:
+                out[name] |= out[embedded]
+    return out
+
+
+def template_rx(tmpl):
+    """A path template ({id}, {ref*} for several segments) as a regex."""
+    rx = re.sub(r"\\\{(\w+)\\\*\\\}", ".+", re.escape(tmpl))
+    return re.compile(re.sub(r"\\\{(\w+)\\\}", "[^/]+", rx) + "$")
+
+
+def go_requests(routes):
+    """Runs sdk/go/e2e/record (the SDK's calls against a recording
+    RoundTripper): [(op or None, method, path, query keys, json body)]."""
+    build = os.environ.get("SANDBOXD_BUILD") or os.path.join(ROOT, "build")
+    p = subprocess.run([os.path.join(HERE, "go.sh"), build, "run", "./e2e/record"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    pats = [(method, template_rx(tmpl), op) for op, (method, tmpl) in routes.items()]
+    out = []
+    for r in json.loads(p.stdout):
+        op = next((o for m, rx, o in pats if m == r["method"] and rx.match(r["path"])), None)
+        out.append((op, r["method"], r["path"], tuple(sorted(r["query"] or {})), r["json"]))
+    return out
+
+
+def check_requests(doc, reqs, who):
+    """Each request matches its route in the document, with only declared
+    query parameters."""
+    errs = []
+    ops = operations(doc)
+    for op, method, path, qkeys, _ in reqs:
+        if op is None or op not in ops or ops[op][0] != method or \
+                not template_rx(ops[op][1]).match(path):
+            errs.append(f"{who}: {method} {path} ({op}) is no operation of the document")
+            continue
+        declared = {x["name"] for x in ops[op][3] if x.get("in") == "query"}
+        for q in qkeys:
+            if q not in declared:
+                errs.append(f"{who}: {op} sent query parameter {q!r}, not declared "
+                            f"(declared: {sorted(declared)})")
+    return errs
 
 
 # ---- Java --------------------------------------------------------------------
@@ -259,7 +337,8 @@ def check_bodies(doc, seen, who):
     return errs
 
 
-def check_all(doc, py_seen, ts_seen, java):
+def check_all(doc, py_seen, ts_seen, go, java):
+    go_r, go_q, go_m, go_reqs = go
     errs = check_routes(doc, ROUTES, QUERY, "python")
     errs += check_fields(doc, python_models(), "python")
     errs += check_bodies(doc, py_seen, "python")
@@ -267,6 +346,10 @@ def check_all(doc, py_seen, ts_seen, java):
     errs += check_routes(doc, tr, tq, "typescript")
     errs += check_fields(doc, ts_models(), "typescript")
     errs += check_bodies(doc, ts_seen, "typescript")
+    errs += check_routes(doc, go_r, go_q, "go")
+    errs += check_fields(doc, go_m, "go")
+    errs += check_requests(doc, go_reqs, "go")
+    errs += check_bodies(doc, [(op, body) for op, _, _, _, body in go_reqs if op], "go")
     errs += check_routes(doc, {k: tuple(v) for k, v in java["routes"].items()}, java["query"], "java")
     errs += check_fields(doc, java["models"], "java")
     errs += check_bodies(doc, java["bodies"], "java")
@@ -277,9 +360,14 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs", "api", "openapi.yaml")
     with open(path) as f:
         doc = yaml.safe_load(f)
-    py_seen, ts_seen, java = python_bodies(), ts_bodies(), java_dump()
+    py_seen, ts_seen = python_bodies(), ts_bodies()
+    go_r, go_q = go_routes()
+    go = (go_r, go_q, go_models(), go_requests(go_r))
+    java = java_dump()
     used = {op for op, _ in py_seen} | {op for op, _ in ts_seen} | {op for op, _ in java["bodies"]}
-    errs = check_all(doc, py_seen, ts_seen, java)
+    errs = check_all(doc, py_seen, ts_seen, go, java)
+    errs += [f"go: route {op} is never called by sdk/go/e2e/record"
+             for op in sorted(set(go_r) - {r[0] for r in go[3]})]
     if errs:
         print("\n".join(errs))
         print(f"FAIL: {len(errs)} disagreement(s) between the SDKs and {path}")
@@ -305,13 +393,16 @@ def main():
             p["name"] = "max_size"
     mutations.append(("a query parameter renamed", m))
     for what, mdoc in mutations:
-        if not check_all(mdoc, py_seen, ts_seen, java):
+        if not check_all(mdoc, py_seen, ts_seen, go, java):
             print(f"FAIL: the check missed {what}")
             return 1
     print(f"ok: {len(ROUTES)} operations, {len(python_models())} Python models, "
-          f"{len(ts_models())} TypeScript types, {len(java['models'])} Java records, "
+          f"{len(ts_models())} TypeScript types, {len(go[2])} Go structs, "
+          f"{len(java['models'])} Java records, "
           f"{len(py_seen)}+{len(ts_seen)}+{len(java['bodies'])} recorded bodies "
-          f"({len(used)} operations) agree with {os.path.relpath(path, ROOT)}; "
+          f"({len(used)} operations) and "
+          f"{len(go[3])} recorded Go requests ({len(go_r)} routes) "
+          f"agree with {os.path.relpath(path, ROOT)}; "
           f"{len(mutations)} mutations caught")
     return 0
 

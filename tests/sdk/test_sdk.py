@@ -1,8 +1,8 @@
 """test_sdk.py — the SDKs against a real daemon: one daemon, one loopback
 registry (Debian's docker-registry) holding a small python image, and the
 same scripted scenario run by each SDK (scenario.py for Python,
-sdk/typescript/e2e/scenario.mjs for TypeScript), plus each SDK's own unit
-tests.  `make test-sdk` runs this file.
+sdk/typescript/e2e/scenario.mjs for TypeScript, sdk/go/e2e/scenario for
+Go).  `make test-sdk` runs this file after each SDK's own unit tests.
 
 The image: the host's own python3 (binary, shared libraries and the part of
 the standard library the scenario uses) over a busybox-static rootfs —
@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 import imgworld as w  # noqa: E402
-from sbxtest import Daemon, reap_leftovers, sandboxd_bin  # noqa: E402
+from sbxtest import Daemon, build_dir, reap_leftovers, sandboxd_bin  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="images need root")
 
@@ -155,3 +155,18 @@ def test_java_scenario(world, tmp_path):
     p = run(["java", "-cp", cp, os.path.join(ROOT, "sdk", "java", "e2e", "Scenario.java")], env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
     assert "[java] scenario passed" in p.stdout
+
+
+def test_go_scenario(world, tmp_path):
+    """sdk/go/e2e/scenario, built by tests/sdk/go.sh (offline; its caches
+    under the build dir), then run like the others."""
+    d, env = world
+    if not shutil.which("go"):
+        pytest.fail("go missing (Debian's golang-go: scripts/install-deps.sh)")
+    exe = str(tmp_path / "scenario")
+    p = run([os.path.join(HERE, "go.sh"), build_dir(), "build", "-o", exe, "./e2e/scenario"],
+            dict(os.environ), timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = run([exe], env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + d.log_tail(40)
+    assert "[go] scenario passed" in p.stdout
