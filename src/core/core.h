@@ -369,5 +369,22 @@ int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who, 
 /* body {code, timeout_s} → the run result (context_run.c). */
 int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                     const char *cid, json_t *body, json_t **out, struct sbx_error *err);
+/* A streamed run's watcher.  Both run on the caller's thread, with no lock
+ * held, so they may block a little (the run's timeout is checked between
+ * calls): started once the code went to the interpreter (a run refused
+ * before that, e.g. 404 or 409, never calls it); output with each piece of
+ * stdout (stream 1) or stderr (stream 2) as the code prints it, in order —
+ * bytes, which may cut a UTF-8 sequence — at most the session's output
+ * limit per stream of what the interpreter captured, plus what went around
+ * it.  The result still holds the whole output, as for an unwatched run. */
+struct sbx_run_watch {
+  void (*started)(void *arg);
+  void (*output)(void *arg, int stream, const char *data, size_t len);
+  void *arg;
+};
+int sbx_context_run_watched(struct sbx_core *core, const struct sbx_principal *who,
+                            const char *sid, const char *cid, json_t *body,
+                            const struct sbx_run_watch *watch, json_t **out,
+                            struct sbx_error *err);
 
 #endif
