@@ -167,6 +167,33 @@ test('runCode: state kept between calls, stdout, the last expression', async () 
   assert.equal(b.error, undefined)
 })
 
+test('runCode streams: onStdout and onStderr fire while the code runs', async () => {
+  const seen = []
+  const at = (kind) => (m) => seen.push({ kind, line: m.line, t: Date.now() })
+  const e = await sbx.runCode(
+    'import os, sys, time\nprint("first")\nprint("oops", file=sys.stderr)\n' +
+    'os.system("echo from-a-child")\ntime.sleep(1.5)\nprint("second")\n6 * 7',
+    { onStdout: at('out'), onStderr: at('err') })
+  const end = Date.now()
+  assert.equal(e.text, '42')
+  // the child writes to the interpreter's own stdout: it may overtake a line
+  assert.deepEqual(e.logs.stdout.join('').split('\n').sort(), ['', 'first', 'from-a-child', 'second'])
+  assert.deepEqual(e.logs.stderr, ['oops\n'])
+  const first = seen.find((s) => s.line.includes('first'))
+  const second = seen.find((s) => s.line.includes('second'))
+  assert.ok(end - first.t >= 1000, `"first" came ${end - first.t} ms before the end`)
+  assert.ok(second.t - first.t >= 1000, `"second" came ${second.t - first.t} ms after "first"`)
+  assert.ok(end - seen.find((s) => s.kind === 'err').t >= 1000, 'stderr streamed too')
+  assert.ok(end - seen.find((s) => s.line.includes('child')).t >= 1000, "a child's output too")
+  const js = []
+  await sbx.runCode(
+    '(async () => { console.log("a"); await new Promise((r) => setTimeout(r, 1500)); ' +
+    'console.log("b") })()',
+    { language: 'javascript', onStdout: (m) => js.push({ line: m.line, t: Date.now() }) })
+  assert.equal(js.map((m) => m.line).join(''), 'a\nb\n')
+  assert.ok(js[1].t - js[0].t >= 1000, `javascript: "b" came ${js[1].t - js[0].t} ms after "a"`)
+})
+
 test('runCode: an exception comes back with its traceback', async () => {
   const e = await sbx.runCode('def f():\n    return 1 / 0\nf()')
   assert.equal(e.error.name, 'ZeroDivisionError')
