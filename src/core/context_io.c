@@ -123,14 +123,24 @@ static void frame_drop(struct sbx_context *c, size_t n)
   c->frame_len -= n;
 }
 
+/* The longest tail of buf that may still grow into the nonce. */
+static size_t nonce_tail(const char *buf, size_t len, const char *nonce)
+{
+  size_t k = len < SBX_CTX_NONCE_LEN - 1 ? len : SBX_CTX_NONCE_LEN - 1;
+  while (k > 0 && memcmp(buf + len - k, nonce, k) != 0)
+    k--;
+  return k;
+}
+
 static void scan(struct sbx_context *c)
 {
   const size_t nl = SBX_CTX_NONCE_LEN;
   for (;;) {
     char *hit = memmem(c->frame, c->frame_len, c->nonce, nl);
     if (!hit) {
-      /* What cannot be the start of a nonce any more is plain output. */
-      size_t keep = c->frame_len < nl ? c->frame_len : nl - 1;
+      /* What cannot be the start of a nonce any more is plain output
+       * (now, so that a streamed run shows it at once). */
+      size_t keep = nonce_tail(c->frame, c->frame_len, c->nonce);
       stray_add(c, 0, c->frame, c->frame_len - keep);
       frame_drop(c, c->frame_len - keep);
       return;
