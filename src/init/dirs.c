@@ -1,5 +1,5 @@
 /* dirs.c — the operations on the tree rather than a file's bytes: LIST,
- * GLOB's reply, REMOVE, STAT, READLINK, MKDIR, MOVE, SYMLINK.
+ * GLOB's reply, REMOVE, STAT, STATFS, READLINK, MKDIR, MOVE, SYMLINK.
  *
  * Every path is resolved from the sandbox root (path.c) and a final
  * component is never followed: STAT is lstat, MOVE renames the link
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "init/init.h"
@@ -64,6 +65,31 @@ static int stat_path(int rootfd, const char *path, int memfd)
   sbx_wbuf_u16(&w, (uint16_t)ll);
   sbx_wbuf_put(&w, link, (size_t)ll);
   int r = w.bad ? -ENOMEM : write(memfd, w.buf, w.len) == (ssize_t)w.len ? 0 : -EIO;
+  sbx_wbuf_free(&w);
+  return r;
+}
+
+/* The filesystem holding path: a mount point such as /work is followed
+ * into, since it is what the daemon asks about. */
+static int statfs_path(int rootfd, const char *path, int memfd)
+{
+  int fd = sbxi_open_in_root(rootfd, path, O_PATH, 0);
+  if (fd < 0)
+    return -errno;
+  struct stat st;
+  struct statvfs fs;
+  int r = fstat(fd, &st) < 0 || fstatvfs(fd, &fs) < 0 ? -errno : 0;
+  close(fd);
+  if (r < 0)
+    return r;
+  uint64_t unit = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, SBX_PROTO_STATFS_REC);
+  sbx_wbuf_u64(&w, (uint64_t)st.st_dev);
+  sbx_wbuf_u64(&w, (uint64_t)fs.f_blocks * unit);
+  sbx_wbuf_u64(&w, (uint64_t)fs.f_bfree * unit);
+  sbx_wbuf_u32(&w, fs.f_flag & ST_RDONLY ? SBX_PROTO_FS_RDONLY : 0);
+  r = w.bad ? -ENOMEM : write(memfd, w.buf, w.len) == (ssize_t)w.len ? 0 : -EIO;
   sbx_wbuf_free(&w);
   return r;
 }
@@ -332,6 +358,16 @@ void sbxi_op_remove(const struct sbxi *in, uint32_t id, const struct sbxi_req *q
 void sbxi_op_stat(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
   int r = stat_path(in->rootfd, q->path, q->fd);
+  close(q->fd);
+  if (r < 0)
+    sbxi_reply_err(in->chan, id, -r);
+  else
+    sbxi_reply_ok(in->chan, id, 1, -1);
+}
+
+void sbxi_op_statfs(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
+{
+  int r = statfs_path(in->rootfd, q->path, q->fd);
   close(q->fd);
   if (r < 0)
     sbxi_reply_err(in->chan, id, -r);

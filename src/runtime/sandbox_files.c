@@ -162,6 +162,31 @@ int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *
   return 0;
 }
 
+int sbx_sandbox_statfs(struct sbx_sandbox *sb, const char *path, struct sbx_statfs *out,
+                       struct sbx_error *err)
+{
+  char p[SBX_PROTO_MAX_PATH];
+  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
+    return -1;
+  struct sbx_chan_reply rep;
+  char buf[SBX_PROTO_STATFS_REC];
+  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof buf, err);
+  if (fd < 0 || sbx_req_record(sb, SBX_MSG_STATFS, p, fd, &rep, err) < 0)
+    return -1;
+  uint32_t flags;
+  memset(out, 0, sizeof *out);
+  if (sbx_req_read_memfd(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad statfs", p);
+  memcpy(&out->dev, buf, 8);
+  memcpy(&out->total_bytes, buf + 8, 8);
+  memcpy(&out->free_bytes, buf + 16, 8);
+  memcpy(&flags, buf + 24, 4);
+  if (out->free_bytes > out->total_bytes || (flags & ~SBX_PROTO_FS_RDONLY))
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad statfs", p);
+  out->read_only = flags & SBX_PROTO_FS_RDONLY;
+  return 0;
+}
+
 int sbx_sandbox_mkdir(struct sbx_sandbox *sb, const char *path, unsigned mode, unsigned flags,
                       struct sbx_error *err)
 {
