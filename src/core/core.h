@@ -176,6 +176,18 @@ struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
                                              struct sbx_error *err);
 void sbx_session_release(struct sbx_core *core, struct sbx_live_session *ls);
 
+/* What a live session uses now (core/session_metrics.c), one reading:
+ * {timestamp (unix s), cpu_count, cpu_limit (cores), cpu_used_pct (of the
+ * limit, averaged over the last second or two), cpu_seconds (so far),
+ * memory_used_bytes (charged to its cgroup, page cache and tmpfs files
+ * included), memory_cache_bytes (of which those), memory_limit_bytes,
+ * disk_used_bytes, disk_total_bytes (its writable filesystems; absent when
+ * the sandbox could not say)}.  404 unknown or another tenant's, 409 ended
+ * or on a runtime that measures no CPU or memory.  Not activity: it does
+ * not hold off the idle timeout. */
+int sbx_session_metrics(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                        json_t **out, struct sbx_error *err);
+
 /* Files and ports of a held session (core/files.c): the sandbox client's
  * operations (runtime/sandbox.h: same path rules, errors and ownership of
  * what they return), the only way the API reaches a sandbox. */
