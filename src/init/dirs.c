@@ -325,8 +325,9 @@ static void reply_rc(const struct sbxi *in, uint32_t id, int rc)
     sbxi_reply_ok(in->chan, id, 0, -1);
 }
 
-/* LIST / GLOB: the records go into the daemon's memfd (fd-in, always). */
-static void reply_list(const struct sbxi *in, uint32_t id, int r, uint64_t count, int mfd)
+/* LIST, GLOB, STAT, STATFS: the records went into the daemon's memfd
+ * (fd-in, always; consumed); OK carries their count. */
+static void reply_records(const struct sbxi *in, uint32_t id, int r, uint64_t count, int mfd)
 {
   close(mfd);
   if (r < 0)
@@ -339,14 +340,14 @@ void sbxi_op_list(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
   uint64_t count = 0;
   int r = list_dir(in->rootfd, q->path, q->a, q->fd, &count);
-  reply_list(in, id, r, count, q->fd);
+  reply_records(in, id, r, count, q->fd);
 }
 
 void sbxi_op_glob(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
   uint64_t count = 0;
   int r = sbxi_glob(in->rootfd, q->path, q->a, q->fd, &count);
-  reply_list(in, id, r, count, q->fd);
+  reply_records(in, id, r, count, q->fd);
 }
 
 void sbxi_op_remove(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
@@ -354,26 +355,17 @@ void sbxi_op_remove(const struct sbxi *in, uint32_t id, const struct sbxi_req *q
   reply_rc(in, id, remove_path(in->rootfd, q->path));
 }
 
-/* STAT, READLINK: the record goes into the daemon's memfd (consumed). */
 void sbxi_op_stat(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
-  int r = stat_path(in->rootfd, q->path, q->fd);
-  close(q->fd);
-  if (r < 0)
-    sbxi_reply_err(in->chan, id, -r);
-  else
-    sbxi_reply_ok(in->chan, id, 1, -1);
+  reply_records(in, id, stat_path(in->rootfd, q->path, q->fd), 1, q->fd);
 }
 
 void sbxi_op_statfs(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
-  int r = statfs_path(in->rootfd, q->path, q->fd);
-  close(q->fd);
-  if (r < 0)
-    sbxi_reply_err(in->chan, id, -r);
-  else
-    sbxi_reply_ok(in->chan, id, 1, -1);
+  reply_records(in, id, statfs_path(in->rootfd, q->path, q->fd), 1, q->fd);
 }
+
+/* READLINK: the target goes into the daemon's memfd (consumed). */
 
 void sbxi_op_readlink(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
