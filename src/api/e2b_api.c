@@ -3,9 +3,11 @@
  * profile and image, timeout → ttl_s, envVars → env, metadata kept),
  * GET /v2/sandboxes and /sandboxes list the caller's ready sessions,
  * GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout and
- * /v2/sandboxes/{id}/connect act on one; what sandboxd does not do
+ * /v2/sandboxes/{id}/connect act on one, GET /sandboxes/{id}/metrics
+ * reads what it uses now; what sandboxd does not do
  * (pause, resume, snapshots, templates, volumes) is refused at once with
  * a message saying so.  Also GET /v1/compat/e2b, the discovery document. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "api/e2b.h"
 #include "api/handlers.h"
 #include "common/quantity.h"
+#include "common/util.h"
 #include "core/core.h"
 
 #define TEMPLATE_KEY "e2b_template" /* the template a session was made from, in its metadata */
@@ -353,6 +356,58 @@ int sbx_h_e2b_connect(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
   return 0;
 }
 
+/* ---- metrics ---- */
+
+/* ?start= / ?end= (unix seconds); -1 when absent. */
+static int query_time(struct sbx_req *r, const char *name, int64_t *t, struct sbx_error *err)
+{
+  const char *v = sbx_req_query(r, name);
+  char *end = NULL;
+  *t = -1;
+  if (!v)
+    return 0;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (!*v || *end || errno || n < 0)
+    return sbx_err_field(err, name, "%s must be a unix time in seconds", name);
+  *t = n;
+  return 0;
+}
+
+/* One sample of what the sandbox uses now (core/session_metrics.c): no
+ * history is kept, so a [start, end] that does not hold now answers []. */
+int sbx_h_e2b_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
+{
+  int64_t start, end;
+  json_t *s, *m = NULL;
+  if (query_time(r, "start", &start, err) < 0 || query_time(r, "end", &end, err) < 0)
+    return -1;
+  if (start >= 0 && end >= 0 && start > end)
+    return sbx_err_field(err, "start", "start must not be after end");
+  if (get_ready(r, &s, err) < 0) /* ended or another tenant's: 404 */
+    return -1;
+  json_decref(s);
+  if (sbx_session_metrics(r->core, &r->who, r->params[0], &m, err) < 0)
+    return -1;
+  json_int_t t = json_integer_value(json_object_get(m, "timestamp"));
+  char when[40];
+  sbx_format_time((int64_t)t, when, sizeof when);
+  json_t *arr = json_array();
+  if ((start < 0 || start <= t) && (end < 0 || t <= end))
+    json_array_append_new(arr, json_pack("{s:s, s:I, s:O, s:O, s:O, s:O, s:O, s:O?, s:O?}",
+                                         "timestamp", when, "timestampUnix", t, "cpuCount",
+                                         json_object_get(m, "cpu_count"), "cpuUsedPct",
+                                         json_object_get(m, "cpu_used_pct"), "memUsed",
+                                         json_object_get(m, "memory_used_bytes"), "memTotal",
+                                         json_object_get(m, "memory_limit_bytes"), "memCache",
+                                         json_object_get(m, "memory_cache_bytes"), "diskUsed",
+                                         json_object_get(m, "disk_used_bytes"), "diskTotal",
+                                         json_object_get(m, "disk_total_bytes")));
+  json_decref(m);
+  sbx_resp_json(out, 200, arr);
+  return 0;
+}
+
 /* ---- what sandboxd does not do ---- */
 
 int sbx_h_e2b_pause(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
@@ -384,18 +439,6 @@ int sbx_h_e2b_snapshot(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
     return -1;
   json_decref(s);
   return unsupported(err, "snapshots", "a sandbox's memory is never saved");
-}
-
-int sbx_h_e2b_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
-{
-  (void)out;
-  json_t *s;
-  if (get_ready(r, &s, err) < 0)
-    return -1;
-  json_decref(s);
-  return unsupported(err, "sandbox metrics",
-                     "read usage from GET /v1/sandbox/usage and the "
-                     "daemon's /metrics");
 }
 
 int sbx_h_e2b_templates(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)

@@ -4,9 +4,11 @@
  * (made on first use, so state is kept between calls), and answers the
  * JSON lines the SDK parses (stdout, stderr, result with text and rich
  * outputs such as png, error with its traceback, number_of_executions);
- * /contexts creates, lists, removes and restarts contexts.  The run is
- * done when the answer is sent: lines are written in one piece, so the
- * SDK's streaming callbacks all fire at the end of a run. */
+ * /contexts creates, lists, removes and restarts contexts.  The answer
+ * streams: stdout and stderr lines go out as the code prints them (the
+ * run's watcher, core/context_run.c), so the SDK's onStdout/onStderr fire
+ * while it runs; results, the error and the count follow at the end. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 
 #include "api/e2b.h"
 #include "api/handlers.h"
+#include "api/sse.h"
+#include "common/util.h"
 #include "core/core.h"
 
 #define MAX_DEFAULTS 4096
@@ -81,42 +85,153 @@ static json_t *context_json(json_t *c)
                    "cwd", "/work");
 }
 
-static int new_context(struct sbx_req *r, const char *lang, json_t **ctx, struct sbx_error *err)
-{
-  json_t *body = json_pack("{s:s}", "language", lang);
-  int rc = sbx_context_create(r->core, &r->who, sbx_e2b_sid(r), body, ctx, err);
-  json_decref(body);
-  return rc;
-}
-
 /* ---- /execute ---- */
 
-struct lines {
-  char *buf;
-  size_t len;
-  FILE *f;
+#define QUEUE_BYTES (16u << 20) /* lines waiting for a slow client */
+#define PUSH_WAIT_MS 5000       /* how long a line waits for room, until one did not */
+
+/* One stream's bytes as JSON text: a UTF-8 sequence cut by the end of a
+ * chunk waits for the next one; an invalid byte becomes U+FFFD. */
+struct carry {
+  unsigned char b[4];
+  size_t n;
 };
 
-static void line(struct lines *l, json_t *o)
+/* The valid UTF-8 sequence at s (n bytes left): its length, 0 if it is
+ * cut short but may still be valid, -1 if it is not valid. */
+static int seq_len(const unsigned char *s, size_t n)
+{
+  unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+  int len;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4)
+    len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else
+    return -1;
+  for (int i = 1; i < len; i++) {
+    if ((size_t)i >= n)
+      return 0;
+    if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xBF))
+      return -1;
+  }
+  return len;
+}
+
+/* end: nothing follows, a cut sequence is invalid too. */
+static json_t *utf8_text(struct carry *k, const char *data, size_t len, bool end)
+{
+  size_t n = k->n + len, o = 0;
+  unsigned char *in = malloc(n + 1), *out = malloc(3 * n + 1);
+  json_t *text = NULL;
+  if (in && out) {
+    memcpy(in, k->b, k->n);
+    memcpy(in + k->n, data, len);
+    k->n = 0;
+    for (size_t i = 0; i < n;) {
+      int l = seq_len(in + i, n - i);
+      if (l == 0 && !end) {
+        k->n = n - i;
+        memcpy(k->b, in + i, k->n);
+        break;
+      }
+      if (l > 0) {
+        memcpy(out + o, in + i, (size_t)l);
+        o += (size_t)l, i += (size_t)l;
+      } else {
+        memcpy(out + o, "\xef\xbf\xbd", 3);
+        o += 3, i++;
+      }
+    }
+    text = json_stringn((const char *)out, o);
+  }
+  free(in);
+  free(out);
+  return text;
+}
+
+/* A run on its own thread, its lines streamed as they come: the handler
+ * waits until the code went to the interpreter (then answers the stream)
+ * or the run was refused (then answers the error). */
+struct job {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int refs; /* lock: the handler's and the thread's */
+  bool started, done;
+  int rc;
+  struct sbx_error err;
+  struct sbx_sse *sse;
+  struct sbx_core *core;
+  struct sbx_principal who;
+  char sid[256], lang[16], given[64];
+  json_t *run;
+  struct carry carry[2];
+  bool slow;     /* a line found no room in time: the next ones do not wait */
+  uint64_t lost; /* bytes of lines the client was too slow to take */
+};
+
+static void job_unref(struct job *j)
+{
+  pthread_mutex_lock(&j->lock);
+  bool last = --j->refs == 0;
+  pthread_mutex_unlock(&j->lock);
+  if (!last)
+    return;
+  sbx_sse_unref(j->sse);
+  json_decref(j->run);
+  pthread_cond_destroy(&j->cond);
+  pthread_mutex_destroy(&j->lock);
+  free(j);
+}
+
+static void line(struct job *j, json_t *o)
 {
   char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
   json_decref(o);
-  if (s)
-    fprintf(l->f, "%s\n", s);
-  free(s);
+  if (!s)
+    return;
+  size_t n = strlen(s);
+  s[n] = '\n'; /* json_dumps NUL-terminates: that byte becomes the newline */
+  int rc = sbx_sse_push_raw(j->sse, s, n + 1, j->slow ? 0 : PUSH_WAIT_MS);
+  if (rc == 1) {
+    j->slow = true;
+    j->lost += n + 1;
+  } else if (rc == 0) {
+    j->slow = false;
+  }
 }
 
-static void text_line(struct lines *l, const char *type, json_t *v)
+static void text_line(struct job *j, const char *type, json_t *v)
 {
   if (json_is_string(v) && json_string_length(v))
-    line(l, json_pack("{s:s, s:O}", "type", type, "text", v));
+    line(j, json_pack("{s:s, s:O}", "type", type, "text", v));
+  json_decref(v);
 }
 
-/* Our run result → the lines the SDK's parseOutput reads. */
-static void result_lines(struct lines *l, json_t *res)
+static void on_started(void *arg)
 {
-  text_line(l, "stdout", json_object_get(res, "stdout"));
-  text_line(l, "stderr", json_object_get(res, "stderr"));
+  struct job *j = arg;
+  pthread_mutex_lock(&j->lock);
+  j->started = true;
+  pthread_cond_broadcast(&j->cond);
+  pthread_mutex_unlock(&j->lock);
+}
+
+static void on_output(void *arg, int stream, const char *data, size_t len)
+{
+  struct job *j = arg;
+  int i = stream == 2 ? 1 : 0;
+  text_line(j, i ? "stderr" : "stdout", utf8_text(&j->carry[i], data, len, false));
+}
+
+/* Our run result → the lines the SDK's parseOutput reads after the
+ * streamed stdout/stderr. */
+static void result_lines(struct job *j, json_t *res)
+{
   json_t *o;
   size_t i;
   json_array_foreach(json_object_get(res, "outputs"), i, o)
@@ -129,70 +244,141 @@ static void result_lines(struct lines *l, json_t *res)
                        : !strcmp(mt, "text/html")     ? "html"
                                                       : NULL;
     if (kind)
-      line(l, json_pack("{s:s, s:O, s:b}", "type", "result", kind, json_object_get(o, "data"),
+      line(j, json_pack("{s:s, s:O, s:b}", "type", "result", kind, json_object_get(o, "data"),
                         "is_main_result", 0));
   }
   json_t *main = json_object_get(res, "result"), *e = json_object_get(res, "error");
   if (json_is_string(main))
-    line(l, json_pack("{s:s, s:O, s:b}", "type", "result", "text", main, "is_main_result", 1));
+    line(j, json_pack("{s:s, s:O, s:b}", "type", "result", "text", main, "is_main_result", 1));
   const char *status = json_string_value(json_object_get(res, "status")) ?: "";
   if (json_is_object(e))
-    line(l, json_pack("{s:s, s:O, s:O, s:O}", "type", "error", "name",
+    line(j, json_pack("{s:s, s:O, s:O, s:O}", "type", "error", "name",
                       json_object_get(e, "name"), "value", json_object_get(e, "value"),
                       "traceback", json_object_get(e, "traceback")));
   else if (strcmp(status, "succeeded") != 0) /* timeout, killed: no exception of the code's */
-    line(l, json_pack("{s:s, s:s, s:O?, s:s}", "type", "error", "name",
+    line(j, json_pack("{s:s, s:s, s:O?, s:s}", "type", "error", "name",
                       !strcmp(status, "timeout") ? "TimeoutError" : "ExecutionError", "value",
                       json_object_get(res, "reason"), "traceback", ""));
-  line(l, json_pack("{s:s, s:O}", "type", "number_of_executions", "execution_count",
+  line(j, json_pack("{s:s, s:O}", "type", "number_of_executions", "execution_count",
                     json_object_get(res, "execution_count")));
 }
 
-static int default_context(struct sbx_req *r, const char *lang, bool fresh, char cid[64],
-                           struct sbx_error *err)
+static int new_context(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
+                       const char *lang, json_t **ctx, struct sbx_error *err)
 {
-  const char *sid = sbx_e2b_sid(r);
-  if (!fresh && default_get(sid, lang, cid))
+  json_t *body = json_pack("{s:s}", "language", lang);
+  int rc = sbx_context_create(core, who, sid, body, ctx, err);
+  json_decref(body);
+  return rc;
+}
+
+static int default_context(struct job *j, bool fresh, char cid[64], struct sbx_error *err)
+{
+  if (!fresh && default_get(j->sid, j->lang, cid))
     return 0;
   json_t *c = NULL;
-  if (new_context(r, lang, &c, err) < 0)
+  if (new_context(j->core, &j->who, j->sid, j->lang, &c, err) < 0)
     return -1;
   snprintf(cid, 64, "%s", json_string_value(json_object_get(c, "id")) ?: "");
   json_decref(c);
-  default_set(sid, lang, cid);
+  default_set(j->sid, j->lang, cid);
   return 0;
 }
 
 /* Runs in the given context or the default one; a default context that
  * vanished (deleted by id) is made again, once, while the sandbox lives. */
-static int run_in(struct sbx_req *r, const char *lang, const char *given, json_t *run,
-                  json_t **res, struct sbx_error *err)
+static int run_in(struct job *j, const struct sbx_run_watch *w, json_t **res,
+                  struct sbx_error *err)
 {
-  const char *sid = sbx_e2b_sid(r);
   char cid[64];
-  if (given)
-    return sbx_context_run(r->core, &r->who, sid, given, run, res, err);
-  if (default_context(r, lang, false, cid, err) < 0)
+  if (j->given[0])
+    return sbx_context_run_watched(j->core, &j->who, j->sid, j->given, j->run, w, res, err);
+  if (default_context(j, false, cid, err) < 0)
     return -1;
-  if (sbx_context_run(r->core, &r->who, sid, cid, run, res, err) == 0)
+  if (sbx_context_run_watched(j->core, &j->who, j->sid, cid, j->run, w, res, err) == 0)
     return 0;
   json_t *probe = NULL;
   struct sbx_error ignore = {0};
-  if (err->code != SBX_E_NOT_FOUND ||
-      sbx_context_get(r->core, &r->who, sid, cid, &probe, &ignore) == 0 ||
+  if (j->started || err->code != SBX_E_NOT_FOUND ||
+      sbx_context_get(j->core, &j->who, j->sid, cid, &probe, &ignore) == 0 ||
       ignore.code != SBX_E_NOT_FOUND) {
     json_decref(probe);
     return -1;
   }
   sbx_err_clear(err);
-  if (default_context(r, lang, true, cid, err) < 0)
+  if (default_context(j, true, cid, err) < 0)
     return -1;
-  return sbx_context_run(r->core, &r->who, sid, cid, run, res, err);
+  return sbx_context_run_watched(j->core, &j->who, j->sid, cid, j->run, w, res, err);
+}
+
+static void *exec_main(void *arg)
+{
+  struct job *j = arg;
+  struct sbx_run_watch w = {.started = on_started, .output = on_output, .arg = j};
+  struct sbx_error err = {0};
+  json_t *res = NULL;
+  int rc = run_in(j, &w, &res, &err);
+  if (j->started) {
+    for (int i = 0; i < 2; i++)
+      text_line(j, i ? "stderr" : "stdout", utf8_text(&j->carry[i], "", 0, true));
+    if (j->lost) {
+      char msg[160];
+      snprintf(msg, sizeof msg,
+               "sandboxd: %llu bytes of this run's output were dropped: the client read "
+               "them too slowly\n",
+               (unsigned long long)j->lost);
+      j->slow = false;
+      line(j, json_pack("{s:s, s:s}", "type", "stderr", "text", msg));
+    }
+    if (rc == 0)
+      result_lines(j, res);
+    else /* cannot happen once started, but a stream must say how it ended */
+      line(j, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", "ExecutionError",
+                        "value", err.msg, "traceback", ""));
+  }
+  json_decref(res);
+  pthread_mutex_lock(&j->lock);
+  j->done = true;
+  j->rc = rc;
+  j->err = err;
+  pthread_cond_broadcast(&j->cond);
+  pthread_mutex_unlock(&j->lock);
+  sbx_sse_finish(j->sse);
+  job_unref(j);
+  return NULL;
+}
+
+static struct job *job_new(struct sbx_req *r, const char *lang, json_t *ctx, json_t *code,
+                           struct sbx_error *err)
+{
+  struct job *j = calloc(1, sizeof *j);
+  if (!j || !(j->sse = sbx_sse_new(QUEUE_BYTES))) {
+    free(j);
+    sbx_err_sys(err, ENOMEM, "execute");
+    return NULL;
+  }
+  pthread_mutex_init(&j->lock, NULL);
+  pthread_cond_init(&j->cond, NULL);
+  j->refs = 2;
+  j->core = r->core;
+  j->who = r->who;
+  snprintf(j->sid, sizeof j->sid, "%s", sbx_e2b_sid(r));
+  snprintf(j->lang, sizeof j->lang, "%s", lang);
+  snprintf(j->given, sizeof j->given, "%s", json_string_value(ctx) ?: "");
+  j->run = json_pack("{s:O}", "code", code);
+  int rc = sbx_thread_detached(exec_main, j);
+  if (rc != 0) {
+    j->refs = 1;
+    job_unref(j);
+    sbx_err_sys(err, rc, "execute");
+    return NULL;
+  }
+  return j;
 }
 
 int sbx_h_e2b_execute(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  json_t *in = sbx_req_json(r, false, err), *res = NULL;
+  json_t *in = sbx_req_json(r, false, err);
   if (!in)
     return -1;
   json_t *code = json_object_get(in, "code"), *ctx = json_object_get(in, "context_id");
@@ -207,24 +393,21 @@ int sbx_h_e2b_execute(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
     rc = sbx_err_field(err, "env_vars",
                        "per-run env_vars are not supported: set envs when the "
                        "sandbox is created");
-  json_t *run = rc == 0 ? json_pack("{s:O}", "code", code) : NULL;
-  if (rc == 0)
-    rc = run_in(r, lang, json_string_value(ctx), run, &res, err);
-  json_decref(run);
+  struct job *j = rc == 0 ? job_new(r, lang, ctx, code, err) : NULL;
   json_decref(in);
-  if (rc < 0)
+  if (!j)
     return -1;
-  struct lines l = {0};
-  l.f = open_memstream(&l.buf, &l.len);
-  if (!l.f) {
-    json_decref(res);
-    return sbx_err_sys(err, errno, "execute");
-  }
-  result_lines(&l, res);
-  fclose(l.f);
-  json_decref(res);
-  sbx_resp_bytes(out, 200, l.buf, l.len, "application/x-ndjson");
-  return 0;
+  pthread_mutex_lock(&j->lock);
+  while (!j->started && !j->done)
+    pthread_cond_wait(&j->cond, &j->lock);
+  bool refused = !j->started;
+  if (refused)
+    *err = j->err;
+  pthread_mutex_unlock(&j->lock);
+  if (!refused)
+    sbx_sse_respond_raw(out, j->sse, "application/x-ndjson", NULL, NULL);
+  job_unref(j);
+  return refused ? -1 : 0;
 }
 
 /* ---- /contexts ---- */
@@ -236,7 +419,7 @@ int sbx_h_e2b_ctx_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_err
     return -1;
   const char *lang = our_language(json_object_get(in, "language"), err);
   json_decref(in);
-  if (!lang || new_context(r, lang, &c, err) < 0)
+  if (!lang || new_context(r->core, &r->who, sbx_e2b_sid(r), lang, &c, err) < 0)
     return -1;
   sbx_resp_json(out, 200, context_json(c));
   json_decref(c);

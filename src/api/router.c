@@ -106,7 +106,7 @@ static const struct sbx_route routes[] = {
     {"POST", E2B_API "/sandboxes/{id}/resume", sbx_h_e2b_resume, E2B_KEY, "e2b_unsupported"},
     {"POST", E2B_API "/sandboxes/{id}/snapshots", sbx_h_e2b_snapshot, E2B_KEY,
      "e2b_unsupported"},
-    {"GET", E2B_API "/sandboxes/{id}/metrics", sbx_h_e2b_metrics, E2B_KEY, "e2b_unsupported"},
+    {"GET", E2B_API "/sandboxes/{id}/metrics", sbx_h_e2b_metrics, E2B_KEY, "e2b_metrics"},
     {"GET", E2B_API "/templates", sbx_h_e2b_templates, E2B_KEY, "e2b_unsupported"},
     {"POST", E2B_API "/v3/templates", sbx_h_e2b_templates, E2B_KEY, "e2b_unsupported"},
     {"GET", E2B_API "/volumes", sbx_h_e2b_volumes, E2B_KEY, "e2b_unsupported"},

@@ -39,7 +39,7 @@ static void ctx_free(struct sbx_context *c)
 {
   if (c->wake_fd >= 0)
     close(c->wake_fd);
-  json_decref(c->reply);
+  sbx_ctx_reset_run_locked(c); /* the reply, undelivered chunks (nobody else holds c) */
   free(c->frame);
   free(c->stray[0]);
   free(c->stray[1]);

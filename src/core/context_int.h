@@ -27,6 +27,14 @@
 #define SBX_CTX_MAX_FRAME (48u << 20)  /* a reply (PNGs in base64 included) */
 #define SBX_CTX_STRAY_CAP (64u * 1024) /* non-frame output kept per run and stream */
 
+/* A piece of a streamed run's output, waiting for its watcher. */
+struct sbx_ctx_chunk {
+  struct sbx_ctx_chunk *next;
+  int stream; /* 1 stdout, 2 stderr */
+  size_t len;
+  char data[];
+};
+
 enum sbx_ctx_state { SBX_CTX_STARTING, SBX_CTX_READY, SBX_CTX_BUSY, SBX_CTX_DEAD };
 
 /* Why the daemon killed the interpreter (so a dying run can say why). */
@@ -76,6 +84,13 @@ struct sbx_context {
   char *stray[2]; /* non-frame stdout / stderr of this run */
   size_t stray_len[2];
   uint64_t stray_dropped[2];
+  /* A streamed run (sbx_context_run_watched): its output as it comes, in
+   * order, for the run's own thread to hand on; at most live_left[i] more
+   * bytes of the driver's progress frames per stream (sandbox output: the
+   * daemon bounds it, not the driver). */
+  bool live;
+  struct sbx_ctx_chunk *live_head, *live_tail;
+  uint64_t live_left[2];
 };
 
 /* context.c */
@@ -95,7 +110,8 @@ void sbx_ctx_poke_locked(struct sbx_context *c, enum sbx_ctx_kill why);
 /* context_io.c */
 /* Feeds a chunk of the interpreter's output (stream 1 or 2); lock held. */
 void sbx_ctx_feed_locked(struct sbx_context *c, int stream, const char *data, size_t len);
-/* Forgets the frame buffer and the run's stray output; lock held. */
+/* Forgets the frame buffer, the run's stray output and its undelivered
+ * chunks; lock held. */
 void sbx_ctx_reset_run_locked(struct sbx_context *c);
 /* Writes one request line to the interpreter's stdin within timeout_ms;
  * lock held.  -1 with err if it is gone or stuck. */

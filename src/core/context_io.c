@@ -6,7 +6,9 @@
  * by this interpreter's random nonce, is bounded (SBX_CTX_MAX_FRAME), must
  * be a JSON object, and is taken only as the reply to the run in progress
  * (same seq).  Bytes outside frames — a subprocess writing to the inherited
- * descriptors, say — are kept (bounded) as the run's own output. */
+ * descriptors, say — are kept (bounded) as the run's own output.  A
+ * streamed run's progress frames ({seq, stream, text}) and its stray bytes
+ * are also queued, in arrival order, for the run's thread to hand on. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -15,6 +17,24 @@
 
 #include "common/util.h"
 #include "core/context_int.h"
+
+/* Queues output of a streamed run for its thread (idx 0 stdout, 1 stderr). */
+static void live_add(struct sbx_context *c, int idx, const char *data, size_t len)
+{
+  struct sbx_ctx_chunk *ch = len ? malloc(sizeof *ch + len) : NULL;
+  if (!ch)
+    return;
+  ch->next = NULL;
+  ch->stream = idx + 1;
+  ch->len = len;
+  memcpy(ch->data, data, len);
+  if (c->live_tail)
+    c->live_tail->next = ch;
+  else
+    c->live_head = ch;
+  c->live_tail = ch;
+  pthread_cond_broadcast(&c->cond);
+}
 
 /* Keeps non-frame output of the run in progress (idx 0 stdout, 1 stderr). */
 static void stray_add(struct sbx_context *c, int idx, const char *data, size_t len)
@@ -28,6 +48,23 @@ static void stray_add(struct sbx_context *c, int idx, const char *data, size_t l
   memcpy(c->stray[idx] + c->stray_len[idx], data, n);
   c->stray_len[idx] += n;
   c->stray_dropped[idx] += len - n;
+  if (c->live)
+    live_add(c, idx, data, n);
+}
+
+/* A streamed run's progress frame: its text, within the stream's budget. */
+static void on_progress(struct sbx_context *c, json_t *j)
+{
+  const char *s = json_string_value(json_object_get(j, "stream"));
+  json_t *t = json_object_get(j, "text");
+  int idx = s && !strcmp(s, "stdout") ? 0 : s && !strcmp(s, "stderr") ? 1 : -1;
+  if (!c->live || idx < 0 || !json_is_string(t))
+    return;
+  size_t n = json_string_length(t);
+  if (n > c->live_left[idx])
+    n = (size_t)c->live_left[idx]; /* may cut a UTF-8 sequence: the watcher copes */
+  c->live_left[idx] -= n;
+  live_add(c, idx, json_string_value(t), n);
 }
 
 static void on_frame(struct sbx_context *c, const char *text, size_t len)
@@ -48,8 +85,11 @@ static void on_frame(struct sbx_context *c, const char *text, size_t len)
     return;
   }
   json_t *seq = json_object_get(j, "seq");
-  if (c->state == SBX_CTX_BUSY && !c->reply && json_is_integer(seq) &&
-      (uint64_t)json_integer_value(seq) == c->seq) {
+  bool ours = c->state == SBX_CTX_BUSY && !c->reply && json_is_integer(seq) &&
+              (uint64_t)json_integer_value(seq) == c->seq;
+  if (ours && json_object_get(j, "stream")) {
+    on_progress(c, j);
+  } else if (ours) {
     c->reply = j;
     pthread_cond_broadcast(&c->cond);
     return;
@@ -83,14 +123,24 @@ static void frame_drop(struct sbx_context *c, size_t n)
   c->frame_len -= n;
 }
 
+/* The longest tail of buf that may still grow into the nonce. */
+static size_t nonce_tail(const char *buf, size_t len, const char *nonce)
+{
+  size_t k = len < SBX_CTX_NONCE_LEN - 1 ? len : SBX_CTX_NONCE_LEN - 1;
+  while (k > 0 && memcmp(buf + len - k, nonce, k) != 0)
+    k--;
+  return k;
+}
+
 static void scan(struct sbx_context *c)
 {
   const size_t nl = SBX_CTX_NONCE_LEN;
   for (;;) {
     char *hit = memmem(c->frame, c->frame_len, c->nonce, nl);
     if (!hit) {
-      /* What cannot be the start of a nonce any more is plain output. */
-      size_t keep = c->frame_len < nl ? c->frame_len : nl - 1;
+      /* What cannot be the start of a nonce any more is plain output
+       * (now, so that a streamed run shows it at once). */
+      size_t keep = nonce_tail(c->frame, c->frame_len, c->nonce);
       stray_add(c, 0, c->frame, c->frame_len - keep);
       frame_drop(c, c->frame_len - keep);
       return;
@@ -136,7 +186,14 @@ void sbx_ctx_reset_run_locked(struct sbx_context *c)
   for (int i = 0; i < 2; i++) {
     c->stray_len[i] = 0;
     c->stray_dropped[i] = 0;
+    c->live_left[i] = 0;
   }
+  c->live = false;
+  for (struct sbx_ctx_chunk *ch = c->live_head, *next; ch; ch = next) {
+    next = ch->next;
+    free(ch);
+  }
+  c->live_head = c->live_tail = NULL;
 }
 
 int sbx_ctx_send_locked(struct sbx_context *c, json_t *req, unsigned timeout_ms,

@@ -7,7 +7,8 @@
  * context is dead until restarted), killed/<why> (the interpreter died
  * during the run: crash, restart, the session ended), error/protocol (the
  * interpreter broke the driver protocol; it is killed).  One run at a time
- * per context (another → 409). */
+ * per context (another → 409).  A watched run (sbx_context_run_watched)
+ * also hands its output to the watcher as it comes, from the waiting loop. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -193,15 +194,39 @@ static json_t *outcome_locked(struct sbx_context *c, uint64_t inc, double timeou
                      err_obj("InterpreterDied", c->dead_why), sbx_now_ms() - t0);
 }
 
+/* Hands the queued output to the watcher, the lock dropped meanwhile (as
+ * a wait on c->cond would: the run stays ours, state may move on). */
+static void deliver_locked(struct sbx_context *c, const struct sbx_run_watch *w)
+{
+  while (w && c->live_head) {
+    struct sbx_ctx_chunk *ch = c->live_head;
+    c->live_head = c->live_tail = NULL;
+    pthread_mutex_unlock(&c->lock);
+    for (struct sbx_ctx_chunk *next; ch; ch = next) {
+      next = ch->next;
+      if (w->output)
+        w->output(w->arg, ch->stream, ch->data, ch->len);
+      free(ch);
+    }
+    pthread_mutex_lock(&c->lock);
+  }
+}
+
 static int run_locked(struct sbx_context *c, const struct run_args *a, double timeout_s,
-                      uint64_t max_output, json_t **out, struct sbx_error *err)
+                      uint64_t max_output, const struct sbx_run_watch *w, json_t **out,
+                      struct sbx_error *err)
 {
   if (claim_locked(c, err) < 0)
     return -1;
   sbx_ctx_reset_run_locked(c);
+  if (w) {
+    c->live = true;
+    c->live_left[0] = c->live_left[1] = max_output;
+  }
   uint64_t inc = c->incarnation, seq = ++c->seq, t0 = sbx_now_ms();
-  json_t *req = json_pack("{s:s, s:I, s:s, s:I}", "op", "run", "seq", (json_int_t)seq, "code",
-                          a->code, "max_output", (json_int_t)max_output);
+  json_t *req =
+      json_pack("{s:s, s:I, s:s, s:I, s:b}", "op", "run", "seq", (json_int_t)seq, "code",
+                a->code, "max_output", (json_int_t)max_output, "stream", w != NULL);
   int rc = req ? sbx_ctx_send_locked(c, req, SEND_TIMEOUT_MS, err)
                : sbx_err_sys(err, ENOMEM, "context request");
   json_decref(req);
@@ -210,10 +235,19 @@ static int run_locked(struct sbx_context *c, const struct run_args *a, double ti
       kill_and_wait_locked(c, SBX_CTX_KILL_PROTOCOL, inc); /* stuck: never half-sent again */
     return -1;
   }
+  if (w && w->started) {
+    pthread_mutex_unlock(&c->lock);
+    w->started(w->arg);
+    pthread_mutex_lock(&c->lock);
+  }
   uint64_t deadline = t0 + (uint64_t)llround(timeout_s * 1000.0);
-  while (!c->reply && !c->proto_error && c->incarnation == inc && c->state == SBX_CTX_BUSY &&
-         sbx_ctx_wait_locked(c, deadline))
-    ;
+  for (;;) {
+    deliver_locked(c, w);
+    if (c->reply || c->proto_error || c->incarnation != inc || c->state != SBX_CTX_BUSY ||
+        sbx_now_ms() >= deadline || (!c->live_head && !sbx_ctx_wait_locked(c, deadline)))
+      break;
+  }
+  deliver_locked(c, w);
   *out = outcome_locked(c, inc, timeout_s, t0);
   sbx_ctx_reset_run_locked(c);
   return 0;
@@ -221,6 +255,14 @@ static int run_locked(struct sbx_context *c, const struct run_args *a, double ti
 
 int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                     const char *cid, json_t *body, json_t **out, struct sbx_error *err)
+{
+  return sbx_context_run_watched(core, who, sid, cid, body, NULL, out, err);
+}
+
+int sbx_context_run_watched(struct sbx_core *core, const struct sbx_principal *who,
+                            const char *sid, const char *cid, json_t *body,
+                            const struct sbx_run_watch *watch, json_t **out,
+                            struct sbx_error *err)
 {
   if (sbx_quota_cpu_check(core, who, err) < 0) /* a run burns the session's CPU */
     return -1;
@@ -236,7 +278,7 @@ int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, cons
       t = 30;
     uint64_t max_output = ls->limits.output_bytes ? ls->limits.output_bytes : 1u << 20;
     pthread_mutex_lock(&c->lock);
-    rc = run_locked(c, &a, t, max_output, out, err);
+    rc = run_locked(c, &a, t, max_output, watch, out, err);
     pthread_mutex_unlock(&c->lock);
   }
   sbx_ctx_unref(c);

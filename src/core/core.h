@@ -176,6 +176,18 @@ struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
                                              struct sbx_error *err);
 void sbx_session_release(struct sbx_core *core, struct sbx_live_session *ls);
 
+/* What a live session uses now (core/session_metrics.c), one reading:
+ * {timestamp (unix s), cpu_count, cpu_limit (cores), cpu_used_pct (of the
+ * limit, averaged over the last second or two), cpu_seconds (so far),
+ * memory_used_bytes (charged to its cgroup, page cache and tmpfs files
+ * included), memory_cache_bytes (of which those), memory_limit_bytes,
+ * disk_used_bytes, disk_total_bytes (its writable filesystems; absent when
+ * the sandbox could not say)}.  404 unknown or another tenant's, 409 ended
+ * or on a runtime that measures no CPU or memory.  Not activity: it does
+ * not hold off the idle timeout. */
+int sbx_session_metrics(struct sbx_core *core, const struct sbx_principal *who, const char *id,
+                        json_t **out, struct sbx_error *err);
+
 /* Files and ports of a held session (core/files.c): the sandbox client's
  * operations (runtime/sandbox.h: same path rules, errors and ownership of
  * what they return), the only way the API reaches a sandbox. */
@@ -369,5 +381,22 @@ int sbx_context_restart(struct sbx_core *core, const struct sbx_principal *who, 
 /* body {code, timeout_s} → the run result (context_run.c). */
 int sbx_context_run(struct sbx_core *core, const struct sbx_principal *who, const char *sid,
                     const char *cid, json_t *body, json_t **out, struct sbx_error *err);
+/* A streamed run's watcher.  Both run on the caller's thread, with no lock
+ * held, so they may block a little (the run's timeout is checked between
+ * calls): started once the code went to the interpreter (a run refused
+ * before that, e.g. 404 or 409, never calls it); output with each piece of
+ * stdout (stream 1) or stderr (stream 2) as the code prints it, in order —
+ * bytes, which may cut a UTF-8 sequence — at most the session's output
+ * limit per stream of what the interpreter captured, plus what went around
+ * it.  The result still holds the whole output, as for an unwatched run. */
+struct sbx_run_watch {
+  void (*started)(void *arg);
+  void (*output)(void *arg, int stream, const char *data, size_t len);
+  void *arg;
+};
+int sbx_context_run_watched(struct sbx_core *core, const struct sbx_principal *who,
+                            const char *sid, const char *cid, json_t *body,
+                            const struct sbx_run_watch *watch, json_t **out,
+                            struct sbx_error *err);
 
 #endif

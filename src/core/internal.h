@@ -58,6 +58,10 @@ struct sbx_live_session {
   double cpu_seen;         /* the cgroup's CPU seconds at the last charge */
   double cpu_unrecorded;   /* charged but in no usage record yet (< 0: execs ran ahead) */
   int64_t cpu_recorded_at; /* when the last session usage record was written */
+  /* Two readings of the cgroup's CPU (sbx_now_ms, seconds) at least a
+   * second apart, newest first: the window a metrics sample averages over. */
+  uint64_t cpu_mark_ms[2];
+  double cpu_mark[2];
   struct sbx_live_session *next;
 };
 
@@ -105,6 +109,10 @@ struct sbx_core {
 };
 
 /* core/session.c */
+/* sbx_session_acquire without counting as activity (the idle timeout):
+ * for looking at a session rather than using it. */
+struct sbx_live_session *sbx_session_peek(struct sbx_core *core, const struct sbx_principal *who,
+                                          const char *id, struct sbx_error *err);
 /* Records activity in the store, at most once a minute per session: the
  * reaper works from memory, the stored value is for operators. */
 void sbx_session_touch(struct sbx_core *core, struct sbx_live_session *ls);
@@ -300,6 +308,9 @@ void sbx_procs_thread_leave(void);
  * cgroup measured and a restart re-seeds the same total.  Drivers without
  * cgroup usage fall back to each exec's rusage. */
 void sbx_session_cpu_start(struct sbx_live_session *ls);
+/* The cgroup's CPU seconds now and the cores it used on average since a
+ * reading at least a second old (or the start); -1 if not metered. */
+int sbx_session_cpu_sample(struct sbx_live_session *ls, double *cpu_seconds, double *cores);
 /* Charges the cgroup's CPU since the last charge; final at the end. */
 void sbx_session_cpu_charge(struct sbx_core *core, struct sbx_live_session *ls, bool final);
 /* After an exec of ls ended; recorded: its usage record (res->cpu_seconds)

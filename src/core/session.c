@@ -85,15 +85,15 @@ static int not_found(struct sbx_error *err, const char *id)
   return sbx_err_fr(err, "Session %s introuvable", id);
 }
 
-struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
-                                             const struct sbx_principal *who, const char *id,
-                                             struct sbx_error *err)
+static struct sbx_live_session *acquire(struct sbx_core *core, const struct sbx_principal *who,
+                                        const char *id, bool touch, struct sbx_error *err)
 {
   pthread_mutex_lock(&core->sess_lock);
   struct sbx_live_session *ls = live_find_locked(core, who->tenant_id, id);
   if (ls && !ls->dying) {
     ls->refs++;
-    ls->last_used_at = sbx_wall_s();
+    if (touch)
+      ls->last_used_at = sbx_wall_s();
   } else
     ls = NULL;
   pthread_mutex_unlock(&core->sess_lock);
@@ -112,6 +112,19 @@ struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
              row.status, row.reason[0] ? row.reason : "terminée");
   sbx_session_row_free(&row);
   return NULL;
+}
+
+struct sbx_live_session *sbx_session_acquire(struct sbx_core *core,
+                                             const struct sbx_principal *who, const char *id,
+                                             struct sbx_error *err)
+{
+  return acquire(core, who, id, true, err);
+}
+
+struct sbx_live_session *sbx_session_peek(struct sbx_core *core, const struct sbx_principal *who,
+                                          const char *id, struct sbx_error *err)
+{
+  return acquire(core, who, id, false, err);
 }
 
 struct sbx_sandbox *sbx_live_sandbox(struct sbx_live_session *ls) { return ls->sb; }

@@ -27,6 +27,39 @@ void sbx_session_cpu_start(struct sbx_live_session *ls)
   /* What the sandbox's own start-up cost is the daemon's, not the tenant's. */
   ls->cpu_seen = ls->cpu_metered ? u.cpu_seconds : 0;
   ls->cpu_recorded_at = sbx_wall_s();
+  ls->cpu_mark_ms[0] = ls->cpu_mark_ms[1] = sbx_now_ms();
+  ls->cpu_mark[0] = ls->cpu_mark[1] = ls->cpu_seen;
+}
+
+/* Keeps the newest reading, once the last kept one is a second old (cpu_lock). */
+static void mark_locked(struct sbx_live_session *ls, uint64_t now_ms, double cpu)
+{
+  if (now_ms - ls->cpu_mark_ms[0] < 1000)
+    return;
+  ls->cpu_mark_ms[1] = ls->cpu_mark_ms[0];
+  ls->cpu_mark[1] = ls->cpu_mark[0];
+  ls->cpu_mark_ms[0] = now_ms;
+  ls->cpu_mark[0] = cpu;
+}
+
+int sbx_session_cpu_sample(struct sbx_live_session *ls, double *cpu_seconds, double *cores)
+{
+  struct sbx_usage u;
+  if (!ls->cpu_metered)
+    return -1;
+  pthread_mutex_lock(&ls->cpu_lock);
+  int rc = ls->sb->driver->usage(ls->sb, &u);
+  uint64_t now = sbx_now_ms();
+  if (rc == 0) {
+    int base = now - ls->cpu_mark_ms[0] >= 1000 ? 0 : 1;
+    uint64_t ms = now - ls->cpu_mark_ms[base];
+    double used = u.cpu_seconds - ls->cpu_mark[base];
+    *cpu_seconds = u.cpu_seconds;
+    *cores = ms > 0 && used > 0 ? used / ((double)ms / 1000.0) : 0;
+    mark_locked(ls, now, u.cpu_seconds);
+  }
+  pthread_mutex_unlock(&ls->cpu_lock);
+  return rc;
 }
 
 static void record(struct sbx_core *core, struct sbx_live_session *ls, double cpu, bool final)
@@ -57,6 +90,7 @@ static void charge(struct sbx_core *core, struct sbx_live_session *ls, bool flus
     pthread_mutex_unlock(&ls->cpu_lock);
     return;
   }
+  mark_locked(ls, sbx_now_ms(), u.cpu_seconds);
   double d = u.cpu_seconds > ls->cpu_seen ? u.cpu_seconds - ls->cpu_seen : 0;
   if (u.cpu_seconds > ls->cpu_seen)
     ls->cpu_seen = u.cpu_seconds;

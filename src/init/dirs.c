@@ -1,5 +1,5 @@
 /* dirs.c — the operations on the tree rather than a file's bytes: LIST,
- * GLOB's reply, REMOVE, STAT, READLINK, MKDIR, MOVE, SYMLINK.
+ * GLOB's reply, REMOVE, STAT, STATFS, READLINK, MKDIR, MOVE, SYMLINK.
  *
  * Every path is resolved from the sandbox root (path.c) and a final
  * component is never followed: STAT is lstat, MOVE renames the link
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "init/init.h"
@@ -64,6 +65,31 @@ static int stat_path(int rootfd, const char *path, int memfd)
   sbx_wbuf_u16(&w, (uint16_t)ll);
   sbx_wbuf_put(&w, link, (size_t)ll);
   int r = w.bad ? -ENOMEM : write(memfd, w.buf, w.len) == (ssize_t)w.len ? 0 : -EIO;
+  sbx_wbuf_free(&w);
+  return r;
+}
+
+/* The filesystem holding path: a mount point such as /work is followed
+ * into, since it is what the daemon asks about. */
+static int statfs_path(int rootfd, const char *path, int memfd)
+{
+  int fd = sbxi_open_in_root(rootfd, path, O_PATH, 0);
+  if (fd < 0)
+    return -errno;
+  struct stat st;
+  struct statvfs fs;
+  int r = fstat(fd, &st) < 0 || fstatvfs(fd, &fs) < 0 ? -errno : 0;
+  close(fd);
+  if (r < 0)
+    return r;
+  uint64_t unit = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
+  struct sbx_wbuf w;
+  sbx_wbuf_init(&w, SBX_PROTO_STATFS_REC);
+  sbx_wbuf_u64(&w, (uint64_t)st.st_dev);
+  sbx_wbuf_u64(&w, (uint64_t)fs.f_blocks * unit);
+  sbx_wbuf_u64(&w, (uint64_t)fs.f_bfree * unit);
+  sbx_wbuf_u32(&w, fs.f_flag & ST_RDONLY ? SBX_PROTO_FS_RDONLY : 0);
+  r = w.bad ? -ENOMEM : write(memfd, w.buf, w.len) == (ssize_t)w.len ? 0 : -EIO;
   sbx_wbuf_free(&w);
   return r;
 }
@@ -299,8 +325,9 @@ static void reply_rc(const struct sbxi *in, uint32_t id, int rc)
     sbxi_reply_ok(in->chan, id, 0, -1);
 }
 
-/* LIST / GLOB: the records go into the daemon's memfd (fd-in, always). */
-static void reply_list(const struct sbxi *in, uint32_t id, int r, uint64_t count, int mfd)
+/* LIST, GLOB, STAT, STATFS: the records went into the daemon's memfd
+ * (fd-in, always; consumed); OK carries their count. */
+static void reply_records(const struct sbxi *in, uint32_t id, int r, uint64_t count, int mfd)
 {
   close(mfd);
   if (r < 0)
@@ -313,14 +340,14 @@ void sbxi_op_list(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
   uint64_t count = 0;
   int r = list_dir(in->rootfd, q->path, q->a, q->fd, &count);
-  reply_list(in, id, r, count, q->fd);
+  reply_records(in, id, r, count, q->fd);
 }
 
 void sbxi_op_glob(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
   uint64_t count = 0;
   int r = sbxi_glob(in->rootfd, q->path, q->a, q->fd, &count);
-  reply_list(in, id, r, count, q->fd);
+  reply_records(in, id, r, count, q->fd);
 }
 
 void sbxi_op_remove(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
@@ -328,16 +355,17 @@ void sbxi_op_remove(const struct sbxi *in, uint32_t id, const struct sbxi_req *q
   reply_rc(in, id, remove_path(in->rootfd, q->path));
 }
 
-/* STAT, READLINK: the record goes into the daemon's memfd (consumed). */
 void sbxi_op_stat(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {
-  int r = stat_path(in->rootfd, q->path, q->fd);
-  close(q->fd);
-  if (r < 0)
-    sbxi_reply_err(in->chan, id, -r);
-  else
-    sbxi_reply_ok(in->chan, id, 1, -1);
+  reply_records(in, id, stat_path(in->rootfd, q->path, q->fd), 1, q->fd);
 }
+
+void sbxi_op_statfs(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
+{
+  reply_records(in, id, statfs_path(in->rootfd, q->path, q->fd), 1, q->fd);
+}
+
+/* READLINK: the target goes into the daemon's memfd (consumed). */
 
 void sbxi_op_readlink(const struct sbxi *in, uint32_t id, const struct sbxi_req *q)
 {

@@ -114,8 +114,8 @@ typedef void sbxi_op_fn(const struct sbxi *in, uint32_t id, const struct sbxi_re
 /* files.c */
 sbxi_op_fn sbxi_op_open_read, sbxi_op_open_write, sbxi_op_read_to, sbxi_op_write_from;
 /* dirs.c */
-sbxi_op_fn sbxi_op_list, sbxi_op_glob, sbxi_op_remove, sbxi_op_stat, sbxi_op_readlink,
-    sbxi_op_mkdir, sbxi_op_move, sbxi_op_symlink;
+sbxi_op_fn sbxi_op_list, sbxi_op_glob, sbxi_op_remove, sbxi_op_stat, sbxi_op_statfs,
+    sbxi_op_readlink, sbxi_op_mkdir, sbxi_op_move, sbxi_op_symlink;
 /* watch.c */
 sbxi_op_fn sbxi_op_watch;
 

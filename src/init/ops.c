@@ -42,6 +42,7 @@ static const struct op ops[] = {
     [SBX_MSG_REMOVE] = {.run = sbxi_op_remove},
     [SBX_MSG_GLOB] = {.run = sbxi_op_glob, .nu32 = 1, .fd = S_IFREG},
     [SBX_MSG_STAT] = {.run = sbxi_op_stat, .fd = S_IFREG},
+    [SBX_MSG_STATFS] = {.run = sbxi_op_statfs, .fd = S_IFREG},
     [SBX_MSG_MKDIR] = {.run = sbxi_op_mkdir, .nu32 = 2},
     [SBX_MSG_MOVE] = {.run = sbxi_op_move, .second = SECOND_PATH, .nu32 = 1},
     [SBX_MSG_READLINK] = {.run = sbxi_op_readlink, .fd = S_IFREG},

@@ -200,6 +200,7 @@ enum sbx_proto_type {
   SBX_MSG_READLINK = 63, /* str path → OK{len} + memfd: target bytes */
   SBX_MSG_SYMLINK = 64,  /* str path, str target → OK{0} */
   SBX_MSG_WATCH = 65,    /* str dir, u32 flags, u32 max_watches → OK{0} + pipe read end */
+  SBX_MSG_STATFS = 66,   /* str path → OK{1} + memfd: STATFS record */
   /* main channel (ports, contexts): 80–99 */
   SBX_MSG_CONNECT = 80, /* u32 port, u32 family (4|6) → OK{SBX_PROTO_CONN_*} + fd | ERR */
   /* main channel (fd-in forms): 100–119 */
@@ -233,6 +234,10 @@ enum sbx_proto_type {
 #define SBX_PROTO_WATCH_RECURSIVE 1u
 #define SBX_PROTO_WATCH_MAX 8192u /* max_watches ceiling */
 #define SBX_PROTO_STAT_REC 23u    /* u8 type, u32 mode, u64 size, i64 mtime, u16 linklen */
+/* STATFS: the filesystem holding path (followed inside the root):
+ * u64 st_dev, u64 total bytes, u64 free bytes, u32 flags. */
+#define SBX_PROTO_STATFS_REC 28u
+#define SBX_PROTO_FS_RDONLY 1u
 /* WATCH event records on the pipe (a byte stream, watcher → daemon):
  * u8 kind (SBX_PROTO_WEV_*), u8 isdir, u16 len1, u16 len2, u32 count, then
  * len1 + len2 bytes: path1 (and path2, the new name of a MOVE), relative to

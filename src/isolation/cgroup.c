@@ -603,6 +603,14 @@ int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_iso_usage *out)
   return 0;
 }
 
+int sbx_cg_memory(struct sbx_cgroup *cg, uint64_t *current, uint64_t *file)
+{
+  bool v2 = cg->host->version == SBX_CG_V2;
+  *current = read_u64(cg, SBX_CGC_MEMORY, v2 ? "memory.current" : "memory.usage_in_bytes", NULL);
+  *file = read_u64(cg, SBX_CGC_MEMORY, "memory.stat", v2 ? "file" : "cache");
+  return 0;
+}
+
 /* The OOM-kill counter alone: one open+read+close of one cgroupfs file,
  * cheap enough to bracket every exec (runtime/sandbox.c). */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out)

@@ -135,6 +135,10 @@ int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim,
  * CLONE_INTO_CGROUP, but this works there too). */
 int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err);
 int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_iso_usage *out);
+/* The memory charged to the cgroup now (v2 memory.current, v1
+ * memory.usage_in_bytes) and its file part: page cache and tmpfs (v2
+ * memory.stat file, v1 cache). */
+int sbx_cg_memory(struct sbx_cgroup *cg, uint64_t *current, uint64_t *file);
 /* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events). */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out);
 /* Kills every process in the cgroup at once (v1 freezer, v2 cgroup.kill)

@@ -37,8 +37,9 @@
  *  2  describe, note, oom_kills, pool_idle are members; env carries the
  *     daemon's driver settings (sbx_driver_setting); struct sbx_sandbox
  *     no longer carries the sandbox client's state (its layout changed,
- *     so ABI 1 tables are refused). */
-#define SBX_DRIVER_ABI 2
+ *     so ABI 1 tables are refused).
+ *  3  memory appended (MAY). */
+#define SBX_DRIVER_ABI 3
 /* Oldest table ABI this daemon still runs. */
 #define SBX_DRIVER_ABI_MIN 2
 
@@ -51,6 +52,7 @@
 #define SBX_DRIVER_SINCE_note 2
 #define SBX_DRIVER_SINCE_oom_kills 2
 #define SBX_DRIVER_SINCE_pool_idle 2
+#define SBX_DRIVER_SINCE_memory 3
 /* Whether driver d provides MAY member m: its table is new enough to have
  * the member (an older one ends before it) and sets it. */
 #define sbx_driver_has(d, m) ((d)->abi >= SBX_DRIVER_SINCE_##m && (d)->m != NULL)
@@ -167,6 +169,12 @@ struct sbx_usage {
   uint64_t pids_max_hits; /* times a fork failed at the pids ceiling (pids.events max) */
 };
 
+/* Memory the sandbox holds now, as the host charges it (driver's memory()). */
+struct sbx_memory {
+  uint64_t current_bytes; /* everything charged: anonymous, kernel, page cache, tmpfs */
+  uint64_t file_bytes;    /* of which page cache and tmpfs files */
+};
+
 struct sbx_driver;
 struct sbx_sandbox_client;
 
@@ -262,6 +270,10 @@ struct sbx_driver {
    * called at scrape time from any thread, so cheap and locked).  NULL:
    * the driver keeps no pool (the gauge is not reported for it). */
   unsigned (*pool_idle)(const char *profile, const struct sbx_limits *limits);
+
+  /* MAY (ABI 3).  The sandbox's memory now (cgroup), read on request (a
+   * metrics sample), never on the exec path.  NULL: not measured. */
+  int (*memory)(struct sbx_sandbox *sb, struct sbx_memory *out);
 };
 
 /* The built-in drivers (runtime/drivers/). */

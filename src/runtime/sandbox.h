@@ -237,6 +237,14 @@ struct sbx_stat {
 /* lstat inside the sandbox. */
 int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *out,
                      struct sbx_error *err);
+struct sbx_statfs {
+  uint64_t dev; /* st_dev of path: two paths on one filesystem share it */
+  uint64_t total_bytes, free_bytes;
+  bool read_only;
+};
+/* statvfs of the filesystem holding path inside the sandbox. */
+int sbx_sandbox_statfs(struct sbx_sandbox *sb, const char *path, struct sbx_statfs *out,
+                       struct sbx_error *err);
 #define SBX_MKDIR_PARENTS 1u /* create missing parents; an existing dir is fine */
 #define SBX_MKDIR_MODE 2u    /* apply mode & 0777 exactly (else 0755) */
 int sbx_sandbox_mkdir(struct sbx_sandbox *sb, const char *path, unsigned mode, unsigned flags,

@@ -144,21 +144,57 @@ static int parse_stat(const char *buf, size_t n, struct sbx_stat *out)
   return 0;
 }
 
+/* A request whose answer sbx-init writes into our memfd (STAT, STATFS,
+ * READLINK): path normalised into p, up to len bytes of it read into buf;
+ * how many (the record says how many count), or -1 with err. */
+static ssize_t record_call(struct sbx_sandbox *sb, uint32_t type, const char *path,
+                           char p[SBX_PROTO_MAX_PATH], char *buf, size_t len,
+                           struct sbx_chan_reply *rep, struct sbx_error *err)
+{
+  if (sbx_req_norm_dir(path, "path", p, SBX_PROTO_MAX_PATH, err) < 0)
+    return -1;
+  _cleanup_close_ int fd = sbx_fdin_memfd(len, err);
+  if (fd < 0 || sbx_req_record(sb, type, p, fd, rep, err) < 0)
+    return -1;
+  ssize_t n = sbx_req_read_memfd(fd, buf, len);
+  if (n < 0)
+    sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad record", p);
+  return n;
+}
+
 int sbx_sandbox_stat(struct sbx_sandbox *sb, const char *path, struct sbx_stat *out,
                      struct sbx_error *err)
 {
-  char p[SBX_PROTO_MAX_PATH];
-  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
-    return -1;
+  char p[SBX_PROTO_MAX_PATH], buf[SBX_PROTO_STAT_REC + SBX_PROTO_MAX_PATH];
   struct sbx_chan_reply rep;
-  char buf[SBX_PROTO_STAT_REC + SBX_PROTO_MAX_PATH];
-  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof buf, err);
-  if (fd < 0 || sbx_req_record(sb, SBX_MSG_STAT, p, fd, &rep, err) < 0)
+  ssize_t n = record_call(sb, SBX_MSG_STAT, path, p, buf, sizeof buf, &rep, err);
+  if (n < 0)
     return -1;
-  ssize_t n = sbx_req_read_memfd(fd, buf, sizeof buf);
   memset(out, 0, sizeof *out);
-  if (n < 0 || parse_stat(buf, (size_t)n, out) < 0)
+  if (parse_stat(buf, (size_t)n, out) < 0)
     return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad stat", p);
+  return 0;
+}
+
+int sbx_sandbox_statfs(struct sbx_sandbox *sb, const char *path, struct sbx_statfs *out,
+                       struct sbx_error *err)
+{
+  char p[SBX_PROTO_MAX_PATH], buf[SBX_PROTO_STATFS_REC];
+  struct sbx_chan_reply rep;
+  ssize_t n = record_call(sb, SBX_MSG_STATFS, path, p, buf, sizeof buf, &rep, err);
+  uint32_t flags;
+  memset(out, 0, sizeof *out);
+  if (n < 0)
+    return -1;
+  if (n != (ssize_t)sizeof buf)
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad statfs", p);
+  memcpy(&out->dev, buf, 8);
+  memcpy(&out->total_bytes, buf + 8, 8);
+  memcpy(&out->free_bytes, buf + 16, 8);
+  memcpy(&flags, buf + 24, 4);
+  if (out->free_bytes > out->total_bytes || (flags & ~SBX_PROTO_FS_RDONLY))
+    return sbx_err_set(err, SBX_E_INTERNAL, EPROTO, "%s: sbx-init sent a bad statfs", p);
+  out->read_only = flags & SBX_PROTO_FS_RDONLY;
   return 0;
 }
 
@@ -205,15 +241,11 @@ int sbx_sandbox_move(struct sbx_sandbox *sb, const char *from, const char *to, b
 int sbx_sandbox_readlink(struct sbx_sandbox *sb, const char *path, char *buf, size_t len,
                          struct sbx_error *err)
 {
-  char p[SBX_PROTO_MAX_PATH];
-  if (sbx_req_norm_dir(path, "path", p, sizeof p, err) < 0)
-    return -1;
+  char p[SBX_PROTO_MAX_PATH], t[SBX_PROTO_MAX_PATH];
   struct sbx_chan_reply rep;
-  char t[SBX_PROTO_MAX_PATH];
-  _cleanup_close_ int fd = sbx_fdin_memfd(sizeof t - 1, err);
-  if (fd < 0 || sbx_req_record(sb, SBX_MSG_READLINK, p, fd, &rep, err) < 0)
+  ssize_t n = record_call(sb, SBX_MSG_READLINK, path, p, t, sizeof t - 1, &rep, err);
+  if (n < 0)
     return -1;
-  ssize_t n = sbx_req_read_memfd(fd, t, sizeof t - 1);
   if (n > 0 && rep.value < (uint64_t)n)
     n = (ssize_t)rep.value;
   if (n <= 0 || memchr(t, '\0', (size_t)n) || (size_t)n >= len)

@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import sbxtest  # noqa: E402
 
 NODE_TIMEOUT = 600
-GVISOR_SUBSET = "commands.run|files: write|binary|runCode: state|another tenant"
+GVISOR_SUBSET = ("commands.run|files: write|binary|runCode: state|runCode streams|getMetrics|"
+                 "another tenant")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def passed(out):
 
 def test_sdk_workflows_container(daemon, keys, node_modules):
     out = run_sdk(daemon, keys)
-    assert passed(out) >= 19, out
+    assert passed(out) >= 21, out
     # the same audit trail as our own API: who created, deleted, ran what
     admin = daemon.create_key("ops", admin=True)
     events = requests.get(daemon.url + "/v1/audit", params={"limit": 1000}, timeout=30,
@@ -132,7 +133,7 @@ def gvisor_daemon(tmp_path_factory):
 def test_sdk_workflows_gvisor_subset(gvisor_daemon, node_modules):
     keys = {"alice": gvisor_daemon.create_key("alice"), "bob": gvisor_daemon.create_key("bob")}
     out = run_sdk(gvisor_daemon, keys, {"SBX_E2B_TEMPLATE": "walled"}, GVISOR_SUBSET)
-    assert passed(out) >= 6, out
+    assert passed(out) >= 8, out
     sessions = requests.get(gvisor_daemon.url + "/v1/sandbox/sessions", timeout=30,
                             headers={"Authorization": "Bearer " + keys["alice"]}).json()
     assert all(s["runtime"] == "gvisor" for s in sessions["sessions"])
@@ -198,6 +199,11 @@ def test_control_plane_errors_have_e2b_shape(daemon, keys):
         (keys["alice"], "GET", "/sandboxes/ses_doesnotexist", {}, 404),
         (keys["alice"], "POST", "/sandboxes/ses_doesnotexist/timeout", {"json": {"timeout": 5}},
          404),
+        (keys["alice"], "GET", "/sandboxes/ses_doesnotexist/metrics", {}, 404),
+        (keys["alice"], "GET", "/sandboxes/ses_doesnotexist/metrics",
+         {"params": {"start": "yesterday"}}, 400),
+        (keys["alice"], "GET", "/sandboxes/ses_doesnotexist/metrics",
+         {"params": {"start": 20, "end": 10}}, 400),
         (keys["alice"], "GET", "/no/such/route", {}, 404),
         (keys["alice"], "PUT", "/v2/sandboxes", {}, 405),
         (keys["alice"], "POST", "/v3/templates", {"json": {}}, 405),

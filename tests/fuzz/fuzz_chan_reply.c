@@ -191,6 +191,8 @@ static void client_ops(struct sbx_sandbox *sb)
   struct sbx_error err = {0};
   struct sbx_stat st;
   sbx_sandbox_stat(sb, "/work/a", &st, &err);
+  struct sbx_statfs fs;
+  sbx_sandbox_statfs(sb, "/work", &fs, &err);
   static char link[4096];
   sbx_sandbox_readlink(sb, "/work/l", link, sizeof link, &err);
   struct sbx_dirent *ents = NULL;

@@ -172,6 +172,13 @@ int main(void)
   /* the exec path's one-file read: memory.events' oom_kill, not oom */
   uint64_t ooms = 0;
   CHECK(sbx_cg_oom_kills(&cg, &ooms) == 0 && ooms == 2);
+  /* a metrics sample's memory: current, and memory.stat's file (not file_mapped) */
+  snprintf(rel, sizeof rel, "%s/memory.current", leaf);
+  put(rel, "7340032\n");
+  snprintf(rel, sizeof rel, "%s/memory.stat", leaf);
+  put(rel, "anon 4194304\nfile_mapped 4096\nfile 2097152\nkernel 1048576\n");
+  uint64_t cur = 0, file = 0;
+  CHECK(sbx_cg_memory(&cg, &cur, &file) == 0 && cur == 7340032 && file == 2097152);
 
   /* kill: writes cgroup.kill, then waits for populated 0 */
   snprintf(rel, sizeof rel, "%s/cgroup.events", leaf);

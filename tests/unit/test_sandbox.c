@@ -462,6 +462,11 @@ static void test_fdin_open_write(struct sbx_sandbox *sb)
   close(fd);
   CHECK(sbx_sandbox_stat(sb, "/work/ow/f", &st, &err) == 0);
   CHECK(st.size == 5 && st.mode == 0751 && st.mtime == 1234567890);
+  /* statfs: the filesystem holding a path, read inside the sandbox */
+  struct sbx_statfs fs;
+  CHECK(sbx_sandbox_statfs(sb, "/work/ow", &fs, &err) == 0);
+  CHECK(fs.total_bytes > 0 && fs.free_bytes <= fs.total_bytes);
+  CHECK(sbx_sandbox_statfs(sb, "/work/ow/missing", &fs, &err) < 0);
   uint64_t size = 0;
   CHECK(sbx_sandbox_file_open_read(sb, "/work/ow/f", &fd, &size, &err) == 0);
   struct stat hs;

@@ -9,7 +9,10 @@
 // `result` is util.inspect() of the completion value (a Promise is awaited
 // first).  console.* inside the context is captured per run; other writes
 // to the process's stdout/stderr are reported by the daemon as the run's
-// output.
+// output.  A run with "stream": true also sends progress frames as in
+// python_driver.py, gathered for up to LIVE_INTERVAL_MS: they go out while
+// the code yields to the event loop (awaits, timers), as its own output
+// would.
 'use strict';
 const fs = require('fs');
 const stream = require('stream');
@@ -17,9 +20,45 @@ const util = require('util');
 const vm = require('vm');
 
 const MAX_RESULT = 1 << 20;
+const LIVE_INTERVAL_MS = 50;
+
+// The progress frames of a streamed run (python_driver.py's Live).
+class Live {
+  constructor(seq, cap) {
+    this.seq = seq;
+    this.pending = []; // [stream, text, ticks waited], in order
+    this.left = { stdout: cap, stderr: cap };
+    this.timer = setInterval(() => this.flush(false), LIVE_INTERVAL_MS);
+  }
+  add(stream, s) {
+    s = s.slice(0, Math.max(0, this.left[stream]));
+    if (!this.timer || !s) return;
+    this.left[stream] -= s.length;
+    const last = this.pending[this.pending.length - 1];
+    if (last && last[0] === stream) last[1] += s;
+    else this.pending.push([stream, s, 0]);
+  }
+  flush(everything) {
+    const keep = [];
+    this.pending.forEach(([stream, text, ticks], i) => {
+      const last = i === this.pending.length - 1;
+      const cut = everything || ticks || !last ? text.length : text.lastIndexOf('\n') + 1;
+      if (cut) send({ seq: this.seq, stream, text: text.slice(0, cut) });
+      if (cut < text.length) keep.push([stream, text.slice(cut), ticks + 1]);
+    });
+    this.pending = keep;
+  }
+  close() {
+    clearInterval(this.timer);
+    this.timer = null;
+    this.flush(true);
+  }
+}
 
 class Capture {
-  constructor(cap) {
+  constructor(cap, live, name) {
+    this.live = live;
+    this.name = name;
     this.half = Math.max(1, Math.floor(cap / 2));
     this.head = '';
     this.tail = '';
@@ -27,6 +66,7 @@ class Capture {
   }
   write(chunk) {
     let s = String(chunk);
+    if (this.live) this.live.add(this.name, s);
     if (this.head.length < this.half) {
       const take = s.slice(0, this.half - this.head.length);
       this.head += take;
@@ -89,7 +129,8 @@ function errorOf(e) {
 async function run(req) {
   count += 1;
   const cap = Number(req.max_output) || (1 << 20);
-  current = { out: new Capture(cap), err: new Capture(cap) };
+  const live = req.stream === true ? new Live(req.seq, cap) : null;
+  current = { out: new Capture(cap, live, 'stdout'), err: new Capture(cap, live, 'stderr') };
   let result = null;
   let error = null;
   try {
@@ -105,6 +146,7 @@ async function run(req) {
   }
   const { out, err } = current;
   current = null;
+  if (live) live.close();
   send({ seq: req.seq, stdout: out.value(), stderr: err.value(),
          stdout_truncated: out.dropped > 0, stderr_truncated: err.dropped > 0,
          result, outputs: [], error, execution_count: count });

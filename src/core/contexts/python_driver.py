@@ -5,10 +5,15 @@
 # Protocol (core/contexts.c is the other end):
 #   stdin, first line: the context's nonce (32 hex digits).
 #   stdin, then one JSON object per line: {"op": "run", "seq": N,
-#     "code": "...", "max_output": BYTES}.
+#     "code": "...", "max_output": BYTES, "stream": BOOL}.
 #   stdout: frames "<nonce> <json>\n": first {"hello": ...}, then one reply
 #     per run: {"seq", "stdout", "stderr", "stdout_truncated",
 #     "stderr_truncated", "result", "outputs", "error", "execution_count"}.
+#     A run with "stream": true also sends, while it runs and before its
+#     reply, progress frames {"seq", "stream": "stdout"|"stderr", "text"}:
+#     what it printed, gathered for up to LIVE_INTERVAL seconds (whole
+#     lines; a partial line once it waited a whole interval), at most
+#     max_output characters per stream.  The reply still holds everything.
 # Anything else on stdout/stderr (a subprocess writing to the inherited
 # descriptors) is not a frame: the daemon reports it as the run's output.
 # The nonce keeps printed text from passing for a reply by accident; code
@@ -22,18 +27,21 @@ import json
 import linecache
 import os
 import sys
+import threading
 import traceback
 import types
 
 MAX_RESULT = 1 << 20          # characters of repr() kept
 MAX_IMAGES_BYTES = 16 << 20   # PNG bytes per run
+LIVE_INTERVAL = 0.05          # seconds between progress frames of a streamed run
 
 
 class Capture(io.TextIOBase):
     """A text stream keeping the head and the tail of what is written."""
 
-    def __init__(self, cap):
+    def __init__(self, cap, live=None, name=None):
         super().__init__()
+        self.live, self.name = live, name
         self.half = max(1, cap // 2)
         self.head = []
         self.head_len = 0
@@ -54,6 +62,8 @@ class Capture(io.TextIOBase):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
         n = len(s)
+        if self.live is not None:
+            self.live.add(self.name, s)
         if self.head_len < self.half:
             take = s[:self.half - self.head_len]
             self.head.append(take)
@@ -70,6 +80,63 @@ class Capture(io.TextIOBase):
         return "".join(self.head) + self.tail
 
 
+class Live:
+    """The progress frames of a streamed run: what it prints is gathered
+    and sent by a thread every LIVE_INTERVAL seconds, then by close()."""
+
+    def __init__(self, driver, seq, cap):
+        self.driver, self.seq = driver, seq
+        self.lock = threading.Lock()
+        self.pending = []  # [stream, text, ticks waited], in order
+        self.left = {"stdout": cap, "stderr": cap}
+        self.closed = False
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, name="sbx-live", daemon=True)
+        self.thread.start()
+
+    def add(self, stream, s):
+        with self.lock:
+            s = s[:max(0, self.left[stream])]
+            if self.closed or not s:
+                return
+            self.left[stream] -= len(s)
+            if self.pending and self.pending[-1][0] == stream:
+                self.pending[-1][1] += s
+            else:
+                self.pending.append([stream, s, 0])
+
+    def take(self, everything):
+        """What is due: whole lines, a partial line that already waited a
+        tick, or (everything) all of it."""
+        due = []
+        with self.lock:
+            keep = []
+            for i, (stream, text, ticks) in enumerate(self.pending):
+                last = i == len(self.pending) - 1
+                cut = len(text) if everything or ticks or not last else text.rfind("\n") + 1
+                if cut:
+                    due.append((stream, text[:cut]))
+                if cut < len(text):
+                    keep.append([stream, text[cut:], ticks + 1])
+            self.pending = keep
+        return due
+
+    def send(self, everything):
+        for stream, text in self.take(everything):
+            self.driver.send({"seq": self.seq, "stream": stream, "text": text})
+
+    def loop(self):
+        while not self.stop.wait(LIVE_INTERVAL):
+            self.send(False)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        with self.lock:
+            self.closed = True
+        self.send(True)
+
+
 class Driver:
     def __init__(self):
         # The protocol keeps private descriptors: fd 0 becomes /dev/null so
@@ -81,6 +148,7 @@ class Driver:
         os.close(null)
         sys.stdin = open(os.devnull, "r")
         self.tx = os.fdopen(os.dup(1), "wb")
+        self.tx_lock = threading.Lock()
         self.nonce = self.rx.readline().strip().decode("ascii", "replace")
         self.count = 0
         main = types.ModuleType("__main__")
@@ -97,8 +165,9 @@ class Driver:
 
     def send(self, obj):
         data = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
-        self.tx.write(("%s %s\n" % (self.nonce, data)).encode("ascii"))
-        self.tx.flush()
+        with self.tx_lock:
+            self.tx.write(("%s %s\n" % (self.nonce, data)).encode("ascii"))
+            self.tx.flush()
 
     def compile_cell(self, code, name):
         """Exec all statements but the last; eval the last if it is an
@@ -142,7 +211,8 @@ class Driver:
         code = req.get("code", "")
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         cap = int(req.get("max_output", 1 << 20))
-        out, err = Capture(cap), Capture(cap)
+        live = Live(self, req.get("seq"), cap) if req.get("stream") is True else None
+        out, err = Capture(cap, live, "stdout"), Capture(cap, live, "stderr")
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         result, error = None, None
@@ -165,6 +235,8 @@ class Driver:
         except Exception:
             pass
         sys.stdout, sys.stderr = saved
+        if live is not None:
+            live.close()
         self.send({"seq": req.get("seq"), "stdout": out.value(), "stderr": err.value(),
                    "stdout_truncated": out.dropped > 0, "stderr_truncated": err.dropped > 0,
                    "result": result, "outputs": outputs, "error": error,

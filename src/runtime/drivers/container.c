@@ -256,6 +256,14 @@ static int ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   return sbx_drv_cg_usage(&priv->box->cg, out);
 }
 
+static int ctr_memory(struct sbx_sandbox *sb, struct sbx_memory *out)
+{
+  struct ctr_priv *priv = sb->priv;
+  if (!priv || !priv->box)
+    return -1;
+  return sbx_drv_cg_memory(&priv->box->cg, out);
+}
+
 static int ctr_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
 {
   struct ctr_priv *priv = sb->priv;
@@ -299,6 +307,7 @@ const struct sbx_driver sbx_drv_container = {
     .destroy = ctr_destroy,
     .usage = ctr_usage,
     .oom_kills = ctr_oom_kills,
+    .memory = ctr_memory,
     .recover = ctr_recover,
     .shutdown = ctr_shutdown,
 };

@@ -684,6 +684,16 @@ static int gvisor_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   return sbx_drv_cg_usage(&pv->cg, out);
 }
 
+/* The host cgroup around runsc: the Sentry's memory, which holds the
+ * workload's. */
+static int gvisor_memory(struct sbx_sandbox *sb, struct sbx_memory *out)
+{
+  struct sbx_gv_priv *pv = sb->priv;
+  if (!pv)
+    return -1;
+  return sbx_drv_cg_memory(&pv->cg, out);
+}
+
 /* The host cgroup around runsc: the Sentry, which maps the workload's
  * memory, is what its OOM killer takes. */
 static int gvisor_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
@@ -754,4 +764,5 @@ const struct sbx_driver sbx_drv_gvisor = {
     .describe = gvisor_describe,
     .note = gvisor_note,
     .oom_kills = gvisor_oom_kills,
+    .memory = gvisor_memory,
 };

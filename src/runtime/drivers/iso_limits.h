@@ -29,4 +29,10 @@ static inline int sbx_drv_cg_usage(struct sbx_cgroup *cg, struct sbx_usage *out)
   return rc;
 }
 
+/* A cgroup's memory now as the seam's. */
+static inline int sbx_drv_cg_memory(struct sbx_cgroup *cg, struct sbx_memory *out)
+{
+  return sbx_cg_memory(cg, &out->current_bytes, &out->file_bytes);
+}
+
 #endif

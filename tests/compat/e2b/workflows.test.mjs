@@ -167,6 +167,33 @@ test('runCode: state kept between calls, stdout, the last expression', async () 
   assert.equal(b.error, undefined)
 })
 
+test('runCode streams: onStdout and onStderr fire while the code runs', async () => {
+  const seen = []
+  const at = (kind) => (m) => seen.push({ kind, line: m.line, t: Date.now() })
+  const e = await sbx.runCode(
+    'import os, sys, time\nprint("first")\nprint("oops", file=sys.stderr)\n' +
+    'os.system("echo from-a-child")\ntime.sleep(2)\nprint("second")\n6 * 7',
+    { onStdout: at('out'), onStderr: at('err') })
+  const end = Date.now()
+  assert.equal(e.text, '42')
+  // the child writes to the interpreter's own stdout: it may overtake a line
+  assert.deepEqual(e.logs.stdout.join('').split('\n').sort(), ['', 'first', 'from-a-child', 'second'])
+  assert.deepEqual(e.logs.stderr, ['oops\n'])
+  const first = seen.find((s) => s.line.includes('first'))
+  const second = seen.find((s) => s.line.includes('second'))
+  assert.ok(end - first.t >= 1000, `"first" came ${end - first.t} ms before the end`)
+  assert.ok(second.t - first.t >= 1000, `"second" came ${second.t - first.t} ms after "first"`)
+  assert.ok(end - seen.find((s) => s.kind === 'err').t >= 1000, 'stderr streamed too')
+  assert.ok(end - seen.find((s) => s.line.includes('child')).t >= 1000, "a child's output too")
+  const js = []
+  await sbx.runCode(
+    '(async () => { console.log("a"); await new Promise((r) => setTimeout(r, 2000)); ' +
+    'console.log("b") })()',
+    { language: 'javascript', onStdout: (m) => js.push({ line: m.line, t: Date.now() }) })
+  assert.equal(js.map((m) => m.line).join(''), 'a\nb\n')
+  assert.ok(js[1].t - js[0].t >= 1000, `javascript: "b" came ${js[1].t - js[0].t} ms after "a"`)
+})
+
 test('runCode: an exception comes back with its traceback', async () => {
   const e = await sbx.runCode('def f():\n    return 1 / 0\nf()')
   assert.equal(e.error.name, 'ZeroDivisionError')
@@ -199,6 +226,23 @@ test('runCode: javascript and separate contexts', async () => {
   assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
 })
 
+test('getMetrics: what the sandbox uses now, as measured', async () => {
+  await sbx.commands.run('head -c 8388608 /dev/urandom > /work/ballast.bin')
+  const [m, ...more] = await sbx.getMetrics()
+  assert.equal(more.length, 0, 'one sample: the current one')
+  assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 60000, String(m.timestamp))
+  assert.ok(m.cpuCount >= 1 && m.cpuUsedPct >= 0, JSON.stringify(m))
+  assert.ok(m.memUsed > 0 && m.memUsed <= m.memTotal && m.memCache <= m.memUsed, JSON.stringify(m))
+  assert.ok(m.diskUsed >= 8 << 20 && m.diskUsed <= m.diskTotal, JSON.stringify(m))
+  await sbx.commands.run('rm /work/ballast.bin')
+  const [after] = await Base.getMetrics(sbx.sandboxId)
+  assert.ok(after.diskUsed <= m.diskUsed - (8 << 20), 'the removed file no longer counts')
+  const hour = 3600 * 1000
+  assert.deepEqual(await sbx.getMetrics({ start: new Date(Date.now() - 2 * hour),
+                                          end: new Date(Date.now() - hour) }), [],
+    'no history is kept: a past interval is empty')
+})
+
 test('a command past its timeout is killed, even once its client left', async () => {
   await assert.rejects(sbx.commands.run('sleep 300', { timeoutMs: 1500 }),
     (e) => e instanceof TimeoutError || /deadline|timed out|abort/i.test(String(e)))
@@ -227,6 +271,7 @@ test('another tenant sees no sandbox of ours', async () => {
   assert.ok(!bobs.some((s) => s.sandboxId === sbx.sandboxId))
   await assert.rejects(Base.connect(sbx.sandboxId, opts), (e) => e instanceof NotFoundError)
   await assert.rejects(Base.getInfo(sbx.sandboxId, opts), (e) => e instanceof NotFoundError)
+  await assert.rejects(Base.getMetrics(sbx.sandboxId, opts), (e) => e instanceof NotFoundError)
   assert.equal(await Base.kill(sbx.sandboxId, opts), false)
   // bob's own sandbox's token does not open ours either
   const bob = await Base.create(opts)
