@@ -168,10 +168,7 @@ void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds,
   refill_due = true;
 }
 
-int sbxi_spare_timeout(void)
-{
-  return refill_due ? SBXI_REFILL_IDLE_MS : -1;
-}
+int sbxi_spare_timeout(void) { return refill_due ? SBXI_REFILL_IDLE_MS : -1; }
 
 void sbxi_spare_refill(const struct sbxi *in)
 {
