@@ -27,15 +27,11 @@ static void report_err(int ctl, int e)
 /* A spare shepherd, forked ahead of time: an EXEC then costs a hand-over
  * (one datagram carrying the request and its fds) instead of a fork on the
  * critical path (a fork is ~0.6 ms on a VM, as much as the exec itself).
- * The spare is refilled once a child has exited after a hand-over (the
- * shepherd, right after its EXITED report: the fork then overlaps the
- * daemon's work on the result, not the workload's start on a 2-core host),
- * or after SBXI_REFILL_IDLE_MS when none does (a long exec); the first
- * EXEC of a sandbox forks directly, so an idle session that never runs
- * anything costs no extra process. */
+ * The spare is refilled right after each hand-over, while the workload
+ * starts on the other core; the first EXEC of a sandbox forks directly, so
+ * an idle session that never runs anything costs no extra process. */
 static pid_t spare_pid = -1;
 static int spare_sock = -1;
-static bool refill_due;
 
 static void start_shepherd(const struct sbxi *in, const char *payload, size_t len, int *fds,
                            bool forked);
@@ -165,15 +161,5 @@ void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds,
     close_all(fds, nfds); /* the spare holds its own copies now */
   else
     start_shepherd(in, payload, len, fds, false);
-  refill_due = true;
-}
-
-int sbxi_spare_timeout(void) { return refill_due ? SBXI_REFILL_IDLE_MS : -1; }
-
-void sbxi_spare_refill(const struct sbxi *in)
-{
-  if (!refill_due)
-    return;
-  refill_due = false;
   spare_refill(in);
 }

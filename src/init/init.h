@@ -60,12 +60,6 @@ struct sbxi_code {
 
 /* EXEC: consumes fds (4 of them). */
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds);
-/* The spare shepherd is refilled off the exec's critical path: the serve
- * loop calls sbxi_spare_refill after a child exited or after waiting
- * sbxi_spare_timeout() ms (-1: nothing to refill) with nothing to do. */
-#define SBXI_REFILL_IDLE_MS 50
-int sbxi_spare_timeout(void);
-void sbxi_spare_refill(const struct sbxi *in);
 /* Never returns. */
 _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
                              const int fds[4], struct sbxi_pty *pty /* NULL: pipes */,

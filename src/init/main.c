@@ -129,13 +129,11 @@ static void drop_ids(const struct args *a)
     die("uid drop did not take");
 }
 
-static volatile sig_atomic_t child_exited;
-
 static void on_sigchld(int sig)
 {
   int saved = errno;
   while (waitpid(-1, NULL, WNOHANG) > 0)
-    child_exited = 1;
+    ;
   errno = saved;
 }
 
@@ -224,14 +222,10 @@ static void serve(const struct sbxi *in)
   for (;;) {
     p[0] = (struct pollfd){.fd = in->chan, .events = POLLIN};
     size_t n = 1 + sbxi_xfer_poll(p + 1, sizeof p / sizeof p[0] - 1);
-    /* A SIGCHLD between the test and poll waits out the timeout at most. */
-    int rc = child_exited ? 0 : poll(p, n, sbxi_spare_timeout());
-    if (rc <= 0) {
-      if (rc < 0 && errno != EINTR)
-        shutdown_all(in);
-      child_exited = 0;
-      sbxi_spare_refill(in);
-      continue;
+    if (poll(p, n, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      shutdown_all(in);
     }
     if (n > 1)
       sbxi_xfer_service(p + 1);
