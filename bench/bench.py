@@ -755,6 +755,10 @@ def main():
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(a.out, "w") as f:
             f.write(text)
+        if a.only:  # a partial run's raw numbers too, for comparing two builds
+            import json
+            with open(a.out + ".json", "w") as f:
+                json.dump({"rows": b.rows, "facts": b.facts}, f, indent=1, default=str)
         log("wrote %s in %.0f s" % (a.out, time.time() - t0))
     finally:
         if a.keep:

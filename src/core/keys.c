@@ -1,7 +1,18 @@
 /* keys.c — API keys.  A key is "sbx_<key_id>_<secret>": the key id is
  * public and indexes the row; only SHA-256(secret) is stored, and the
  * comparison is constant-time (libsodium), so neither a database leak nor a
- * timing probe yields a usable key. */
+ * timing probe yields a usable key.
+ *
+ * Verified keys are remembered for KEY_CACHE_TTL_MS (keyed by store handle
+ * and key id, holding the hash and the principal, never the secret), so a
+ * burst of requests reads the key row once: a store transaction fewer per
+ * request.  An entry is never refreshed by a hit, so a key row removed from
+ * the store by another process (there is no revoke verb yet: SQL by hand,
+ * or another node on PostgreSQL) stops authenticating on this daemon within
+ * KEY_CACHE_TTL_MS.  A wrong secret for a cached id goes to the store like
+ * an unknown one, so timing tells an attacker without the secret nothing
+ * new. */
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +75,50 @@ static void principal_of(const struct sbx_key_row *row, struct sbx_principal *wh
   who->admin = row->admin;
 }
 
+#define KEY_CACHE_TTL_MS 2000
+#define KEY_CACHE_SLOTS 64
+
+static struct key_cache_entry {
+  const struct sbx_store_handle *st; /* NULL: free */
+  unsigned char hash[32];
+  struct sbx_principal who;
+  uint64_t expires_ms;
+} key_cache[KEY_CACHE_SLOTS];
+static pthread_mutex_t key_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct key_cache_entry *cache_slot(const struct sbx_store_handle *st, const char *key_id)
+{
+  size_t h = (size_t)(uintptr_t)st;
+  for (const char *p = key_id; *p; p++)
+    h = h * 31 + (unsigned char)*p;
+  return &key_cache[h % KEY_CACHE_SLOTS];
+}
+
+static bool cache_get(const struct sbx_store_handle *st, const char *key_id,
+                      const unsigned char want[32], struct sbx_principal *who)
+{
+  pthread_mutex_lock(&key_cache_lock);
+  struct key_cache_entry *e = cache_slot(st, key_id);
+  bool hit = e->st == st && !strcmp(e->who.key_id, key_id) && sbx_now_ms() < e->expires_ms &&
+             sodium_memcmp(want, e->hash, sizeof e->hash) == 0;
+  if (hit)
+    *who = e->who;
+  pthread_mutex_unlock(&key_cache_lock);
+  return hit;
+}
+
+static void cache_put(const struct sbx_store_handle *st, const unsigned char hash[32],
+                      const struct sbx_principal *who)
+{
+  pthread_mutex_lock(&key_cache_lock);
+  struct key_cache_entry *e = cache_slot(st, who->key_id);
+  e->st = st;
+  memcpy(e->hash, hash, sizeof e->hash);
+  e->who = *who;
+  e->expires_ms = sbx_now_ms() + KEY_CACHE_TTL_MS;
+  pthread_mutex_unlock(&key_cache_lock);
+}
+
 int sbx_keys_verify(struct sbx_store_handle *st, const char *token, struct sbx_principal *who,
                     struct sbx_error *err)
 {
@@ -77,6 +132,8 @@ int sbx_keys_verify(struct sbx_store_handle *st, const char *token, struct sbx_p
   sec = token + 4 + 17 + 1;
   unsigned char want[32];
   crypto_hash_sha256(want, (const unsigned char *)sec, strlen(sec));
+  if (cache_get(st, key_id, want, who))
+    return 0;
   struct sbx_key_row row = {0};
   struct sbx_error lookup = {0};
   int found = st->ops->key_get(st->st, key_id, &row, &lookup) == 0;
@@ -89,6 +146,7 @@ int sbx_keys_verify(struct sbx_store_handle *st, const char *token, struct sbx_p
   if (!found || !same)
     return unauthenticated(err);
   principal_of(&row, who);
+  cache_put(st, row.hash, who);
   return 0;
 }
 

@@ -96,19 +96,25 @@ static int write_ctrl(struct sbx_cgroup *cg, unsigned c, const char *file, const
   return 0;
 }
 
+/* The value of key ("key N" lines) in buf, or buf's number without key. */
+static uint64_t parse_u64(const char *buf, const char *key)
+{
+  if (!key)
+    return strtoull(buf, NULL, 10);
+  size_t kl = strlen(key);
+  for (const char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (!strncmp(l, key, kl) && l[kl] == ' ')
+      return strtoull(l + kl + 1, NULL, 10);
+  return 0;
+}
+
 static uint64_t read_u64(struct sbx_cgroup *cg, unsigned c, const char *file, const char *key)
 {
   int i = ctrl_index(cg->host, c);
   char p[768], buf[4096];
   if (i < 0 || cg_path(cg, i, file, p, sizeof p) < 0 || read_str(p, buf, sizeof buf) <= 0)
     return 0;
-  if (!key)
-    return strtoull(buf, NULL, 10);
-  size_t kl = strlen(key);
-  for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-    if (!strncmp(l, key, kl) && l[kl] == ' ')
-      return strtoull(l + kl + 1, NULL, 10);
-  return 0;
+  return parse_u64(buf, key);
 }
 
 static void sleep_ms(unsigned ms)
@@ -611,13 +617,47 @@ int sbx_cg_memory(struct sbx_cgroup *cg, uint64_t *current, uint64_t *file)
   return 0;
 }
 
-/* The OOM-kill counter alone: one open+read+close of one cgroupfs file,
+static const char *oom_file(const struct sbx_cgroup *cg)
+{
+  return cg->host->version == SBX_CG_V2 ? "memory.events" : "memory.oom_control";
+}
+
+/* The OOM counter file's fd, opened on first use: one kernfs path walk per
+ * sandbox instead of one per read (16-50 us each on cgroup v1, and two
+ * reads bracket every exec).  -1 when it cannot be opened. */
+static int oom_fd(struct sbx_cgroup *cg)
+{
+  int have = __atomic_load_n(&cg->oom_fd1, __ATOMIC_ACQUIRE);
+  if (have > 0)
+    return have - 1;
+  int i = ctrl_index(cg->host, SBX_CGC_MEMORY);
+  char p[768];
+  if (i < 0 || cg_path(cg, i, oom_file(cg), p, sizeof p) < 0)
+    return -1;
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int none = 0;
+  if (__atomic_compare_exchange_n(&cg->oom_fd1, &none, fd + 1, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return fd;
+  close(fd); /* another thread opened it first */
+  return none - 1;
+}
+
+/* The OOM-kill counter alone: one pread of a cgroupfs file kept open,
  * cheap enough to bracket every exec (runtime/sandbox.c). */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out)
 {
-  *out = cg->host->version == SBX_CG_V2
-             ? read_u64(cg, SBX_CGC_MEMORY, "memory.events", "oom_kill")
-             : read_u64(cg, SBX_CGC_MEMORY, "memory.oom_control", "oom_kill");
+  char buf[1024];
+  int fd = oom_fd(cg);
+  ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf - 1, 0);
+  if (n < 0) {
+    *out = read_u64(cg, SBX_CGC_MEMORY, oom_file(cg), "oom_kill");
+    return 0;
+  }
+  buf[n] = '\0';
+  *out = parse_u64(buf, "oom_kill");
   return 0;
 }
 
@@ -719,6 +759,10 @@ int sbx_cg_remove(struct sbx_cgroup *cg, struct sbx_error *err)
   if (cg->v2_dirfd >= 0) {
     close(cg->v2_dirfd);
     cg->v2_dirfd = -1;
+  }
+  if (cg->oom_fd1 > 0) {
+    close(cg->oom_fd1 - 1);
+    cg->oom_fd1 = 0;
   }
   if (!cg->host || !cg->leaf[0])
     return 0;

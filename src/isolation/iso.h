@@ -112,6 +112,10 @@ struct sbx_cgroup {
   const struct sbx_cg_host *host;
   char leaf[96];
   int v2_dirfd; /* v2: O_PATH|O_DIRECTORY of the leaf for CLONE_INTO_CGROUP; -1 on v1 */
+  /* The OOM counter file, opened by the first sbx_cg_oom_kills and read
+   * with pread from then on (closed by sbx_cg_remove), stored as fd + 1 so
+   * that a zeroed struct holds none. */
+  int oom_fd1;
 };
 
 /* Detects the cgroup layout of this process.  root: "/sys/fs/cgroup" or a
@@ -139,12 +143,13 @@ int sbx_cg_usage(struct sbx_cgroup *cg, struct sbx_iso_usage *out);
  * memory.usage_in_bytes) and its file part: page cache and tmpfs (v2
  * memory.stat file, v1 cache). */
 int sbx_cg_memory(struct sbx_cgroup *cg, uint64_t *current, uint64_t *file);
-/* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events). */
+/* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events),
+ * from a file kept open: safe from several threads at once. */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out);
 /* Kills every process in the cgroup at once (v1 freezer, v2 cgroup.kill)
  * and waits up to timeout_ms for it to be empty. */
 int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *err);
-/* rmdir of every leaf dir (closes v2_dirfd). */
+/* rmdir of every leaf dir (closes v2_dirfd and the OOM counter file). */
 int sbx_cg_remove(struct sbx_cgroup *cg, struct sbx_error *err);
 /* Kills and removes every leaf under the parent dirs.  Returns how many. */
 int sbx_cg_recover(const struct sbx_cg_host *h);
