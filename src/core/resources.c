@@ -111,7 +111,8 @@ uint64_t sbx_res_mem_take(struct sbx_core *core, int64_t tenant, uint64_t want, 
 {
   pthread_mutex_lock(&lock);
   struct tres *t = tres_locked(tenant);
-  if (!t) {
+  if (!t) { /* out of memory: still counted overall, so the give balances */
+    mem_total += min;
     pthread_mutex_unlock(&lock);
     return min;
   }

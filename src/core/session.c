@@ -687,6 +687,34 @@ struct sbx_live_session *sbx_session_exec_acquire(struct sbx_core *core,
   return sbx_session_acquire(core, who, id, err);
 }
 
+/* One buffered exec in slot, its capture and fds charged to the budgets
+ * while it runs.  0 with *out the result, -1 with err. */
+static int run_buffered(struct sbx_core *core, struct sbx_live_session *ls,
+                        const struct sbx_principal *who, struct sbx_exec_spec *spec, char **env,
+                        struct sbx_exec_slot *slot, struct sbx_span *span, json_t **out,
+                        struct sbx_error *err)
+{
+  /* The session's limits.timeout_s (from its create request, else the
+   * profile's default) is the default of each exec; an exec may ask for
+   * more, up to the profile's ceiling (checked by the schema). */
+  double t = spec->timeout_s > 0 ? spec->timeout_s : (double)ls->limits.timeout_s;
+  /* Concurrent buffered execs share the output budgets with background
+   * processes: under pressure an exec keeps a shorter head and tail. */
+  uint64_t held = 0, cap = sbx_res_output_take(core, ls->tenant_id,
+                                               ls->limits.output_bytes ? ls->limits.output_bytes
+                                                                       : 1u << 20,
+                                               &held);
+  struct sbx_exec_result res = {0};
+  int rc =
+      sbx_run_spec(ls->sb, spec, env, (uint64_t)(t * 1000.0), cap, &slot->cancel, &res, err);
+  if (rc == 0)
+    *out = sbx_result_json(&res);
+  sbx_session_exec_done(core, ls, who, &res, rc == 0, span);
+  sbx_exec_result_free(&res);
+  sbx_res_mem_give(ls->tenant_id, held);
+  return rc;
+}
+
 int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                      json_t *body, json_t **out, struct sbx_error *err)
 {
@@ -694,47 +722,28 @@ int sbx_session_exec(struct sbx_core *core, const struct sbx_principal *who, con
   if (!ls)
     return -1;
   struct sbx_exec_spec spec;
-  int rc = -1;
   if (sbx_schema_exec(body, ls->profile->max.timeout_s, false, &spec, err) < 0 ||
       sbx_core_image_exec(ls->image, &spec, false, err) < 0) {
     sbx_exec_spec_free(&spec);
     sbx_session_release(core, ls);
     return -1;
   }
+  int rc = -1;
   struct sbx_span *span = sbx_exec_span_begin(core, who, ls); /* TRACEPARENT in env */
   char **env = sbx_session_run_env(ls, spec.env);
-  struct sbx_exec_slot *slot = env ? slot_add(core, ls) : NULL;
-  if (!slot) {
+  if (!env)
     sbx_err_sys(err, ENOMEM, "exec");
-    goto out;
+  else if (sbx_res_fds_take(core, ls->tenant_id, ls->id, SBX_RES_FDS_EXEC, err) == 0) {
+    struct sbx_exec_slot *slot = slot_add(core, ls);
+    if (!slot)
+      sbx_err_sys(err, ENOMEM, "exec");
+    else {
+      rc = run_buffered(core, ls, who, &spec, env, slot, span, out, err);
+      slot_remove(core, ls, slot);
+      sbx_session_touch(core, ls);
+    }
+    sbx_res_fds_give(ls->tenant_id, ls->id, SBX_RES_FDS_EXEC);
   }
-  /* The session's limits.timeout_s (from its create request, else the
-   * profile's default) is the default of each exec; an exec may ask for
-   * more, up to the profile's ceiling (checked by the schema). */
-  double t = spec.timeout_s > 0 ? spec.timeout_s : (double)ls->limits.timeout_s;
-  struct sbx_exec_result res = {0};
-  uint64_t held = 0;
-  if (sbx_res_fds_take(core, ls->tenant_id, ls->id, SBX_RES_FDS_EXEC, err) < 0) {
-    slot_remove(core, ls, slot);
-    goto out;
-  }
-  /* Concurrent buffered execs share the output budgets with background
-   * processes: under pressure an exec keeps a shorter head and tail. */
-  uint64_t cap =
-      sbx_res_output_take(core, ls->tenant_id,
-                          ls->limits.output_bytes ? ls->limits.output_bytes : 1u << 20, &held);
-  if (sbx_run_spec(ls->sb, &spec, env, (uint64_t)(t * 1000.0), cap, &slot->cancel, &res, err) ==
-      0) {
-    *out = sbx_result_json(&res);
-    rc = 0;
-  }
-  sbx_session_exec_done(core, ls, who, &res, rc == 0, span);
-  sbx_exec_result_free(&res);
-  sbx_res_mem_give(ls->tenant_id, held);
-  sbx_res_fds_give(ls->tenant_id, ls->id, SBX_RES_FDS_EXEC);
-  slot_remove(core, ls, slot);
-  sbx_session_touch(core, ls);
-out:
   sbx_trace_op_end(span, NULL, NULL, rc == 0 ? NULL : "error", rc == 0 ? NULL : err->msg);
   sbx_strv_free(env);
   sbx_exec_spec_free(&spec);

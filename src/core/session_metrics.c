@@ -15,6 +15,7 @@
  *
  * No history is kept: each call is a new reading. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -24,6 +25,12 @@ static const char *const disk_paths[] = {"/tmp", "/work", "/"};
 
 /* Used and total bytes of the sandbox's writable filesystems; -1 when it
  * could read none of them. */
+/* a + b, at most INT64_MAX (the JSON integer's range). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+  return a > (uint64_t)INT64_MAX - b || b > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : a + b;
+}
+
 static int disk_use(struct sbx_live_session *ls, uint64_t *used, uint64_t *total)
 {
   uint64_t seen[sizeof disk_paths / sizeof disk_paths[0]];
@@ -40,8 +47,9 @@ static int disk_use(struct sbx_live_session *ls, uint64_t *used, uint64_t *total
     seen[nseen++] = fs.dev;
     if (dup || fs.read_only)
       continue;
-    *used += fs.total_bytes - fs.free_bytes;
-    *total += fs.total_bytes;
+    /* sbx-init's figures are the sandbox's word: saturate, never wrap. */
+    *used = sat_add(*used, fs.total_bytes - fs.free_bytes);
+    *total = sat_add(*total, fs.total_bytes);
   }
   return nseen ? 0 : -1;
 }
