@@ -1,8 +1,8 @@
 /* server.c — libmicrohttpd glue: checks the framing and the request-target
- * (http_check.c), keeps the request-head deadline (conn_guard.c), accumulates
- * the bounded body, assigns the request id and language, authenticates,
- * routes, and sends the handler's response.  The only file that calls MHD_*
- * besides response streaming.
+ * (http_check.c), keeps the request-head deadline and the per-client
+ * connection count (conn_guard.c), accumulates the bounded body, assigns the
+ * request id and language, authenticates, routes, and sends the handler's
+ * response.  The only file that calls MHD_* besides response streaming.
  *
  * libmicrohttpd runs a thread per connection (a handler may block on an
  * exec, a long-poll or a stream) and waits with poll(), never select():
@@ -352,7 +352,11 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    *socket_ctx = ci ? sbx_conn_guard_add(srv->guard, (int)ci->connect_fd) : NULL;
+    const union MHD_ConnectionInfo *ca =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    *socket_ctx =
+        ci ? sbx_conn_guard_add(srv->guard, (int)ci->connect_fd, ca ? ca->client_addr : NULL)
+           : NULL;
   } else {
     sbx_conn_guard_remove(srv->guard, *socket_ctx); /* before MHD closes the fd */
     *socket_ctx = NULL;
@@ -713,8 +717,8 @@ static void log_limits(const struct sbx_server_config *cfg, unsigned max_conn)
   struct rlimit rl = {0};
   getrlimit(RLIMIT_NOFILE, &rl);
   sbx_info("http",
-           "up to %u connections (%u per client address, 0 = no limit), request head "
-           "due within %u s, fd limit %llu",
+           "up to %u connections (%u per client address (/64 for IPv6), 0 = no limit), "
+           "request head due within %u s, fd limit %llu",
            max_conn, cfg->max_connections_per_client, cfg->head_timeout_s,
            (unsigned long long)rl.rlim_cur);
   if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_conn + 1024)
@@ -737,7 +741,8 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
     return sbx_err_sys(err, ENOMEM, "server");
   srv->core = core;
   srv->max_body = cfg->max_body_bytes;
-  if (sbx_conn_guard_new(cfg->head_timeout_s, &srv->guard, err) < 0) {
+  if (sbx_conn_guard_new(cfg->head_timeout_s, cfg->max_connections_per_client, &srv->guard,
+                         err) < 0) {
     free(srv);
     return -1;
   }
@@ -752,8 +757,7 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
                        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_CONNECTION,
                        on_connection, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-                       MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                       cfg->max_connections_per_client, MHD_OPTION_THREAD_STACK_SIZE,
+                       MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_THREAD_STACK_SIZE,
                        CONN_STACK_BYTES, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
   if (!srv->mhd) {

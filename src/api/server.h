@@ -19,7 +19,8 @@ struct sbx_server_config {
   const char *listen;                  /* "127.0.0.1:8080", "[::1]:0", ":8080" */
   size_t max_body_bytes;               /* larger bodies → 413 */
   unsigned max_connections;            /* beyond it a new connection is closed at once */
-  unsigned max_connections_per_client; /* per client IP address; 0 = no limit */
+  unsigned max_connections_per_client; /* per client IPv4 address or IPv6 /64 (conn_guard.h);
+                                        * 0 = no limit */
   unsigned head_timeout_s;   /* from accept (or the previous response) to a complete request
                             * head (and body, unless authenticated); 0 = no deadline */
   const char *e2b_templates; /* E2B template mapping, "NAME=PROFILE[:IMAGE],…" (api/e2b.h) */

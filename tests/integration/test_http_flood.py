@@ -2,20 +2,29 @@
 could not watch them: every new connection was reset, /healthz included),
 a thousand sockets that each send half a request head (they held a thread
 each for up to 120 s), tricklers that keep an idle timeout from ever
-firing, and the per-client-address limit.
+firing, and the per-client-address limit (an IPv6 client counted by its
+/64, in a network namespace of its own).
 
 The floods come from 127.0.0.2… (every 127/8 address is local on lo), the
 other tenants from 127.0.0.1, as a flood from elsewhere would.  Settings
 are given through the environment, so that on a daemon that lacks them the
 tests still run and fail on what they check."""
+import contextlib
+import ctypes
+import os
 import resource
 import select
+import shutil
 import socket
+import subprocess
+import tempfile
 import time
+import uuid
 
+import pytest
 import requests
 
-from sbxtest import wait_until
+from sbxtest import Daemon, wait_until
 
 SOURCES = [f"127.0.0.{i}" for i in range(2, 22)]  # 20 addresses
 PER_SOURCE = 55                                     # under the default 64 per client
@@ -178,6 +187,121 @@ def test_per_client_address_connection_limit(daemon_factory):
     finally:
         for s in held:
             s.close()
+
+
+# ---- IPv6: a client is its /64 ----------------------------------------------
+
+V6_NET = "2001:db8:1:2::"          # the flooding client's /64
+V6_LISTEN = V6_NET + "1"
+V6_SOURCES = [V6_NET + h for h in ("10", "20", "30", "40")]
+V6_LATE = V6_NET + "50"            # one more address of that /64
+V6_OTHER = "2001:db8:1:3::10"      # another client, another /64
+CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+@contextlib.contextmanager
+def v6_netns():
+    """A network namespace whose lo holds the daemon's address and the
+    clients' (all from 2001:db8::/32); this thread is in it meanwhile, so
+    the daemon it starts and the sockets it opens are too."""
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("needs root and ip(8) for a network namespace")
+    ns = f"sbx-v6-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        for a in [V6_LISTEN] + V6_SOURCES + [V6_LATE, V6_OTHER]:
+            subprocess.run(["ip", "-n", ns, "addr", "add", a + "/64", "dev", "lo", "nodad"],
+                           check=True)
+        there = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        try:
+            _setns(there)
+        finally:
+            os.close(there)
+        try:
+            yield
+        finally:
+            _setns(home)
+    finally:
+        os.close(home)
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+class V6Daemon(Daemon):
+    """A daemon listening on V6_LISTEN (started from inside v6_netns)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.url = f"http://[{V6_LISTEN}]:{self.port}"
+
+    def argv(self):
+        argv = super().argv()
+        argv[argv.index("--listen") + 1] = f"[{V6_LISTEN}]:{self.port}"
+        return argv
+
+
+def v6_get(src, port):
+    """A GET /healthz from src; the socket and whether it was answered 200."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.settimeout(10)
+    s.connect((V6_LISTEN, port))
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: sbx\r\n\r\n")
+        return s, s.recv(4096).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return s, False  # refused at once: closed or reset
+
+
+def test_ipv6_client_is_limited_by_its_64_not_by_each_address():
+    # 2 connections from each of 4 addresses of one /64: under a per-address
+    # limit of 8 each address is far from it, yet together they are the
+    # client's 8, and a 9th from yet another of its addresses is refused.
+    # A client from another /64 is served all along.
+    state = tempfile.mkdtemp(prefix="sbx-it-v6-")
+    held = []
+    with v6_netns():
+        d = V6Daemon(state, env={"SANDBOXD_MAX_CONNECTIONS_PER_CLIENT": "8",
+                                 "SANDBOXD_REQUEST_HEAD_TIMEOUT": "60"})
+        try:
+            d.start()
+            for src in V6_SOURCES:
+                for _ in range(2):
+                    s, ok = v6_get(src, d.port)
+                    held.append(s)
+                    assert ok, f"connection {len(held)} (from {src}) is under the limit"
+            for src in (V6_SOURCES[0], V6_LATE):
+                s, ok = v6_get(src, d.port)
+                s.close()
+                assert not ok, f"a 9th connection of the /64 (from {src}) was served"
+            s, ok = v6_get(V6_OTHER, d.port)
+            s.close()
+            assert ok, "a client from another /64 was refused"
+
+            held.pop().close()  # a freed slot serves any address of the /64
+
+            def served():
+                s, ok = v6_get(V6_SOURCES[1], d.port)
+                s.close()
+                return ok
+            wait_until(served, 10, 0.1, what="a freed slot of the /64 to be usable")
+        except BaseException:
+            print(d.log_tail())
+            raise
+        finally:
+            for s in held:
+                s.close()
+            d.stop(timeout=10)
+            d.kill9()
+            shutil.rmtree(state, ignore_errors=True)
 
 
 def test_head_deadline_spares_long_polls_streams_and_tenant_uploads(daemon_factory):
