@@ -17,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 import requests
@@ -322,5 +323,64 @@ def test_quotas_hold_through_the_e2b_surface(tmp_path_factory):
                               headers={"Authorization": "Bearer " + admin}).json()["events"]
         assert any(e["action"] == "policy.denied" and
                    (e.get("details") or {}).get("route") == "e2b_create" for e in events)
+    finally:
+        d.stop()
+
+
+# Code in the sandbox that forges 1-byte progress frames as fast as it can
+# (it can reach the driver and its nonce) until its run is killed.
+FORGER = """
+import gc
+drv = next(o for o in gc.get_objects() if type(o).__name__ == 'Driver')
+live = next(o for o in gc.get_objects() if type(o).__name__ == 'Live')
+while True:
+    for s in ('stdout', 'stderr'):
+        drv.send({'seq': live.seq, 'stream': s, 'text': 'x'})
+"""
+
+
+def test_slow_reader_cannot_hold_a_run_past_its_timeout(tmp_path_factory):
+    """A client reading /execute slowly while the code floods it with tiny
+    frames: the run still ends at its timeout (the interpreter is killed
+    then), and the daemon keeps serving."""
+    state = tmp_path_factory.mktemp("e2b-slow")
+    conf = state / "sandboxd.conf"
+    conf.write_text("[profile.container]\ndefault_timeout = 3\n")
+    d = start_daemon(tmp_path_factory, "e2b-slow-d", {"SANDBOXD_RUNSC": "/nonexistent/runsc"},
+                     ["--config", str(conf)])
+    try:
+        key = d.create_key("erin")
+        sb = api(d, key, "POST", "/v2/sandboxes", json={})
+        assert sb.status_code == 201, sb.text
+        sid, tok = sb.json()["sandboxID"], sb.json()["envdAccessToken"]
+        native = {"Authorization": "Bearer " + key}
+        r = requests.post(f"{d.url}/v1/sandbox/sessions/{sid}/contexts", headers=native,
+                          json={"language": "python"}, timeout=60)
+        assert r.status_code in (200, 201), r.text
+        cid = r.json()["id"]
+        t0 = time.monotonic()
+        resp = requests.post(d.url + "/e2b/envd/execute", stream=True, timeout=120,
+                             headers={"E2b-Sandbox-Id": sid, "X-Access-Token": tok},
+                             json={"code": FORGER, "context_id": cid})
+        assert resp.status_code == 200
+        chunks = resp.iter_content(chunk_size=4096)
+        status, got = None, b""
+        while time.monotonic() - t0 < 60:
+            got += next(chunks, b"")[:100]  # about 20 KiB/s: each line waits for room
+            time.sleep(0.2)
+            c = requests.get(f"{d.url}/v1/sandbox/sessions/{sid}/contexts/{cid}",
+                             headers=native, timeout=30).json()
+            status = c["status"]
+            if status == "dead":
+                break
+        took = time.monotonic() - t0
+        resp.close()
+        assert status == "dead", c
+        assert b'"type":"stdout","text":"x' in got, got[:300]
+        # timeout_s 3, plus at most one line's wait for room (5 s) and slack
+        assert took < 15, f"the run outlived its timeout: {took:.1f} s"
+        r = requests.post(f"{d.url}/v1/sandbox/sessions/{sid}/contexts/{cid}/restart",
+                          headers=native, timeout=60)
+        assert r.status_code == 200, r.text
     finally:
         d.stop()
