@@ -327,15 +327,19 @@ def test_quotas_hold_through_the_e2b_surface(tmp_path_factory):
         d.stop()
 
 
-# Code in the sandbox that forges 1-byte progress frames as fast as it can
-# (it can reach the driver and its nonce) until its run is killed.
+# Code in the sandbox that forges 1-byte progress frames, stdout and stderr
+# in turn, as fast as it can (it can reach the driver and its nonce) until
+# its run is killed.
 FORGER = """
 import gc
 drv = next(o for o in gc.get_objects() if type(o).__name__ == 'Driver')
 live = next(o for o in gc.get_objects() if type(o).__name__ == 'Live')
+frame = '%s {"seq":%d,"stream":"%s","text":"x"}\\n'
+batch = ''.join(frame % (drv.nonce, live.seq, s) for s in ('stdout', 'stderr')).encode() * 4096
 while True:
-    for s in ('stdout', 'stderr'):
-        drv.send({'seq': live.seq, 'stream': s, 'text': 'x'})
+    with drv.tx_lock:
+        drv.tx.write(batch)
+        drv.tx.flush()
 """
 
 
@@ -345,7 +349,7 @@ def test_slow_reader_cannot_hold_a_run_past_its_timeout(tmp_path_factory):
     then), and the daemon keeps serving."""
     state = tmp_path_factory.mktemp("e2b-slow")
     conf = state / "sandboxd.conf"
-    conf.write_text("[profile.container]\ndefault_timeout = 3\n")
+    conf.write_text("[profile.container]\ndefault_timeout = 20\n")
     d = start_daemon(tmp_path_factory, "e2b-slow-d", {"SANDBOXD_RUNSC": "/nonexistent/runsc"},
                      ["--config", str(conf)])
     try:
@@ -363,11 +367,15 @@ def test_slow_reader_cannot_hold_a_run_past_its_timeout(tmp_path_factory):
                              headers={"E2b-Sandbox-Id": sid, "X-Access-Token": tok},
                              json={"code": FORGER, "context_id": cid})
         assert resp.status_code == 200
-        chunks = resp.iter_content(chunk_size=4096)
-        status, got = None, b""
+        status, got, polled = None, b"", 0.0
         while time.monotonic() - t0 < 60:
-            got += next(chunks, b"")[:100]  # about 20 KiB/s: each line waits for room
-            time.sleep(0.2)
+            # about 600 KiB/s: slower than the flood, so the line queue is
+            # full and each line waits for room, but never for long
+            got += resp.raw.read(65536)[:100]
+            time.sleep(0.1)
+            if time.monotonic() - polled < 1:
+                continue
+            polled = time.monotonic()
             c = requests.get(f"{d.url}/v1/sandbox/sessions/{sid}/contexts/{cid}",
                              headers=native, timeout=30).json()
             status = c["status"]
@@ -377,8 +385,9 @@ def test_slow_reader_cannot_hold_a_run_past_its_timeout(tmp_path_factory):
         resp.close()
         assert status == "dead", c
         assert b'"type":"stdout","text":"x' in got, got[:300]
-        # timeout_s 3, plus at most one line's wait for room (5 s) and slack
-        assert took < 15, f"the run outlived its timeout: {took:.1f} s"
+        # timeout_s 20 (long enough for the queue to fill first), plus at most
+        # one line's wait for room (5 s), plus slack
+        assert took < 32, f"the run outlived its timeout: {took:.1f} s"
         r = requests.post(f"{d.url}/v1/sandbox/sessions/{sid}/contexts/{cid}/restart",
                           headers=native, timeout=60)
         assert r.status_code == 200, r.text
