@@ -19,6 +19,7 @@
 #include "api/sse.h"
 #include "common/util.h"
 #include "core/core.h"
+#include "core/resources.h"
 
 #define MAX_DEFAULTS 4096
 
@@ -87,8 +88,9 @@ static json_t *context_json(json_t *c)
 
 /* ---- /execute ---- */
 
-#define QUEUE_BYTES (16u << 20) /* lines waiting for a slow client */
-#define PUSH_WAIT_MS 5000       /* how long a line waits for room, until one did not */
+#define QUEUE_BYTES (16u << 20)   /* lines waiting for a slow client, budgets permitting */
+#define QUEUE_FLOOR (256u * 1024) /* ... however full the budgets are */
+#define PUSH_WAIT_MS 5000         /* how long a line waits for room, until one did not */
 
 /* One stream's bytes as JSON text: a UTF-8 sequence cut by the end of a
  * chunk waits for the next one; an invalid byte becomes U+FFFD. */
@@ -168,6 +170,7 @@ struct job {
   struct sbx_core *core;
   struct sbx_principal who;
   char sid[256], lang[16], given[64];
+  uint64_t queue_mem; /* the queue's charge to the output budgets */
   json_t *run;
   struct carry carry[2];
   bool slow;     /* a line found no room in time: the next ones do not wait */
@@ -181,6 +184,8 @@ static void job_unref(struct job *j)
   pthread_mutex_unlock(&j->lock);
   if (!last)
     return;
+  sbx_res_mem_give(j->who.tenant_id, j->queue_mem);
+  sbx_res_fds_give(j->who.tenant_id, j->sid, SBX_RES_FDS_STREAM);
   sbx_sse_unref(j->sse);
   json_decref(j->run);
   pthread_cond_destroy(&j->cond);
@@ -345,14 +350,25 @@ static void *exec_main(void *arg)
   pthread_mutex_unlock(&j->lock);
   sbx_sse_finish(j->sse);
   job_unref(j);
+  sbx_core_thread_leave();
   return NULL;
 }
 
+/* The job and its thread; the stream's connection is charged to the
+ * session's fds (429 over) and its queue to the output budgets. */
 static struct job *job_new(struct sbx_req *r, const char *lang, json_t *ctx, json_t *code,
                            struct sbx_error *err)
 {
+  const char *sid = sbx_e2b_sid(r);
+  if (sbx_res_fds_take(r->core, r->who.tenant_id, sid, SBX_RES_FDS_STREAM, err) < 0)
+    return NULL;
   struct job *j = calloc(1, sizeof *j);
-  if (!j || !(j->sse = sbx_sse_new(QUEUE_BYTES))) {
+  if (j)
+    j->queue_mem = sbx_res_mem_take(r->core, r->who.tenant_id, QUEUE_BYTES, QUEUE_FLOOR);
+  if (!j || !(j->sse = sbx_sse_new(j->queue_mem))) {
+    if (j)
+      sbx_res_mem_give(r->who.tenant_id, j->queue_mem);
+    sbx_res_fds_give(r->who.tenant_id, sid, SBX_RES_FDS_STREAM);
     free(j);
     sbx_err_sys(err, ENOMEM, "execute");
     return NULL;
@@ -362,12 +378,14 @@ static struct job *job_new(struct sbx_req *r, const char *lang, json_t *ctx, jso
   j->refs = 2;
   j->core = r->core;
   j->who = r->who;
-  snprintf(j->sid, sizeof j->sid, "%s", sbx_e2b_sid(r));
+  snprintf(j->sid, sizeof j->sid, "%s", sid);
   snprintf(j->lang, sizeof j->lang, "%s", lang);
   snprintf(j->given, sizeof j->given, "%s", json_string_value(ctx) ?: "");
   j->run = json_pack("{s:O}", "code", code);
+  sbx_core_thread_enter(); /* shutdown waits for it: it uses the core */
   int rc = sbx_thread_detached(exec_main, j);
   if (rc != 0) {
+    sbx_core_thread_leave();
     j->refs = 1;
     job_unref(j);
     sbx_err_sys(err, rc, "execute");

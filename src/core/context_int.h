@@ -26,12 +26,17 @@
 #define SBX_CTX_NONCE_LEN 32
 #define SBX_CTX_MAX_FRAME (48u << 20)  /* a reply (PNGs in base64 included) */
 #define SBX_CTX_STRAY_CAP (64u * 1024) /* non-frame output kept per run and stream */
+/* A queued chunk is made with room for at least this much, so that a run of
+ * tiny frames of one stream (forged ones: the sandbox can read the nonce)
+ * fills one chunk instead of allocating one each. */
+#define SBX_CTX_CHUNK_MIN 256
 
 /* A piece of a streamed run's output, waiting for its watcher. */
 struct sbx_ctx_chunk {
   struct sbx_ctx_chunk *next;
   int stream; /* 1 stdout, 2 stderr */
-  size_t len;
+  size_t len, cap;
+  uint64_t cost; /* charged to live_left[stream - 1] beyond the text: header and slack */
   char data[];
 };
 
@@ -87,7 +92,10 @@ struct sbx_context {
   /* A streamed run (sbx_context_run_watched): its output as it comes, in
    * order, for the run's own thread to hand on; at most live_left[i] more
    * bytes of the driver's progress frames per stream (sandbox output: the
-   * daemon bounds it, not the driver). */
+   * daemon bounds it, not the driver).  A queued chunk's cost (its header
+   * and unused room) is taken from live_left too while it waits, and given
+   * back once delivered, so the queue's memory stays within the budget
+   * whatever the frames' sizes. */
   bool live;
   struct sbx_ctx_chunk *live_head, *live_tail;
   uint64_t live_left[2];

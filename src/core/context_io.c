@@ -18,22 +18,32 @@
 #include "common/util.h"
 #include "core/context_int.h"
 
-/* Queues output of a streamed run for its thread (idx 0 stdout, 1 stderr). */
-static void live_add(struct sbx_context *c, int idx, const char *data, size_t len)
+/* Queues output of a streamed run for its thread (idx 0 stdout, 1 stderr):
+ * into the last chunk when it is of the same stream and has room, else
+ * into a new one whose cost (header, malloc's own, unused room) comes out
+ * of live_left[idx] until it is delivered.  False if it was dropped. */
+static bool live_add(struct sbx_context *c, int idx, const char *data, size_t len)
 {
-  struct sbx_ctx_chunk *ch = len ? malloc(sizeof *ch + len) : NULL;
-  if (!ch)
-    return;
-  ch->next = NULL;
-  ch->stream = idx + 1;
-  ch->len = len;
-  memcpy(ch->data, data, len);
-  if (c->live_tail)
-    c->live_tail->next = ch;
-  else
-    c->live_head = ch;
-  c->live_tail = ch;
+  struct sbx_ctx_chunk *ch = c->live_tail;
+  if (len == 0)
+    return true;
+  if (!ch || ch->stream != idx + 1 || ch->cap - ch->len < len) {
+    size_t cap = len < SBX_CTX_CHUNK_MIN ? SBX_CTX_CHUNK_MIN : len;
+    uint64_t cost = sizeof *ch + 2 * sizeof(void *) + (cap - len);
+    if (cost > c->live_left[idx] || !(ch = malloc(sizeof *ch + cap)))
+      return false;
+    c->live_left[idx] -= cost;
+    *ch = (struct sbx_ctx_chunk){.stream = idx + 1, .cap = cap, .cost = cost};
+    if (c->live_tail)
+      c->live_tail->next = ch;
+    else
+      c->live_head = ch;
+    c->live_tail = ch;
+  }
+  memcpy(ch->data + ch->len, data, len);
+  ch->len += len;
   pthread_cond_broadcast(&c->cond);
+  return true;
 }
 
 /* Keeps non-frame output of the run in progress (idx 0 stdout, 1 stderr). */
@@ -64,7 +74,8 @@ static void on_progress(struct sbx_context *c, json_t *j)
   if (n > c->live_left[idx])
     n = (size_t)c->live_left[idx]; /* may cut a UTF-8 sequence: the watcher copes */
   c->live_left[idx] -= n;
-  live_add(c, idx, json_string_value(t), n);
+  if (!live_add(c, idx, json_string_value(t), n))
+    c->live_left[idx] += n; /* not queued: not spent */
 }
 
 static void on_frame(struct sbx_context *c, const char *text, size_t len)

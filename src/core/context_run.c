@@ -17,6 +17,7 @@
 
 #include "common/util.h"
 #include "core/context_int.h"
+#include "core/resources.h"
 
 #define SEND_TIMEOUT_MS 10000
 #define START_WAIT_MS 30000
@@ -25,6 +26,8 @@
 struct run_args {
   const char *code;
   double timeout_s;
+  uint64_t max_output; /* per stream, the driver's capture */
+  uint64_t live_cap;   /* per stream, a streamed run's queue (output budgets) */
 };
 
 static int parse_run(json_t *body, uint64_t max_s, struct run_args *a, struct sbx_error *err)
@@ -194,39 +197,47 @@ static json_t *outcome_locked(struct sbx_context *c, uint64_t inc, double timeou
                      err_obj("InterpreterDied", c->dead_why), sbx_now_ms() - t0);
 }
 
-/* Hands the queued output to the watcher, the lock dropped meanwhile (as
- * a wait on c->cond would: the run stays ours, state may move on). */
-static void deliver_locked(struct sbx_context *c, const struct sbx_run_watch *w)
+/* Hands the queued output to the watcher a chunk at a time, the lock
+ * dropped meanwhile (as a wait on c->cond would: the run stays ours, state
+ * may move on); each delivered chunk's cost goes back to its stream's
+ * budget.  A slow watcher (a client reading slowly) must not keep the run
+ * past its deadline, nor a context that was restarted, deleted or ended:
+ * false then, and what is still queued is dropped with the run. */
+static bool deliver_locked(struct sbx_context *c, const struct sbx_run_watch *w, uint64_t inc,
+                           uint64_t seq, uint64_t deadline)
 {
   while (w && c->live_head) {
+    if (sbx_now_ms() >= deadline || c->incarnation != inc || c->seq != seq || c->deleted ||
+        c->ended)
+      return false;
     struct sbx_ctx_chunk *ch = c->live_head;
-    c->live_head = c->live_tail = NULL;
+    if (!(c->live_head = ch->next))
+      c->live_tail = NULL;
     pthread_mutex_unlock(&c->lock);
-    for (struct sbx_ctx_chunk *next; ch; ch = next) {
-      next = ch->next;
-      if (w->output)
-        w->output(w->arg, ch->stream, ch->data, ch->len);
-      free(ch);
-    }
+    if (w->output)
+      w->output(w->arg, ch->stream, ch->data, ch->len);
     pthread_mutex_lock(&c->lock);
+    if (c->live && c->seq == seq)
+      c->live_left[ch->stream - 1] += ch->cost;
+    free(ch);
   }
+  return true;
 }
 
-static int run_locked(struct sbx_context *c, const struct run_args *a, double timeout_s,
-                      uint64_t max_output, const struct sbx_run_watch *w, json_t **out,
-                      struct sbx_error *err)
+static int run_locked(struct sbx_context *c, const struct run_args *a,
+                      const struct sbx_run_watch *w, json_t **out, struct sbx_error *err)
 {
   if (claim_locked(c, err) < 0)
     return -1;
   sbx_ctx_reset_run_locked(c);
   if (w) {
     c->live = true;
-    c->live_left[0] = c->live_left[1] = max_output;
+    c->live_left[0] = c->live_left[1] = a->live_cap;
   }
   uint64_t inc = c->incarnation, seq = ++c->seq, t0 = sbx_now_ms();
   json_t *req =
       json_pack("{s:s, s:I, s:s, s:I, s:b}", "op", "run", "seq", (json_int_t)seq, "code",
-                a->code, "max_output", (json_int_t)max_output, "stream", w != NULL);
+                a->code, "max_output", (json_int_t)a->max_output, "stream", w != NULL);
   int rc = req ? sbx_ctx_send_locked(c, req, SEND_TIMEOUT_MS, err)
                : sbx_err_sys(err, ENOMEM, "context request");
   json_decref(req);
@@ -240,15 +251,15 @@ static int run_locked(struct sbx_context *c, const struct run_args *a, double ti
     w->started(w->arg);
     pthread_mutex_lock(&c->lock);
   }
-  uint64_t deadline = t0 + (uint64_t)llround(timeout_s * 1000.0);
+  uint64_t deadline = t0 + (uint64_t)llround(a->timeout_s * 1000.0);
   for (;;) {
-    deliver_locked(c, w);
-    if (c->reply || c->proto_error || c->incarnation != inc || c->state != SBX_CTX_BUSY ||
-        sbx_now_ms() >= deadline || (!c->live_head && !sbx_ctx_wait_locked(c, deadline)))
+    if (!deliver_locked(c, w, inc, seq, deadline) || c->reply || c->proto_error ||
+        c->incarnation != inc || c->state != SBX_CTX_BUSY || sbx_now_ms() >= deadline ||
+        (!c->live_head && !sbx_ctx_wait_locked(c, deadline)))
       break;
   }
-  deliver_locked(c, w);
-  *out = outcome_locked(c, inc, timeout_s, t0);
+  deliver_locked(c, w, inc, seq, deadline);
+  *out = outcome_locked(c, inc, a->timeout_s, t0);
   sbx_ctx_reset_run_locked(c);
   return 0;
 }
@@ -273,13 +284,20 @@ int sbx_context_run_watched(struct sbx_core *core, const struct sbx_principal *w
   struct run_args a = {0};
   int rc = parse_run(body, ls->profile->max.timeout_s, &a, err);
   if (rc == 0) {
-    double t = a.timeout_s > 0 ? a.timeout_s : (double)ls->limits.timeout_s;
-    if (!(t > 0))
-      t = 30;
-    uint64_t max_output = ls->limits.output_bytes ? ls->limits.output_bytes : 1u << 20;
+    if (!(a.timeout_s > 0))
+      a.timeout_s = (double)ls->limits.timeout_s;
+    if (!(a.timeout_s > 0))
+      a.timeout_s = 30;
+    a.max_output = ls->limits.output_bytes ? ls->limits.output_bytes : 1u << 20;
+    /* A streamed run's queue is daemon memory held for the tenant: charged
+     * to the output budgets like a buffered exec's capture. */
+    uint64_t held = 0;
+    if (watch)
+      a.live_cap = sbx_res_output_take(core, ls->tenant_id, a.max_output, &held);
     pthread_mutex_lock(&c->lock);
-    rc = run_locked(c, &a, t, max_output, watch, out, err);
+    rc = run_locked(c, &a, watch, out, err);
     pthread_mutex_unlock(&c->lock);
+    sbx_res_mem_give(ls->tenant_id, held);
   }
   sbx_ctx_unref(c);
   sbx_session_release(core, ls);

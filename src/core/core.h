@@ -80,6 +80,11 @@ void sbx_core_stop(struct sbx_core *core);
 bool sbx_core_is_stopping(struct sbx_core *core);
 /* Closes the store and frees; after the HTTP server has stopped. */
 void sbx_core_free(struct sbx_core *core);
+/* An API thread that outlives its request and calls the core (an E2B
+ * /execute run): entered before it starts, left as its last act, so the
+ * shutdown (sbx_core_stop) waits for it, bounded, before sbx_core_free. */
+void sbx_core_thread_enter(void);
+void sbx_core_thread_leave(void);
 
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
 /* Readiness for /readyz: store reachable, the default profile probed,

@@ -408,6 +408,8 @@ static void *proc_main(void *arg)
 
 void sbx_procs_thread_enter(void) { atomic_fetch_add(&live_threads, 1); }
 void sbx_procs_thread_leave(void) { atomic_fetch_sub(&live_threads, 1); }
+void sbx_core_thread_enter(void) { sbx_procs_thread_enter(); }
+void sbx_core_thread_leave(void) { sbx_procs_thread_leave(); }
 
 void sbx_procs_drain(void)
 {

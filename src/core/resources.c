@@ -2,9 +2,10 @@
  * budget each (struct sbx_res_config, docs/configuration.md):
  *
  *   retained output  the bytes of output kept in daemon memory: the capture
- *                    buffers of background processes (running or ended) and
- *                    of buffered execs and executions while they run,
- *                    overall and per tenant;
+ *                    buffers of background processes (running or ended),
+ *                    of buffered execs and executions while they run, and
+ *                    the output queues of streamed context runs and of E2B
+ *                    /execute streams, overall and per tenant;
  *   file descriptors the daemon's fds that live with a session (process
  *                    pipes and control sockets, pty masters, watch pipes,
  *                    stream connections), per session and per tenant.

@@ -17,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 import requests
@@ -322,5 +323,73 @@ def test_quotas_hold_through_the_e2b_surface(tmp_path_factory):
                               headers={"Authorization": "Bearer " + admin}).json()["events"]
         assert any(e["action"] == "policy.denied" and
                    (e.get("details") or {}).get("route") == "e2b_create" for e in events)
+    finally:
+        d.stop()
+
+
+# Code in the sandbox that forges 1-byte progress frames, stdout and stderr
+# in turn, as fast as it can (it can reach the driver and its nonce) until
+# its run is killed.
+FORGER = """
+import gc
+drv = next(o for o in gc.get_objects() if type(o).__name__ == 'Driver')
+live = next(o for o in gc.get_objects() if type(o).__name__ == 'Live')
+frame = '%s {"seq":%d,"stream":"%s","text":"x"}\\n'
+batch = ''.join(frame % (drv.nonce, live.seq, s) for s in ('stdout', 'stderr')).encode() * 4096
+while True:
+    with drv.tx_lock:
+        drv.tx.write(batch)
+        drv.tx.flush()
+"""
+
+
+def test_slow_reader_cannot_hold_a_run_past_its_timeout(tmp_path_factory):
+    """A client reading /execute slowly while the code floods it with tiny
+    frames: the run still ends at its timeout (the interpreter is killed
+    then), and the daemon keeps serving."""
+    state = tmp_path_factory.mktemp("e2b-slow")
+    conf = state / "sandboxd.conf"
+    conf.write_text("[profile.container]\ndefault_timeout = 20\n")
+    d = start_daemon(tmp_path_factory, "e2b-slow-d", {"SANDBOXD_RUNSC": "/nonexistent/runsc"},
+                     ["--config", str(conf)])
+    try:
+        key = d.create_key("erin")
+        sb = api(d, key, "POST", "/v2/sandboxes", json={})
+        assert sb.status_code == 201, sb.text
+        sid, tok = sb.json()["sandboxID"], sb.json()["envdAccessToken"]
+        native = {"Authorization": "Bearer " + key}
+        r = requests.post(f"{d.url}/v1/sandbox/sessions/{sid}/contexts", headers=native,
+                          json={"language": "python"}, timeout=60)
+        assert r.status_code in (200, 201), r.text
+        cid = r.json()["id"]
+        t0 = time.monotonic()
+        resp = requests.post(d.url + "/e2b/envd/execute", stream=True, timeout=120,
+                             headers={"E2b-Sandbox-Id": sid, "X-Access-Token": tok},
+                             json={"code": FORGER, "context_id": cid})
+        assert resp.status_code == 200
+        status, got, polled = None, b"", 0.0
+        while time.monotonic() - t0 < 60:
+            # about 600 KiB/s: slower than the flood, so the line queue is
+            # full and each line waits for room, but never for long
+            got += resp.raw.read(65536)[:100]
+            time.sleep(0.1)
+            if time.monotonic() - polled < 1:
+                continue
+            polled = time.monotonic()
+            c = requests.get(f"{d.url}/v1/sandbox/sessions/{sid}/contexts/{cid}",
+                             headers=native, timeout=30).json()
+            status = c["status"]
+            if status == "dead":
+                break
+        took = time.monotonic() - t0
+        resp.close()
+        assert status == "dead", c
+        assert b'"type":"stdout","text":"x' in got, got[:300]
+        # timeout_s 20 (long enough for the queue to fill first), plus at most
+        # one line's wait for room (5 s), plus slack
+        assert took < 32, f"the run outlived its timeout: {took:.1f} s"
+        r = requests.post(f"{d.url}/v1/sandbox/sessions/{sid}/contexts/{cid}/restart",
+                          headers=native, timeout=60)
+        assert r.status_code == 200, r.text
     finally:
         d.stop()
