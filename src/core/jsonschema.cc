@@ -2,16 +2,24 @@
 // nlohmann-json; see jsonschema.h.  Every entry point catches every C++
 // exception (bad_alloc included) and turns it into an sbx_error: nothing
 // unwinds into C.
+// Without it valijson calls abort() on a schema it cannot use: one bad
+// input_schema would take the daemon down.
+#define VALIJSON_USE_EXCEPTIONS 1
+
 extern "C" {
 #include "common/err.h" // a C header without its own extern "C"
 }
 #include "core/jsonschema.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <new>
+#include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
@@ -32,6 +40,9 @@ struct sbx_jschema {
 
 namespace
 {
+
+const char PATTERN_KEY[] = "x-sandboxd-pattern";
+const size_t MAX_PATTERN_SUBJECT = 4096; // see SafePattern
 
 // Nesting depth of JSON text, counted on the bytes before any parser runs,
 // so a depth bomb costs one linear scan and no recursion.
@@ -166,6 +177,10 @@ std::string french(const std::string &en, const std::string &path)
       {" elements.", " éléments."},
       {" properties.", " propriétés."},
   };
+  if (en.rfind("String of ", 0) == 0) // SafePattern's refusal
+    return "Chaîne de " + std::to_string(std::strtoull(en.c_str() + 10, nullptr, 10)) +
+           " octets, trop longue pour être comparée à 'pattern' (au plus " +
+           std::to_string(MAX_PATTERN_SUBJECT) + ").";
   for (const auto &s : starts) {
     size_t n = strlen(s[0]);
     if (en.compare(0, n, s[0]) != 0)
@@ -205,10 +220,12 @@ class RefCheck
 public:
   RefCheck(const json &root, const std::string &base) : root_(root), base_(base) {}
 
+  // Every schema position found (JSON pointers relative to the root).
+  std::set<std::string> seen{""};
+
   void run(std::vector<Violation> &out)
   {
     std::deque<std::string> todo{""};
-    std::set<std::string> seen{""};
     while (!todo.empty()) {
       std::string ptr = todo.front();
       todo.pop_front();
@@ -346,6 +363,84 @@ private:
   }
 };
 
+// libstdc++'s std::regex matches by recursion, one frame per character for
+// a repetition: a long enough string overflows the stack (a 200 KB
+// metadata.name did).  So valijson never sees "pattern": each one is renamed
+// to PATTERN_KEY, whose constraint refuses a string longer than
+// MAX_PATTERN_SUBJECT before matching it.
+
+class SafePattern : public valijson::constraints::PolyConstraint
+{
+public:
+  explicit SafePattern(const std::string &pattern) : re_(pattern) {}
+
+  bool validate(const valijson::adapters::Adapter &target,
+                const std::vector<std::string> &context,
+                valijson::ValidationResults *results) const override
+  {
+    if (!target.isString())
+      return true;
+    std::string s = target.asString();
+    if (s.size() > MAX_PATTERN_SUBJECT) {
+      if (results)
+        results->pushError(context, "String of " + std::to_string(s.size()) +
+                                        " bytes is too long to be matched against 'pattern' (at "
+                                        "most " +
+                                        std::to_string(MAX_PATTERN_SUBJECT) + ").");
+      return false;
+    }
+    if (std::regex_search(s, re_))
+      return true;
+    if (results)
+      results->pushError(context, "Failed to match regex specified by 'pattern' constraint.");
+    return false;
+  }
+
+private:
+  std::regex re_;
+
+  valijson::constraints::Constraint *cloneInto(void *where) const override
+  {
+    return new (where) SafePattern(*this);
+  }
+  size_t sizeOf() const override { return sizeof(SafePattern); }
+};
+
+class SafePatternBuilder : public valijson::ConstraintBuilder
+{
+public:
+  valijson::constraints::Constraint *
+  make(const valijson::adapters::Adapter &value) const override
+  {
+    std::string pattern;
+    if (!value.getString(pattern))
+      throw std::runtime_error("'pattern' must be a string");
+    return new SafePattern(pattern);
+  }
+};
+
+// Parses the schema v (already through RefCheck, whose positions are
+// `seen`) into schema, with every "pattern" at a schema position renamed.
+void parse_schema(const json &v, const std::set<std::string> &seen, valijson::Schema &schema)
+{
+  json copy = v;
+  for (const std::string &ptr : seen) {
+    json::json_pointer p(ptr);
+    if (!copy.contains(p))
+      continue;
+    json &n = copy.at(p);
+    auto it = n.is_object() ? n.find("pattern") : n.end();
+    if (n.is_object() && it != n.end() && it->is_string()) {
+      n[PATTERN_KEY] = *it;
+      n.erase("pattern");
+    }
+  }
+  valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+  parser.addConstraintBuilder(PATTERN_KEY, new SafePatternBuilder);
+  valijson::adapters::NlohmannJsonAdapter adapter(copy);
+  parser.populateSchema(adapter, schema);
+}
+
 int fail(sbx_error *err, sbx_errcode code, const std::string &en, const std::string &fr)
 {
   sbx_err_set(err, code, 0, "%s", en.c_str());
@@ -434,13 +529,12 @@ int sbx_jschema_check_schema(const struct sbx_jdoc *d, const char *at,
     if (!v)
       return 0;
     std::vector<Violation> out;
-    RefCheck(*v, at ? at : "").run(out);
+    RefCheck refs(*v, at ? at : "");
+    refs.run(out);
     if (out.empty()) {
       valijson::Schema schema;
-      valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-      valijson::adapters::NlohmannJsonAdapter adapter(*v);
       try {
-        parser.populateSchema(adapter, schema);
+        parse_schema(*v, refs.seen, schema);
       } catch (const std::bad_alloc &) {
         throw;
       } catch (const std::exception &e) {
@@ -467,16 +561,15 @@ struct sbx_jschema *sbx_jschema_compile(const struct sbx_jdoc *d, const char *at
       return nullptr;
     }
     std::vector<Violation> out;
-    RefCheck(*v, at ? at : "").run(out);
+    RefCheck refs(*v, at ? at : "");
+    refs.run(out);
     if (!out.empty()) {
       fail(err, SBX_E_INVALID, out[0].path + ": " + out[0].en, out[0].path + " : " + out[0].fr);
       return nullptr;
     }
     auto *s = new sbx_jschema;
     try {
-      valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-      valijson::adapters::NlohmannJsonAdapter adapter(*v);
-      parser.populateSchema(adapter, s->schema);
+      parse_schema(*v, refs.seen, s->schema);
     } catch (...) {
       delete s;
       throw;

@@ -182,6 +182,10 @@ static void test_ref_loops(void)
   CHECK(schema_problems("{\"properties\":{\"a\":{\"$ref\":\"other.json#/x\"}}}", &s) == 1);
   CHECK(schema_problems("{\"properties\":{\"a\":{\"$ref\":\"#/nope\"}}}", &s) == 1);
   CHECK(has_path(&s, "/properties/a/$ref"));
+  /* A schema valijson cannot use is a violation (it would abort() without
+   * VALIJSON_USE_EXCEPTIONS). */
+  CHECK(schema_problems("{\"type\":\"objekt\"}", &s) == 1);
+  CHECK(schema_problems("{\"required\":\"a\",\"minLength\":-1}", &s) >= 1);
   /* Recursion that descends into the value is fine and ends with it. */
   struct seen ok = {0};
   const char *tree = "{\"type\":\"object\",\"properties\":{\"child\":{\"$ref\":\"#\"},\"n\":{"
