@@ -454,6 +454,19 @@ int fail_exception(sbx_error *err, const char *what)
   return fail(err, SBX_E_INTERNAL, std::string("JSON schema validator: ") + what, "");
 }
 
+// The exception boundary of an entry point that returns a count: body's
+// result, or -1 with err for whatever it threw.
+template <typename F> int guarded(sbx_error *err, F body)
+{
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail_exception(err, e.what());
+  } catch (...) {
+    return fail_exception(err, "unknown exception");
+  }
+}
+
 void deliver(const std::vector<Violation> &v, sbx_jschema_violation_fn fn, void *ctx)
 {
   for (const Violation &x : v)
@@ -524,7 +537,7 @@ int sbx_jdoc_string(const struct sbx_jdoc *d, const char *at, char *buf, size_t 
 int sbx_jschema_check_schema(const struct sbx_jdoc *d, const char *at,
                              sbx_jschema_violation_fn fn, void *ctx, struct sbx_error *err)
 {
-  try {
+  return guarded(err, [&]() -> int {
     const json *v = value_at(d->root, at);
     if (!v)
       return 0;
@@ -544,11 +557,7 @@ int sbx_jschema_check_schema(const struct sbx_jdoc *d, const char *at,
     }
     deliver(out, fn, ctx);
     return (int)out.size();
-  } catch (const std::exception &e) {
-    return fail_exception(err, e.what());
-  } catch (...) {
-    return fail_exception(err, "unknown exception");
-  }
+  });
 }
 
 struct sbx_jschema *sbx_jschema_compile(const struct sbx_jdoc *d, const char *at,
@@ -591,7 +600,7 @@ void sbx_jschema_free(struct sbx_jschema *s) { delete s; }
 int sbx_jschema_validate(const struct sbx_jschema *s, const struct sbx_jdoc *d, const char *at,
                          sbx_jschema_violation_fn fn, void *ctx, struct sbx_error *err)
 {
-  try {
+  return guarded(err, [&]() -> int {
     const json *v = value_at(d->root, at);
     if (!v)
       return 0;
@@ -619,11 +628,7 @@ int sbx_jschema_validate(const struct sbx_jschema *s, const struct sbx_jdoc *d, 
              "La valeur n'est pas permise par le schéma.");
     deliver(out, fn, ctx);
     return (int)out.size();
-  } catch (const std::exception &e) {
-    return fail_exception(err, e.what());
-  } catch (...) {
-    return fail_exception(err, "unknown exception");
-  }
+  });
 }
 
 } // extern "C"
