@@ -10,6 +10,9 @@ PACKAGES=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libsodium-dev
   libcurl4-openssl-dev libseccomp-dev libarchive-dev libinih-dev
   libpq-dev  # the PostgreSQL store backend
+  # JSON Schema contracts (src/core/jsonschema.cc): valijson (draft-07, header-only
+  # C++) over nlohmann-json, compiled by g++; the test suite's draft7 cases in unit tests
+  g++ libvalijson-dev nlohmann-json3-dev json-schema-test-suite
   # tests
   python3 python3-pytest python3-requests python3-yaml python3-jsonschema procps iproute2 util-linux
   postgresql  # the store tests and make test-integration-pg start a throw-away server

@@ -37,6 +37,10 @@ int sbx_h_context_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
 int sbx_h_context_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_context_run(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_context_restart(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+/* JSON Schema contracts (h_contracts.c). */
+int sbx_h_contract_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_contract_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_contract_validate(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 /* The image store (h_images.c). */
 int sbx_h_image_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_image_pull(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);

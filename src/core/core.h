@@ -87,6 +87,17 @@ void sbx_core_thread_enter(void);
 void sbx_core_thread_leave(void);
 
 const struct sbx_profile_set *sbx_core_profiles(struct sbx_core *core);
+/* The JSON Schema contracts (core/contracts.c, docs/contracts.md): their
+ * names (a new array), the exact bytes of one (static, borrowed), and a
+ * document validated against one: {"valid", "violations":[{"path",
+ * "message_i18n":{"en","fr"}}]} listing every violation (new reference).
+ * An unknown name is SBX_E_NOT_FOUND; a body that is not JSON or nests
+ * deeper than 64 levels is SBX_E_INVALID. */
+json_t *sbx_core_contract_names(void);
+int sbx_core_contract_get(const char *name, const char **text, size_t *len,
+                          struct sbx_error *err);
+json_t *sbx_core_contract_validate(struct sbx_core *core, const char *name, const char *body,
+                                   size_t len, struct sbx_error *err);
 /* Readiness for /readyz: store reachable, the default profile probed,
  * at least one profile usable; lists the profiles still probing. */
 json_t *sbx_core_readiness(struct sbx_core *core, bool *ready);
