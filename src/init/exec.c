@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "init/init.h"
@@ -84,21 +86,55 @@ static void spare_refill(const struct sbxi *in)
   spare_sock = sv[0];
 }
 
+static int64_t mono_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The spare's ack within ms.  Our SIGCHLD handler interrupts poll and read
+ * whenever any child ends (the last exec's shepherd, an orphan): that is
+ * no answer, so wait on for the rest of the time. */
+static bool spare_acked(int sock, int ms)
+{
+  int64_t due = mono_ms() + ms;
+  for (;;) {
+    int64_t left = due - mono_ms();
+    struct pollfd p = {.fd = sock, .events = POLLIN};
+    int n = poll(&p, 1, left > 0 ? (int)left : 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n != 1)
+      return false;
+    char ack = 0;
+    ssize_t r = read(sock, &ack, 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    return r == 1 && ack == 'k';
+  }
+}
+
 /* Hands the request to the spare; false if there is none, or it is gone
  * or dies before acknowledging (a SIGKILL already queued for it lands
- * between our send and its exit): the caller then starts it itself. */
+ * between our send and its exit): the caller then starts it itself.  Once
+ * the spare has acknowledged, the request is its own whatever happens
+ * next: starting it here too would run the command twice. */
 static bool spare_take(const char *payload, size_t len, int *fds)
 {
   if (spare_pid <= 0 || len > SBX_PROTO_MAX_INLINE)
     return false;
   int rc = sbx_proto_send(spare_sock, SBX_MSG_EXEC, 0, 0, payload, len, fds, 4);
-  char ack = 0;
-  if (rc == 0) {
-    struct pollfd p = {.fd = spare_sock, .events = POLLIN};
-    rc = poll(&p, 1, 2000) == 1 && read(spare_sock, &ack, 1) == 1 && ack == 'k' ? 0 : -1;
-  }
-  if (rc < 0 && spare_pid > 0)
+  if (rc == 0)
+    rc = spare_acked(spare_sock, 2000) ? 0 : -1;
+  if (rc < 0 && spare_pid > 0) {
     kill(spare_pid, SIGKILL); /* a stuck spare must not start it a second time */
+    /* ... unless it acknowledged just after we stopped waiting: then it
+     * started it (or dies with it, which the daemon sees as a lost exec). */
+    char ack = 0;
+    if (recv(spare_sock, &ack, 1, MSG_DONTWAIT) == 1 && ack == 'k')
+      rc = 0;
+  }
   close(spare_sock);
   spare_sock = -1;
   spare_pid = -1;
