@@ -66,10 +66,12 @@ test-integration-pg: all
 # Not the whole suite: it takes 12+ min on 2 cores (docs/testing.md).
 GVISOR_TESTS ?= exec files files_archive terminal contexts watch ports processes streaming \
                 executions outcomes
+# … and single cases of other files: CPU charged from the cgroup holding the Sentry.
+GVISOR_CASES ?= tests/integration/test_resources.py::test_background_cpu_is_charged_then_refused_and_stopped
 test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
-	  $(GVISOR_TESTS:%=tests/integration/test_%.py)
+	  $(GVISOR_TESTS:%=tests/integration/test_%.py) $(GVISOR_CASES)
 
 # The E2B-compatible surface driven by the real e2b / @e2b/code-interpreter
 # SDKs, installed with npm ci from tests/compat/package-lock.json
