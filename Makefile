@@ -134,7 +134,10 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 # (Debian kernels, cgroup v1/v2) under QEMU and runs its subset inside.
 # HOSTS=debian12-v2 runs one host; LAB_ARGS='--docs docs/hosts.md' rewrites
 # the results table there from this run.
-HOSTS    ?=
+# debian12-v1 is not in the default run until the soft lockup of two
+# sbx-init tasks its guest shows under TCG is understood (docs/hosts.md,
+# "Open problems"); run it with `make test-hosts HOSTS=debian12-v1`.
+HOSTS    ?= debian12-v2 debian13-v2
 LAB_ARGS ?=
 test-hosts: deps all
 	$(PYTHON) tests/hosts/lab.py --build $(BUILD) $(LAB_ARGS) $(HOSTS)
