@@ -236,7 +236,7 @@ def proc_status(pid, field):
 class Daemon:
     """One sandboxd serve process on a state dir; restartable."""
 
-    def __init__(self, state_dir, extra_args=(), env=None):
+    def __init__(self, state_dir, extra_args=(), env=None, sqlite=False):
         self.state_dir = str(state_dir)
         os.makedirs(self.state_dir, exist_ok=True)
         self.port = free_port()
@@ -248,8 +248,11 @@ class Daemon:
         self.proc = None
         self.log_path = os.path.join(self.state_dir, "sandboxd.log")
         self.starts = 0
-        # SANDBOXD_TEST_DATABASE=postgres: this state dir's own database.
-        self.database_url = sbxpg.database_for(self.state_dir, sandboxd_bin())
+        # SANDBOXD_TEST_DATABASE=postgres: this state dir's own database;
+        # sqlite: SQLite even then (a daemon in its own network namespace
+        # cannot reach the test run's PostgreSQL server).
+        self.database_url = None if sqlite else sbxpg.database_for(self.state_dir,
+                                                                    sandboxd_bin())
         self.db_args = ["--database", self.database_url] if self.database_url else []
 
     def argv(self):

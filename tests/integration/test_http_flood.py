@@ -239,7 +239,9 @@ class V6Daemon(Daemon):
     """A daemon listening on V6_LISTEN (started from inside v6_netns)."""
 
     def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
+        # Its namespace has no route to a PostgreSQL run's server; the
+        # connection limit does not depend on the store.
+        super().__init__(*a, sqlite=True, **kw)
         self.url = f"http://[{V6_LISTEN}]:{self.port}"
 
     def argv(self):
