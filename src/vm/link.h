@@ -109,7 +109,7 @@ struct sbx_link_hdr {
 #define SBX_LINK_MAX_CHANNELS 1024u
 /* fds one MSG may name (as init/proto.h's SBX_PROTO_MAX_FDS). */
 #define SBX_LINK_MAX_IDS 8u
-/* Largest CH_FILE_* (init/proto.h's payload and record memfds are smaller;
+/* Largest file channel (init/proto.h's payload and record memfds are smaller;
  * READ_TO uses a pipe, not a file). */
 #define SBX_LINK_MAX_FILE (64u * 1024 * 1024)
 
@@ -124,9 +124,9 @@ struct sbx_link_reader {
 /* Appends up to n bytes of in to the reader; returns how many it took
  * (less than n once it holds a whole frame that was not taken yet). */
 size_t sbx_link_feed(struct sbx_link_reader *r, const void *in, size_t n);
-/* 1 and *hdr/*payload (valid until the next feed/next call) when a whole
- * frame is held — the next call drops it; 0 when more bytes are needed;
- * -1 when the held header is malformed (the link must end). */
+/* 1 with the frame's header and payload when a whole frame is held (it is
+ * taken: the payload stays valid until the next feed); 0 when more bytes
+ * are needed; -1 when the held header is malformed (the link must end). */
 int sbx_link_next(struct sbx_link_reader *r, struct sbx_link_hdr *hdr, const uint8_t **payload);
 
 /* Encodes a header into out (16 bytes); the caller appends the payload. */

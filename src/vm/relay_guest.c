@@ -1,0 +1,123 @@
+/* relay_guest.c — the guest side of a microVM link: for each channel the
+ * host OPENs, the same kind of object made here (a pipe, a socketpair, a
+ * memfd), one end kept by the relay and the other handed to sbx-init with
+ * the message that names it; and the records sbx-init wrote into a memfd,
+ * sent back before the reply that tells the daemon to read them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "vm/relay_int.h"
+
+/* Makes the object: ends[0] stays with the relay, ends[1] is sbx-init's. */
+static int make_object(uint8_t klass, uint64_t size, int ends[2])
+{
+  int p[2];
+  switch (klass) {
+  case SBX_LINK_CH_IN: /* sbx-init reads: it gets the read end */
+    if (pipe2(p, O_CLOEXEC) < 0)
+      return -1;
+    ends[0] = p[1], ends[1] = p[0];
+    return 0;
+  case SBX_LINK_CH_OUT:
+    if (pipe2(p, O_CLOEXEC) < 0)
+      return -1;
+    ends[0] = p[0], ends[1] = p[1];
+    return 0;
+  case SBX_LINK_CH_STREAM:
+  case SBX_LINK_CH_SEQ:
+    if (socketpair(AF_UNIX, (klass == SBX_LINK_CH_STREAM ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC,
+                   0, p) < 0)
+      return -1;
+    ends[0] = p[0], ends[1] = p[1];
+    return 0;
+  case SBX_LINK_CH_FILE_IN:
+  case SBX_LINK_CH_FILE_OUT:
+    ends[0] = memfd_create("sbx-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (ends[0] < 0)
+      return -1;
+    /* Sized and sealed as the daemon's own (init/proto.h: records cannot
+     * grow the file); both ends are one open file. */
+    if (ftruncate(ends[0], (off_t)size) < 0 ||
+        (klass == SBX_LINK_CH_FILE_OUT && fcntl(ends[0], F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) ||
+        (ends[1] = fcntl(ends[0], F_DUPFD_CLOEXEC, 0)) < 0) {
+      close(ends[0]);
+      return -1;
+    }
+    return 0;
+  default:
+    errno = EINVAL;
+    return -1;
+  }
+}
+
+int sbx_relay_guest_open(struct relay *r, uint32_t id, uint8_t klass, uint64_t size)
+{
+  if (id == 0 || id >= SBX_LINK_MAX_CHANNELS || r->ch[id].used || klass < SBX_LINK_CH_IN ||
+      klass > SBX_LINK_CH_FILE_OUT || size > SBX_LINK_MAX_FILE ||
+      (size && klass != SBX_LINK_CH_FILE_IN && klass != SBX_LINK_CH_FILE_OUT))
+    return -1;
+  int ends[2];
+  if (make_object(klass, size, ends) < 0) {
+    sbx_relay_fail(r, "cannot make a channel's object");
+    return -1;
+  }
+  struct chan *c = sbx_relay_chan_init(r, id, klass, ends[0]);
+  c->far = ends[1];
+  c->size = size;
+  if (klass != SBX_LINK_CH_FILE_IN && klass != SBX_LINK_CH_FILE_OUT)
+    fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK);
+  return 0;
+}
+
+/* The length worth sending: up to the last non-zero byte (records start at
+ * offset 0 and the rest of the file is zeros). */
+static uint64_t used_length(int fd, uint64_t size)
+{
+  uint8_t buf[4096];
+  uint64_t end = 0;
+  for (uint64_t at = 0; at < size;) {
+    size_t want = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
+    ssize_t n = pread(fd, buf, want, (off_t)at);
+    if (n <= 0)
+      break;
+    for (ssize_t i = n; i > 0; i--)
+      if (buf[i - 1]) {
+        end = at + (uint64_t)i;
+        break;
+      }
+    at += (uint64_t)n;
+  }
+  return end;
+}
+
+static void flush_file(struct relay *r, struct chan *c)
+{
+  uint32_t id = (uint32_t)(c - r->ch);
+  uint64_t end = used_length(c->fd, c->size);
+  uint8_t buf[SBX_LINK_DATA_CHUNK];
+  for (uint64_t at = 0; at < end;) {
+    size_t want = end - at < sizeof buf ? (size_t)(end - at) : sizeof buf;
+    ssize_t n = pread(c->fd, buf, want, (off_t)at);
+    if (n <= 0)
+      break;
+    sbx_relay_emit(r, SBX_LINK_DATA, 0, id, buf, (size_t)n, 0);
+    at += (uint64_t)n;
+  }
+  sbx_relay_emit(r, SBX_LINK_EOF, 0, id, NULL, 0, 0);
+  c->rd_done = true;
+  sbx_relay_settle(r, c);
+}
+
+void sbx_relay_guest_flush_files(struct relay *r, uint32_t id)
+{
+  for (uint32_t i = 1; i < SBX_LINK_MAX_CHANNELS; i++) {
+    struct chan *c = &r->ch[i];
+    if (c->used && c->klass == SBX_LINK_CH_FILE_OUT && c->has_req && c->req_id == id &&
+        c->far < 0 && !c->rd_done)
+      flush_file(r, c);
+  }
+}
