@@ -489,6 +489,20 @@ static int frame_in(struct relay *r, const struct sbx_link_hdr *h, const uint8_t
   return frame_on_chan(r, h, p);
 }
 
+void sbx_relay_input(struct relay *r, const uint8_t *buf, size_t n)
+{
+  size_t at = 0;
+  while (at < n && !r->fail) {
+    at += sbx_link_feed(&r->rd, buf + at, n - at);
+    struct sbx_link_hdr h;
+    const uint8_t *p;
+    int s;
+    while (!r->fail && (s = sbx_link_next(&r->rd, &h, &p)) != 0)
+      if (s < 0 || frame_in(r, &h, p) < 0)
+        sbx_relay_fail(r, "the peer broke the link protocol");
+  }
+}
+
 static void read_link(struct relay *r)
 {
   uint8_t buf[64 * 1024];
@@ -499,16 +513,7 @@ static void read_link(struct relay *r)
     sbx_relay_fail(r, n == 0 || errno == ECONNRESET ? "link closed" : "link read failed");
     return;
   }
-  size_t at = 0;
-  while (at < (size_t)n && !r->fail) {
-    at += sbx_link_feed(&r->rd, buf + at, (size_t)n - at);
-    struct sbx_link_hdr h;
-    const uint8_t *p;
-    int s;
-    while (!r->fail && (s = sbx_link_next(&r->rd, &h, &p)) != 0)
-      if (s < 0 || frame_in(r, &h, p) < 0)
-        sbx_relay_fail(r, "the peer broke the link protocol");
-  }
+  sbx_relay_input(r, buf, (size_t)n);
 }
 
 static void write_link(struct relay *r)
@@ -588,15 +593,11 @@ static int poll_once(struct relay *r, struct pollfd *pf, uint32_t *idx)
   return 0;
 }
 
-int sbx_relay_run(int chan_fd, int link_fd, bool host)
+struct relay *sbx_relay_new(int chan_fd, int link_fd, bool host)
 {
   struct relay *r = calloc(1, sizeof *r);
-  struct pollfd *pf = calloc(SBX_LINK_MAX_CHANNELS + 1, sizeof *pf);
-  uint32_t *idx = calloc(SBX_LINK_MAX_CHANNELS + 1, sizeof *idx);
-  if (!r || !pf || !idx) {
-    fprintf(stderr, "sbx-vm relay: out of memory\n");
-    return 1;
-  }
+  if (!r)
+    return NULL;
   r->host = host;
   r->link = link_fd;
   r->next_id = 1;
@@ -605,20 +606,36 @@ int sbx_relay_run(int chan_fd, int link_fd, bool host)
   fcntl(chan_fd, F_SETFL, fcntl(chan_fd, F_GETFL) | O_NONBLOCK);
   fcntl(link_fd, F_SETFL, fcntl(link_fd, F_GETFL) | O_NONBLOCK);
   sbx_relay_chan_init(r, 0, 0, chan_fd);
-  while (!r->fail && !r->ch[0].rd_done)
-    poll_once(r, pf, idx);
-  if (r->out.len && r->fail == NULL)
-    write_link(r);
-  bool clean = !r->fail || !strcmp(r->fail, "link closed");
-  int rc = clean ? 0 : 1;
-  if (!clean)
-    fprintf(stderr, "sbx-vm relay: %s\n", r->fail);
+  return r;
+}
+
+void sbx_relay_free(struct relay *r)
+{
   for (uint32_t i = 0; i < SBX_LINK_MAX_CHANNELS; i++)
     if (r->ch[i].used)
       chan_free(&r->ch[i]);
   sbx_bq_free(&r->out);
   free(r);
+}
+
+int sbx_relay_run(int chan_fd, int link_fd, bool host)
+{
+  struct relay *r = sbx_relay_new(chan_fd, link_fd, host);
+  struct pollfd *pf = calloc(SBX_LINK_MAX_CHANNELS + 1, sizeof *pf);
+  uint32_t *idx = calloc(SBX_LINK_MAX_CHANNELS + 1, sizeof *idx);
+  if (!r || !pf || !idx) {
+    fprintf(stderr, "sbx-vm relay: out of memory\n");
+    return 1;
+  }
+  while (!r->fail && !r->ch[0].rd_done)
+    poll_once(r, pf, idx);
+  if (r->out.len && !r->fail)
+    write_link(r);
+  bool clean = !r->fail || !strcmp(r->fail, "link closed");
+  if (!clean)
+    fprintf(stderr, "sbx-vm relay: %s\n", r->fail);
+  sbx_relay_free(r);
   free(pf);
   free(idx);
-  return rc;
+  return clean ? 0 : 1;
 }

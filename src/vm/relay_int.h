@@ -46,7 +46,11 @@ struct relay {
   struct sbx_link_reader rd;
 };
 
-/* relay.c */
+/* relay.c.  new/input/free are the engine without its loop (the fuzz
+ * harness feeds link bytes straight in): chan_fd becomes channel 0. */
+struct relay *sbx_relay_new(int chan_fd, int link_fd, bool host);
+void sbx_relay_input(struct relay *r, const uint8_t *buf, size_t n);
+void sbx_relay_free(struct relay *r);
 int sbx_relay_emit(struct relay *r, uint8_t kind, uint8_t flags, uint32_t chan, const void *p,
                    size_t n, uint32_t aux);
 void sbx_relay_fail(struct relay *r, const char *why);
