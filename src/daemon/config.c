@@ -93,6 +93,9 @@ void sbx_config_release(struct sbx_config *c)
   c->nresolve = 0;
 }
 
+/* A driver setting whose value is an absolute path (no newline). */
+#define PATH_VALUE "/"
+
 /* The drivers' settings, by config key and environment variable; their
  * values are checked here, the drivers read them (sbx_driver_setting). */
 static const struct {
@@ -107,6 +110,14 @@ static const struct {
     {"uid_base", "SANDBOXD_UID_BASE", 4000000000u, NULL},
     {"uid_slots", "SANDBOXD_UID_SLOTS", 4096, NULL},
     {"overlay_layers", "SANDBOXD_OVERLAY_LAYERS", 0, " auto append string "},
+    /* the microvm driver (docs/microvm.md) */
+    {"microvm_accel", "SANDBOXD_MICROVM_ACCEL", 0, " auto kvm tcg "},
+    {"microvm_pool_size", "SANDBOXD_MICROVM_POOL_SIZE", 8, NULL},
+    {"microvm_qemu", "SANDBOXD_MICROVM_QEMU", 0, PATH_VALUE},
+    {"microvm_kernel", "SANDBOXD_MICROVM_KERNEL", 0, PATH_VALUE},
+    {"microvm_initrd", "SANDBOXD_MICROVM_INITRD", 0, PATH_VALUE},
+    {"microvm_rootfs", "SANDBOXD_MICROVM_ROOTFS", 0, PATH_VALUE},
+    {"microvm_helper", "SANDBOXD_MICROVM_HELPER", 0, PATH_VALUE},
 };
 
 /* A name (cgroup directory, runsc platform): no path, no option syntax. */
@@ -129,6 +140,8 @@ static bool driver_value_ok(size_t k, const char *v)
     return parse_uint(v, driver_keys[k].max, &n) == 0;
   if (!driver_keys[k].words)
     return is_plain_name(v);
+  if (!strcmp(driver_keys[k].words, PATH_VALUE))
+    return v[0] == '/' && !strchr(v, '\n');
   snprintf(word, sizeof word, " %.30s ", v);
   return *v && !strchr(v, ' ') && strstr(driver_keys[k].words, word);
 }

@@ -29,6 +29,7 @@ static size_t nrefused;
 static const struct sbx_driver *const builtins[] = {
     &sbx_drv_container,
     &sbx_drv_gvisor,
+    &sbx_drv_microvm,
     &sbx_drv_process,
 };
 

@@ -58,6 +58,7 @@
 #include "common/util.h"
 #include "init/launch.h"
 #include "init/proto.h"
+#include "runtime/drivers/cg_spawn.h"
 #include "runtime/drivers/gvisor_int.h"
 #include "runtime/drivers/iso_limits.h"
 
@@ -190,7 +191,7 @@ static int probe_run(char *const argv[], const char *tag, unsigned timeout_ms,
   /* Late, or a sandbox that outlived runsc: the whole tree goes at once. */
   if (sbx_cg_kill(&cg, 5000, &err) < 0)
     sbx_warn("gvisor", "probe %s: %s", tag, err.msg);
-  if (rc != PROBE_OK && pid > 0 && sbx_gv_reap(pid, 5000, true) < 0)
+  if (rc != PROBE_OK && pid > 0 && sbx_cg_spawn_reap(pid, 5000, true) < 0)
     sbx_warn("gvisor", "probe %s: runsc %d not reaped", tag, (int)pid);
   if (sbx_cg_remove(&cg, &err) < 0)
     sbx_warn("gvisor", "probe %s: %s", tag, err.msg);
@@ -410,13 +411,13 @@ static void teardown(struct sbx_gv_priv *pv, bool graceful)
    * tears the sandbox down by itself, usually within ~100 ms.  Freezing
    * ptrace'd tasks instead can take the freezer its whole timeout. */
   uint64_t t0 = sbx_now_ms();
-  if (graceful && pv->runsc_pid > 0 && sbx_gv_reap(pv->runsc_pid, GRACE_MS, false) == 0)
+  if (graceful && pv->runsc_pid > 0 && sbx_cg_spawn_reap(pv->runsc_pid, GRACE_MS, false) == 0)
     pv->runsc_pid = 0;
   uint64_t t1 = sbx_now_ms();
   /* Everything runsc started is in the cgroup: one freezer kill. */
   if (sbx_cg_kill(&pv->cg, 5000, &err) < 0)
     sbx_warn("gvisor", "%s: %s", id, err.msg);
-  if (pv->runsc_pid > 0 && sbx_gv_reap(pv->runsc_pid, 5000, true) < 0)
+  if (pv->runsc_pid > 0 && sbx_cg_spawn_reap(pv->runsc_pid, 5000, true) < 0)
     sbx_warn("gvisor", "%s: runsc %d not reaped", id, (int)pv->runsc_pid);
   pv->runsc_pid = 0;
   sbx_gv_netns_release(&pv->holder_pid, &pv->holder_fd); /* its netns (and veth end) go */

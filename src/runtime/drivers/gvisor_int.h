@@ -121,10 +121,6 @@ int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_
  * timed out (msg says which). */
 int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen);
 
-/* Waits up to timeout_ms for pid to exit and reaps it; SIGKILLs it first
- * when kill is set.  0 once reaped, -1 otherwise. */
-int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first);
-
 /* Forks a netns holder (a child with a network namespace of its own,
  * attached to cg, parked until *fd_out is closed) and waits until its
  * netns exists.  The caller owns both: sbx_gv_netns_release. */

@@ -44,6 +44,7 @@
 #include "common/log.h"
 #include "common/spawner.h"
 #include "common/util.h"
+#include "runtime/drivers/cg_spawn.h"
 
 extern char **environ;
 
@@ -55,7 +56,6 @@ struct gv_req {
   int in_fd, log_fd;
   bool hide_net_sysctl;
   struct sbx_cgroup *cg;
-  pid_t pid;
 };
 
 static struct sbx_spawner spawner = SBX_SPAWNER_INIT("gvisor", NULL);
@@ -104,61 +104,19 @@ static int hide_net_sysctl(void)
                MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
-/* The child: stdio, death signal, wait for "go" (cgroup joined), exec. */
-static _Noreturn void child_main(const struct gv_req *r, int go_fd)
-{
-  char c;
-  if (dup2(r->in_fd, 0) < 0 || dup2(r->log_fd, 1) < 0 || dup2(r->log_fd, 2) < 0)
-    _exit(126);
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  setsid();
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-  if (read(go_fd, &c, 1) != 1)
-    _exit(126); /* the parent gave up: never start runsc outside the cgroup */
-  if (r->hide_net_sysctl && hide_net_sysctl() < 0) {
-    static const char msg[] = "sandboxd: cannot give runsc a /proc/sys without net\n";
-    (void)!write(2, msg, sizeof msg - 1);
-    _exit(125);
-  }
-  syscall(SYS_close_range, 3u, ~0u, 0u);
-  execve(r->argv[0], r->argv, r->envp ? r->envp : runsc_env);
-  _exit(127);
-}
-
-static int do_spawn(void *arg, struct sbx_error *err)
-{
-  struct gv_req *r = arg;
-  int go[2];
-  if (pipe2(go, O_CLOEXEC) < 0)
-    return sbx_err_sys(err, errno, "gvisor: pipe");
-  pid_t pid = fork();
-  if (pid == 0)
-    child_main(r, go[0]);
-  close(go[0]);
-  if (pid < 0) {
-    close(go[1]);
-    return sbx_err_sys(err, errno, "gvisor: fork");
-  }
-  if (sbx_cg_attach(r->cg, pid, err) < 0 || write(go[1], "g", 1) != 1) {
-    if (!err->msg[0])
-      sbx_err_sys(err, errno, "gvisor: releasing runsc");
-    close(go[1]);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-  }
-  close(go[1]);
-  r->pid = pid;
-  return 0;
-}
-
 static int spawn_req(struct gv_req *r, pid_t *pid_out, struct sbx_error *err)
 {
-  if (sbx_spawner_call(&spawner, do_spawn, r, err) < 0)
+  struct sbx_cg_spawn s = {.argv = r->argv,
+                           .envp = r->envp ? r->envp : runsc_env,
+                           .what = "gvisor",
+                           .fds = {r->in_fd, r->log_fd, r->log_fd},
+                           .nfds = 3,
+                           .cg = r->cg,
+                           .pre_exec = r->hide_net_sysctl ? hide_net_sysctl : NULL,
+                           .pre_exec_msg = "sandboxd: cannot give runsc a /proc/sys without net\n"};
+  if (sbx_cg_spawn(&spawner, &s, err) < 0)
     return -1;
-  *pid_out = r->pid;
+  *pid_out = s.pid;
   return 0;
 }
 
@@ -175,25 +133,6 @@ int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_
 {
   struct gv_req r = {.argv = argv, .envp = envp, .in_fd = in_fd, .log_fd = log_fd, .cg = cg};
   return spawn_req(&r, pid_out, err);
-}
-
-int sbx_gv_reap(pid_t pid, unsigned timeout_ms, bool kill_first)
-{
-  if (pid <= 0)
-    return 0;
-  if (kill_first)
-    kill(pid, SIGKILL);
-  uint64_t deadline = sbx_now_ms() + timeout_ms;
-  unsigned nap = 1;
-  for (;;) {
-    pid_t w = waitpid(pid, NULL, WNOHANG);
-    if (w == pid || (w < 0 && errno == ECHILD))
-      return 0;
-    if (sbx_now_ms() >= deadline)
-      return -1;
-    usleep(nap * 1000);
-    nap = nap < 16 ? nap * 2 : nap;
-  }
 }
 
 void sbx_gv_first_line_fd(int fd, char *msg, size_t msglen)
@@ -322,7 +261,7 @@ int sbx_gv_netns_hold(struct sbx_cgroup *cg, pid_t *pid_out, int *fd_out, struct
   return 0;
 fail:
   close(sv[0]);
-  sbx_gv_reap(pid, 2000, true);
+  sbx_cg_spawn_reap(pid, 2000, true);
   return -1;
 }
 
@@ -332,7 +271,7 @@ void sbx_gv_netns_release(pid_t *pid, int *fd)
     close(*fd);
   *fd = -1;
   /* EOF ends it; a holder that does not go within the grace is killed */
-  if (*pid > 0 && sbx_gv_reap(*pid, 1000, false) < 0 && sbx_gv_reap(*pid, 2000, true) < 0)
+  if (*pid > 0 && sbx_cg_spawn_reap(*pid, 1000, false) < 0 && sbx_cg_spawn_reap(*pid, 2000, true) < 0)
     sbx_warn("gvisor", "netns holder %d not reaped", (int)*pid);
   *pid = 0;
 }
