@@ -105,6 +105,7 @@ int main(void)
     snprintf(line, sizeof line, "BOOT FAIL %s\n", bad);
   else
     snprintf(line, sizeof line, "BOOT OK %s %s\n", b.hostname, u.release);
+  fprintf(stderr, "boot_smoke: clock %lld\n", (long long)time(NULL));
   fprintf(stderr, "boot_smoke: %s", line);
   send_line(b.link_fd, line);
   sync();
