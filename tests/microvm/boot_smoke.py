@@ -112,7 +112,7 @@ def initramfs(a, path, console_node=True):
     path.write_bytes(c.bytes())
 
 
-def boot(a, name, extra_cmdline, console_node=True):
+def boot(a, name, extra_cmdline, console_node=True, link=True):
     """Boots one guest; returns (link line, console text)."""
     d = a["dir"]
     initrd, sock = d / f"{name}.cpio", d / f"{name}.sock"
@@ -127,7 +127,7 @@ def boot(a, name, extra_cmdline, console_node=True):
            "-kernel", a["vmlinuz"], "-initrd", str(initrd), "-append", cmdline,
            "-device", "virtio-serial-device",
            "-chardev", f"socket,id=c0,path={sock},server=on,wait=off",
-           "-device", "virtserialport,chardev=c0,name=sbx.link",
+           "-device", f"virtserialport,chardev=c0,name={'sbx.link' if link else 'other'}",
            "-drive", f"file={a['sqfs']},if=none,id=d0,format=raw,readonly=on",
            "-device", "virtio-blk-device,drive=d0"]
     log = open(d / f"{name}.console", "wb")
@@ -204,3 +204,10 @@ def test_malformed_keys_fall_back(assets):
     assert abs(guest_clock(console) - time.time()) < BOOT_TIMEOUT  # the RTC's time stays
     for key in ("hostname", "disk", "seed", "time"):
         assert f"ignoring malformed sbx.{key}" in console, console
+
+
+def test_missing_port_is_reported(assets):
+    """No port named sbx.link: boot gives up after its bound and says why."""
+    line, console = boot(assets, "noport", "sbx.hostname=test1", link=False)
+    assert line == "", console
+    assert "no virtio-serial port named sbx.link after 5000 ms" in console, console
