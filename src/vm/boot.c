@@ -393,8 +393,8 @@ static int copy_init(void)
       r = fail("copy " INIT_PATH " into a memfd%s", n == 0 ? " (short file)" : "");
   }
   close(src);
-  if (r == 0 && fcntl(mfd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW |
-                                           F_SEAL_WRITE) < 0)
+  if (r == 0 &&
+      fcntl(mfd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
     r = fail("seal the sbx-init memfd");
   if (r < 0) {
     close(mfd);
@@ -455,8 +455,8 @@ static int build_overlay(uint64_t disk)
   if (mkdir(NEWROOT "/.lower", 0755) < 0 || mkdir(NEWROOT "/.rw", 0755) < 0 ||
       mkdir(ROOT, 0755) < 0)
     return fail("mkdir in " NEWROOT);
-  if (mount_fs(DISK_DEV, NEWROOT "/.lower", "squashfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-               NULL) < 0)
+  unsigned long ro = MS_RDONLY | MS_NOSUID | MS_NODEV;
+  if (mount_fs(DISK_DEV, NEWROOT "/.lower", "squashfs", ro, NULL) < 0)
     return -1;
   tmpfs_opts(opts, sizeof opts, "mode=0755", disk);
   if (mount_fs("sbx-upper", NEWROOT "/.rw", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ||
@@ -471,8 +471,8 @@ static const struct {
   const char *name;
   unsigned dev; /* major << 8 | minor */
 } dev_nodes[] = {
-    {"null", 1 << 8 | 3},    {"zero", 1 << 8 | 5},    {"full", 1 << 8 | 7},
-    {"random", 1 << 8 | 8},  {"urandom", 1 << 8 | 9}, {"tty", 5 << 8 | 0},
+    {"null", 1 << 8 | 3},   {"zero", 1 << 8 | 5},    {"full", 1 << 8 | 7},
+    {"random", 1 << 8 | 8}, {"urandom", 1 << 8 | 9}, {"tty", 5 << 8 | 0},
 };
 static const char *const dev_links[][2] = {
     {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},

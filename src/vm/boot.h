@@ -46,9 +46,9 @@
 #define SBX_VM_DEVICE_TIMEOUT_MS 5000
 
 struct sbx_vm_boot {
-  int link_fd;          /* O_RDWR|O_CLOEXEC|O_NONBLOCK fd of the sbx.link port */
-  int init_memfd;       /* sealed memfd copy of /sbx-init (execveat AT_EMPTY_PATH), O_CLOEXEC */
-  uint64_t disk_bytes;  /* sbx.disk or SBX_VM_DEFAULT_DISK */
+  int link_fd;           /* O_RDWR|O_CLOEXEC|O_NONBLOCK fd of the sbx.link port */
+  int init_memfd;        /* sealed memfd copy of /sbx-init (execveat AT_EMPTY_PATH), O_CLOEXEC */
+  uint64_t disk_bytes;   /* sbx.disk or SBX_VM_DEFAULT_DISK */
   uint64_t memory_bytes; /* sbx.memory, 0 when absent */
   char hostname[65];
 };

@@ -60,8 +60,8 @@ static const char *check_root(const struct sbx_vm_boot *b)
     return "root not writable";
   if (open("/dev/smoke", O_CREAT | O_WRONLY, 0600) >= 0 || errno != EROFS)
     return "/dev is writable";
-  if (fcntl(b->init_memfd, F_GET_SEALS) != (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW |
-                                            F_SEAL_WRITE) ||
+  if (fcntl(b->init_memfd, F_GET_SEALS) !=
+          (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) ||
       fstat(b->init_memfd, &st) < 0 || st.st_size == 0)
     return "sbx-init memfd not sealed or empty";
   if (fcntl(b->link_fd, F_GETFD) != FD_CLOEXEC)
