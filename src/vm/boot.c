@@ -5,7 +5,6 @@
  * running, so plain paths are safe except inside the root image, where a
  * mount point is checked to be a real directory (an image symlink there
  * would otherwise resolve against the initramfs). */
-#define _GNU_SOURCE
 #include "vm/boot.h"
 
 #include <dirent.h>

@@ -13,11 +13,16 @@
  *   real sbx-init that way. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,9 +60,87 @@ static int host_relay(int argc, char **argv)
   return sbx_relay_run(chan, link, host);
 }
 
+/* The value of key=N on the kernel command line (0: absent or bad). */
+static uint64_t cmdline_u64(const char *key)
+{
+  char buf[4096];
+  int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  size_t kl = strlen(key);
+  for (char *p = buf; (p = strstr(p, key)) != NULL; p += kl)
+    if ((p == buf || p[-1] == ' ') && p[kl] == '=')
+      return strtoull(p + kl + 1, NULL, 10);
+  return 0;
+}
+
+/* The guest's loopback up: ports (CONNECT) reach servers on it, as in a
+ * container's network namespace. */
+static void loopback_up(void)
+{
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct ifreq ifr = {0};
+  snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+      (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0))
+    fprintf(stderr, "sbx-vm: loopback: %s\n", strerror(errno));
+  if (s >= 0)
+    close(s);
+}
+
+static int write_file(const char *path, const char *text)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* sbx-init and everything it starts go into a cgroup of the guest's own
+ * with the request's pids limit (sbx.pids): a fork bomb stops there, not
+ * at the guest kernel's limits, as in a container.  The hierarchy is
+ * mounted only for this and detached again: membership outlives the
+ * mount, and the workload sees no cgroupfs. */
+static int enter_guest_cgroup(uint64_t pids)
+{
+  char dir[] = "/tmp/.sbx-cg-XXXXXX", path[64], val[32];
+  if (!pids)
+    return 0;
+  if (!mkdtemp(dir) || mount("cgroup2", dir, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    return -1;
+  int rc = -1;
+  snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
+  if (write_file(path, "+pids") == 0) {
+    snprintf(path, sizeof path, "%s/sandbox", dir);
+    if (mkdir(path, 0755) == 0 || errno == EEXIST) {
+      snprintf(path, sizeof path, "%s/sandbox/pids.max", dir);
+      snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
+      if (write_file(path, val) == 0) {
+        snprintf(path, sizeof path, "%s/sandbox/cgroup.procs", dir);
+        rc = write_file(path, "0");
+      }
+    }
+  }
+  umount2(dir, MNT_DETACH);
+  rmdir(dir);
+  return rc;
+}
+
 /* The child: sbx-init on fd 3, from the sealed copy boot made. */
 static void start_init(const struct sbx_vm_boot *b, int chan)
 {
+  /* fds 0-2 are the serial console: the host's log, not the workload's. */
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+    _exit(127);
+  if (enter_guest_cgroup(cmdline_u64("sbx.pids")) < 0)
+    _exit(126); /* never run the workload without its pids limit */
   if (chan != SBX_PROTO_CHAN_FD) {
     if (dup2(chan, SBX_PROTO_CHAN_FD) < 0)
       _exit(127);
@@ -81,6 +164,7 @@ static int guest(void)
     fprintf(stderr, "sbx-vm: socketpair: %s\n", strerror(errno));
     return 1;
   }
+  loopback_up();
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "sbx-vm: fork: %s\n", strerror(errno));

@@ -3,7 +3,6 @@
  * sbx_vm_boot, checks what the workload would see, reports one line on the
  * link port ("BOOT OK <hostname> <release>" or "BOOT FAIL <why>"), waits
  * briefly for the host's ack so the line is not lost, and powers off. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -35,6 +35,7 @@
 #define MIN_GUEST_MIB 128
 #define DEFAULT_GUEST_MIB 512
 #define DEFAULT_DISK (256ull << 20)
+#define DEFAULT_PIDS 256
 
 static struct sbx_spawner spawner = SBX_SPAWNER_INIT("microvm", NULL);
 static char *const helper_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
@@ -51,9 +52,10 @@ static char *const helper_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
  *   no_timer_check          (measured: docs/microvm.md)
  *   sbx.*                   for the guest init (vm/boot.c): the writable
  *                           disk's size, the hostname, a fresh random seed
- *                           and the clock, so no two guests share identity */
+ *                           and the clock, so no two guests share identity;
+ *                           for sbx-vm (vm/main.c) the pids limit */
 static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *pv,
-                           uint64_t disk, char *out, size_t len)
+                           uint64_t disk, uint64_t pids, char *out, size_t len)
 {
   unsigned char seed[32];
   char hex[65], tsc[64] = "";
@@ -64,8 +66,9 @@ static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_p
   snprintf(out, len,
            "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
            "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%.40s "
-           "sbx.seed=%s sbx.time=%lld",
-           tsc, (unsigned long long)disk, pv->rid, hex, (long long)time(NULL));
+           "sbx.seed=%s sbx.time=%lld sbx.pids=%llu",
+           tsc, (unsigned long long)disk, pv->rid, hex, (long long)time(NULL),
+           (unsigned long long)(pids ? pids : DEFAULT_PIDS));
 }
 
 static unsigned guest_mib(const struct sbx_limits *lim)
@@ -103,7 +106,7 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
   snprintf(a->console, sizeof a->console, "file:%s/console.log", pv->dir);
   snprintf(a->drive, sizeof a->drive, "file=%s,if=none,id=root,format=raw,readonly=on",
            conf->rootfs);
-  kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, a->append,
+  kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids, a->append,
                  sizeof a->append);
   char **v = a->argv;
   const char *fixed[] = {
