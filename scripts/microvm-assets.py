@@ -90,7 +90,7 @@ def build_initrd(moddir, release, sbx_vm, sbx_init, out):
             entries[path] = ("exe", f.read())
     for fname, name in zip(names, order):
         entries["modules/" + fname] = ("file", blobs[name])
-    entries["modules/order"] = ("file", ("\n".join(names) + "\n").encode())
+    entries["modules/order"] = ("file", "".join(n + "\n" for n in names).encode())
     c = debkernel.Cpio()
     for path in sorted(entries):  # sorted: parents before children, same bytes every run
         kind, payload = entries[path]
