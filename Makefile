@@ -12,6 +12,8 @@
 #   make format   clang-format (.clang-format) over the C of src/ and tests/; format-check
 #                 lists what it would change and fails if anything
 #   make test-hosts  the host lab: Debian kernels under QEMU, suites inside (docs/hosts.md)
+#   make microvm-assets  the microvm driver's kernel, initramfs and rootfs in build/microvm
+#                 (docs/microvm.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -23,7 +25,8 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format format-check
+        test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format format-check \
+        microvm-assets
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -141,6 +144,14 @@ HOSTS    ?= debian12-v2 debian13-v2
 LAB_ARGS ?=
 test-hosts: deps all
 	$(PYTHON) tests/hosts/lab.py --build $(BUILD) $(LAB_ARGS) $(HOSTS)
+
+# The microvm driver's assets (docs/microvm.md): vmlinuz (a link into the
+# kernel cache), initrd.img (sbx-vm as /init) and rootfs.sqfs in $(BUILD)/microvm.
+# Not part of `all`: it needs squashfs-tools and, once, the network.
+MICROVM_CACHE ?= /var/cache/sandboxd/microvm
+microvm-assets: all
+	$(PYTHON) scripts/microvm-assets.py all --cache $(MICROVM_CACHE) --build $(BUILD) \
+	  --out $(BUILD)/microvm
 
 bench: deps all
 	$(PYTHON) bench/bench.py --build $(BUILD) --out docs/benchmarks.md

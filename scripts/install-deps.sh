@@ -45,7 +45,30 @@ PACKAGES=(
   clang-format
   # the host lab (tests/hosts/): QEMU and its virtiofsd (qemu-system-common)
   qemu-system-x86 qemu-system-common
+  # the microvm driver's assets (scripts/microvm-assets.py, docs/microvm.md): mksquashfs
+  # for the root filesystem image; gcc -static (above, libc6-dev) for tests/microvm's init
+  squashfs-tools
 )
+
+# The microvm driver's kernel: Debian's cloud kernel, fetched (never installed)
+# into the cache scripts/microvm-assets.py and the driver read.  Best effort
+# and only when nothing is cached yet: the microvm driver is optional, and an
+# offline host with a cached kernel must still install (make microvm-assets
+# refreshes it when the archive has a newer one).
+MICROVM_CACHE=${SANDBOXD_MICROVM_CACHE:-/var/cache/sandboxd/microvm}
+fetch_microvm_kernel() {
+  [ -e "$MICROVM_CACHE/kernels/bookworm-linux-image-cloud-amd64.current" ] && return 0
+  if [ "$(id -u)" -ne 0 ] && ! mkdir -p "$MICROVM_CACHE" 2>/dev/null; then
+    echo "install-deps: no microVM kernel in $MICROVM_CACHE (run as root to fetch it)" >&2
+    return 0
+  fi
+  echo "install-deps: fetching the microVM kernel (linux-image-cloud-amd64) into $MICROVM_CACHE" >&2
+  if ! /usr/bin/python3 "$(dirname "$0")/microvm-assets.py" kernel --cache "$MICROVM_CACHE" >/dev/null; then
+    echo "install-deps: could not fetch the microVM kernel (no network?); the microvm driver" \
+         "stays unavailable until scripts/microvm-assets.py kernel succeeds" >&2
+  fi
+  return 0
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -53,7 +76,10 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  fetch_microvm_kernel
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing packages: ${missing[*]} (run as root to install)" >&2
@@ -64,3 +90,4 @@ export DEBIAN_FRONTEND=noninteractive
 # A fresh machine can have empty apt lists: refresh them first.
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fetch_microvm_kernel

@@ -18,13 +18,9 @@ Stdlib only.
 import argparse
 import fnmatch
 import json
-import lzma
 import os
-import re
 import shutil
 import signal
-import stat
-import struct
 import subprocess
 import sys
 import threading
@@ -32,202 +28,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+# kernel fetch, module closure, cpio: shared with scripts/microvm-assets.py
+from debkernel import Cpio, fetch_kernel, host_khz, module_closure, run  # noqa: E402
 QEMU = "qemu-system-x86_64"
 VIRTIOFSD = "/usr/lib/qemu/virtiofsd"
 BUSYBOX = "/bin/busybox"
 PROBE_TIMEOUT = 25  # a real KVM guest reaches the marker in ~1 s; PVM dies or crawls
-HOST_APT_SUITE = "bookworm"
-MIRRORS = {
-    "trixie": ["deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
-               "http://deb.debian.org/debian trixie main",
-               "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
-               "http://deb.debian.org/debian-security trixie-security main"],
-}
 
 
 def log(msg):
     print("lab: " + msg, flush=True)
 
 
-# ---------------------------------------------------------------- kernels
-
-def run(cmd, timeout=300, **kw):
-    return subprocess.run(cmd, timeout=timeout, check=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, **kw)
-
-
-def apt_opts(cache, suite):
-    """apt options for suite: the host's own apt for the host's suite, else a
-    private sources list, lists dir and archive cache under the lab cache,
-    so the host's apt state is never touched."""
-    if suite == HOST_APT_SUITE:
-        return []
-    if suite not in MIRRORS:
-        raise SystemExit(f"lab: no apt source known for suite {suite}")
-    d = os.path.join(cache, "apt-" + suite)
-    for sub in ("lists/partial", "cache/archives/partial", "parts.d", "prefs.d"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    src = os.path.join(d, "sources.list")
-    with open(src, "w") as f:
-        f.write("\n".join(MIRRORS[suite]) + "\n")
-    return ["-o", f"Dir::Etc::SourceList={src}", "-o", f"Dir::Etc::SourceParts={d}/parts.d",
-            "-o", f"Dir::Etc::PreferencesParts={d}/prefs.d", "-o", f"Dir::State::Lists={d}/lists",
-            "-o", f"Dir::Cache={d}/cache", "-o", "Dir::State::status=/dev/null"]
-
-
-def resolve_kernel_pkg(cache, suite, meta):
-    """The versioned image package the metapackage meta depends on."""
-    opts = apt_opts(cache, suite)
-    if opts:
-        lists = os.path.join(cache, "apt-" + suite, "lists")
-        fresh = any(n.endswith("InRelease") and time.time() - os.stat(os.path.join(lists, n)).st_mtime
-                    < 86400 for n in os.listdir(lists))
-        if not fresh:
-            run(["apt-get", *opts, "-q", "update"], timeout=300)
-    out = run(["apt-cache", *opts, "depends", meta]).stdout
-    m = re.search(r"Depends: (linux-image-\S+)", out)
-    if not m:
-        raise RuntimeError(f"{meta} in {suite}: no linux-image dependency in:\n{out}")
-    return m.group(1), opts
-
-
-def fetch_kernel(cache, suite, meta):
-    """Download + extract the suite's kernel once; returns (vmlinuz, moddir, release).
-    Without a network, the kernel extracted last time for this suite."""
-    kdir = os.path.join(cache, "kernels")
-    os.makedirs(kdir, exist_ok=True)
-    pointer = os.path.join(kdir, f"{suite}-{meta}.current")
-    try:
-        pkg, opts = resolve_kernel_pkg(cache, suite, meta)
-    except (subprocess.SubprocessError, OSError, RuntimeError) as e:
-        if not os.path.exists(pointer):
-            raise
-        pkg, opts = open(pointer).read().strip(), None
-        log(f"{suite}: apt failed ({str(e).strip()[:120]}); using the cached {pkg}")
-    root = os.path.join(kdir, pkg)
-    if not os.path.isdir(os.path.join(root, "boot")):
-        debs = os.path.join(kdir, "debs")
-        os.makedirs(debs, exist_ok=True)
-        for n in os.listdir(debs):
-            if n.startswith(pkg + "_"):
-                os.unlink(os.path.join(debs, n))
-        log(f"{suite}: apt-get download {pkg}")
-        run(["apt-get", *(opts or []), "-q", "download", pkg], timeout=600, cwd=debs)
-        deb = [n for n in os.listdir(debs) if n.startswith(pkg + "_")][0]
-        tmp = root + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        run(["dpkg-deb", "-x", os.path.join(debs, deb), tmp], timeout=600)
-        os.rename(tmp, root)
-        os.unlink(os.path.join(debs, deb))
-    with open(pointer, "w") as f:
-        f.write(pkg + "\n")
-    vmlinuz = [n for n in os.listdir(os.path.join(root, "boot")) if n.startswith("vmlinuz-")][0]
-    for base in ("lib/modules", "usr/lib/modules"):
-        if os.path.isdir(os.path.join(root, base)):
-            rel = os.listdir(os.path.join(root, base))[0]
-            return os.path.join(root, "boot", vmlinuz), os.path.join(root, base, rel), rel
-    raise RuntimeError(f"{pkg}: no modules directory")
-
-
-# ---------------------------------------------------------------- modules
-
-def ko_bytes(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    return lzma.decompress(data) if path.endswith(".xz") else data
-
-
-def modinfo_depends(data):
-    """The depends= of a module, from its ELF .modinfo section (no kmod on
-    the host, and the .deb ships no modules.dep)."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    def sec(i):
-        name, _t, _f, _a, off, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
-        return name, off, size
-    _n, stroff, _s = sec(shstrndx)
-    for i in range(shnum):
-        name, off, size = sec(i)
-        end = data.index(b"\0", stroff + name)
-        if data[stroff + name:end] == b".modinfo":
-            for kv in data[off:off + size].split(b"\0"):
-                if kv.startswith(b"depends="):
-                    return [d for d in kv[8:].decode().split(",") if d]
-            return []
-    return []
-
-
-def module_closure(moddir, wanted):
-    """Load order (dependencies first) of wanted and everything they need;
-    names that are built in or absent are reported, not fatal."""
-    index = {}
-    for dirpath, _d, files in os.walk(os.path.join(moddir, "kernel")):
-        for n in files:
-            m = re.match(r"(.+)\.ko(\.xz)?$", n)
-            if m:
-                index[m.group(1).replace("-", "_")] = os.path.join(dirpath, n)
-    builtin = set()
-    bpath = os.path.join(moddir, "modules.builtin")
-    if os.path.exists(bpath):
-        for line in open(bpath):
-            builtin.add(os.path.basename(line.strip())[:-3].replace("-", "_"))
-    order, seen, absent, blobs = [], set(), [], {}
-
-    def visit(name):
-        name = name.replace("-", "_")
-        if name in seen:
-            return
-        seen.add(name)
-        if name not in index:
-            if name not in builtin:
-                absent.append(name)
-            return
-        blobs[name] = ko_bytes(index[name])
-        for dep in modinfo_depends(blobs[name]):
-            visit(dep)
-        order.append(name)
-    for w in wanted:  # a name, or an fnmatch pattern over the kernel's modules
-        for name in (sorted(fnmatch.filter(index, w.replace("-", "_"))) if "*" in w else [w]):
-            visit(name)
-    return order, blobs, absent
-
-
 # ---------------------------------------------------------------- initramfs
-
-class Cpio:
-    """A newc archive (what the kernel unpacks as an initramfs)."""
-
-    def __init__(self):
-        self.parts, self.ino = [], 1
-
-    def add(self, name, mode, data=b"", target=None):
-        if target is not None:
-            data = target.encode()
-        nb = name.encode() + b"\0"
-        hdr = "070701" + "".join(f"{v:08X}" for v in (
-            self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(nb), 0))
-        self.ino += 1
-        blob = hdr.encode() + nb
-        blob += b"\0" * (-len(blob) % 4) + data
-        blob += b"\0" * (-len(blob) % 4)
-        self.parts.append(blob)
-
-    def dir(self, name):
-        self.add(name, stat.S_IFDIR | 0o755)
-
-    def file(self, name, data, mode=0o644):
-        self.add(name, stat.S_IFREG | mode, data)
-
-    def bytes(self):
-        return b"".join(self.parts) + _trailer()
-
-
-def _trailer():
-    c = Cpio.__new__(Cpio)
-    c.parts, c.ino = [], 0
-    c.add("TRAILER!!!", 0)
-    return c.parts[0]
-
 
 def build_initramfs(path, order, blobs):
     c = Cpio()
@@ -243,13 +57,6 @@ def build_initramfs(path, order, blobs):
 
 
 # ---------------------------------------------------------------- QEMU
-
-def host_khz():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("cpu MHz"):
-            return int(float(line.split(":")[1]) * 1000)
-    return 2000000
-
 
 class Guest:
     """One QEMU microvm with its virtiofsd daemons; serial console to a file
@@ -457,7 +264,8 @@ def run_host(name, host, cfg, args, accel_cache):
     rundir = os.path.join(args.out, name)
     shutil.rmtree(rundir, ignore_errors=True)
     os.makedirs(os.path.join(rundir, "out"))
-    kernel, moddir, release = fetch_kernel(args.cache, host["suite"], host["package"])
+    kernel, moddir, release = fetch_kernel(args.cache, host["suite"], host["package"],
+                                           log=lambda m: log(f"{name}: {m}"))
     order, blobs, absent = module_closure(moddir, cfg["modules"])
     if absent:
         log(f"{name}: modules not in {release} (built in or gone): {', '.join(absent)}")
