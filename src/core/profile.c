@@ -99,6 +99,9 @@ void sbx_profile_defaults(struct sbx_profile *p, const char *name, const char *d
   p->pool_size = 2;
 }
 
+/* How many profiles add_builtins makes. */
+#define NBUILTIN 6
+
 static void add_builtins(struct sbx_profile *out, size_t *n)
 {
   sbx_profile_defaults(&out[(*n)++], "container", "container");
@@ -143,7 +146,7 @@ int sbx_profiles_build(const struct sbx_profile *extra, size_t nextra, const cha
                        struct sbx_profile_set *out, struct sbx_error *err)
 {
   memset(out, 0, sizeof *out);
-  out->items = calloc(4 + nextra, sizeof *out->items);
+  out->items = calloc(NBUILTIN + nextra, sizeof *out->items);
   if (!out->items)
     return sbx_err_sys(err, ENOMEM, "profiles");
   pthread_mutex_init(&out->lock, NULL);

@@ -110,14 +110,17 @@ static int find_helper(const struct sbx_driver_env *env, char *out, size_t len, 
                        size_t whylen)
 {
   const char *set = sbx_driver_setting(env, "microvm_helper");
-  char dir[PATH_MAX], a[PATH_MAX + 32], b[PATH_MAX + 32];
+  char dir[PATH_MAX], a[PATH_MAX + 32], b[PATH_MAX + 32], c[PATH_MAX + 32];
   snprintf(dir, sizeof dir, "%s", env->init_path);
   char *slash = strrchr(dir, '/');
   if (slash)
     *slash = '\0';
+  /* beside sbx-init (installed), or the build tree's src/vm from its
+   * src/init or from its top */
   snprintf(a, sizeof a, "%s/sbx-vm", dir);
-  snprintf(b, sizeof b, "%s/../vm/sbx-vm", dir); /* the build tree */
-  const char *cand[] = {set ? set : a, set ? NULL : b, NULL};
+  snprintf(b, sizeof b, "%s/../vm/sbx-vm", dir);
+  snprintf(c, sizeof c, "%s/src/vm/sbx-vm", dir);
+  const char *cand[] = {set ? set : a, set ? NULL : b, c, NULL};
   for (size_t i = 0; cand[i]; i++)
     if (access(cand[i], X_OK) == 0) {
       snprintf(out, len, "%s", cand[i]);

@@ -116,7 +116,9 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
       "-append", a->append, "-device", "virtio-serial-device", "-chardev",
       "socket,id=link,fd=3", "-device", "virtserialport,chardev=link,name=sbx.link",
       "-drive", a->drive, "-device", "virtio-blk-device,drive=root", "-sandbox",
-      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"};
+      /* elevateprivileges stays allowed: its filter is in place before
+       * -runas drops to the user, whose setgid/setuid it would kill */
+      "on,obsolete=deny,spawn=deny,resourcecontrol=deny"};
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     *v++ = (char *)fixed[i];
   if (conf->runas[0]) {
