@@ -111,7 +111,7 @@ static const struct {
     {"uid_slots", "SANDBOXD_UID_SLOTS", 4096, NULL},
     {"overlay_layers", "SANDBOXD_OVERLAY_LAYERS", 0, " auto append string "},
     /* the microvm driver (docs/microvm.md) */
-    {"microvm_accel", "SANDBOXD_MICROVM_ACCEL", 0, " auto kvm tcg "},
+    {"microvm_accel", "SANDBOXD_MICROVM_ACCEL", 0, " auto kvm tcg off "},
     {"microvm_pool_size", "SANDBOXD_MICROVM_POOL_SIZE", 8, NULL},
     {"microvm_qemu", "SANDBOXD_MICROVM_QEMU", 0, PATH_VALUE},
     {"microvm_kernel", "SANDBOXD_MICROVM_KERNEL", 0, PATH_VALUE},

@@ -71,6 +71,23 @@ if not wanted_gvisor():
     os.environ.setdefault("SANDBOXD_RUNSC", NO_RUNSC)
 
 
+def wanted_microvm():
+    return any(is_microvm(p) for p in wanted_profiles())
+
+
+def is_microvm(profile):
+    """Profiles of the microvm driver (dedicated kernel): microvm, kata."""
+    return profile in ("microvm", "kata")
+
+
+# A microVM probe boots a guest (seconds of CPU under TCG): only the runs
+# that test the driver pay for it; the others see it unavailable at once.
+if wanted_microvm():
+    os.environ.setdefault("SANDBOXD_MICROVM_ACCEL", "tcg")
+else:
+    os.environ.setdefault("SANDBOXD_MICROVM_ACCEL", "off")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def test_database():
     """SANDBOXD_TEST_DATABASE=postgres: every daemon gets its own database

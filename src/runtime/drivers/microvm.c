@@ -246,6 +246,10 @@ static int choose_accel(const struct sbx_driver_env *env, char *why, size_t whyl
   if (!want)
     want = "auto";
   unsigned probe_ms = env->probe_timeout_ms ? env->probe_timeout_ms : 10000;
+  if (!strcmp(want, "off")) {
+    snprintf(why, whylen, "microvm_accel = off (SANDBOXD_MICROVM_ACCEL): not tried");
+    return -1;
+  }
   if (!strcmp(want, "tcg")) {
     snprintf(mv.conf.accel, sizeof mv.conf.accel, "tcg");
     snprintf(mv.note, sizeof mv.note, "software emulation (microvm_accel = tcg): slow");
