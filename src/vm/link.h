@@ -99,6 +99,12 @@ struct sbx_link_hdr {
   uint32_t aux; /* CREDIT: bytes; 0 otherwise */
 };
 
+/* A request on the main channel (an init/proto.h datagram of this type, no
+ * payload) that the guest relay answers itself instead of sbx-init: OK{u64
+ * the guest kernel's OOM kills so far (/proc/vmstat oom_kill)}, so the
+ * driver can tell an OOM kill inside the guest from any other SIGKILL. */
+#define SBX_LINK_MSG_OOM_KILLS 200u
+
 /* A datagram (≤ SBX_PROTO_MAX_INLINE + its header) plus the channel list. */
 #define SBX_LINK_MAX_PAYLOAD (64u * 1024 + 256)
 /* Largest DATA frame either relay sends. */

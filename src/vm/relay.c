@@ -381,7 +381,8 @@ static int frame_msg(struct relay *r, struct chan *c, const uint8_t *p, uint32_t
       r->ch[id].has_req = true;
     }
   }
-  if (c->wr_done) { /* nobody reads it any more: dropped, and credited */
+  if (c->wr_done || (!r->host && c == r->ch && sbx_relay_guest_answer(r, d, len - 4 - 4 * nids))) {
+    /* nobody reads it any more, or the relay answered it: consumed */
     c->consumed += len;
     maybe_credit(r, c);
     return 0;
@@ -601,6 +602,7 @@ struct relay *sbx_relay_new(int chan_fd, int link_fd, bool host)
   r->host = host;
   r->link = link_fd;
   r->next_id = 1;
+  r->vmstat_fd = host ? -1 : open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
   for (uint32_t i = 0; i < SBX_LINK_MAX_CHANNELS; i++)
     r->ch[i].fd = r->ch[i].far = -1;
   fcntl(chan_fd, F_SETFL, fcntl(chan_fd, F_GETFL) | O_NONBLOCK);
@@ -615,6 +617,8 @@ void sbx_relay_free(struct relay *r)
     if (r->ch[i].used)
       chan_free(&r->ch[i]);
   sbx_bq_free(&r->out);
+  if (r->vmstat_fd >= 0)
+    close(r->vmstat_fd);
   free(r);
 }
 

@@ -5,11 +5,13 @@
  * sent back before the reply that tells the daemon to read them. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "init/proto.h"
 #include "vm/relay_int.h"
 
 /* Makes the object: ends[0] stays with the relay, ends[1] is sbx-init's. */
@@ -120,4 +122,38 @@ void sbx_relay_guest_flush_files(struct relay *r, uint32_t id)
         c->far < 0 && !c->rd_done)
       flush_file(r, c);
   }
+}
+
+/* The oom_kill counter of /proc/vmstat (0 when unreadable). */
+static uint64_t guest_oom_kills(int fd)
+{
+  char buf[8192];
+  ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  const char *p = strstr(buf, "\noom_kill ");
+  return p ? strtoull(p + 10, NULL, 10) : 0;
+}
+
+bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n)
+{
+  struct sbx_proto_hdr h;
+  if (n < sizeof h)
+    return false;
+  memcpy(&h, dgram, sizeof h);
+  if (h.type != SBX_LINK_MSG_OOM_KILLS)
+    return false;
+  struct {
+    uint32_t nids;
+    struct sbx_proto_hdr h;
+    uint64_t value;
+  } __attribute__((packed)) reply = {0, {.type = SBX_MSG_OK, .id = h.id, .len = 8},
+                                     guest_oom_kills(r->vmstat_fd)};
+  struct chan *c = r->ch;
+  if (c->send_avail < sizeof reply)
+    return true; /* no room: the daemon's wait times out, as with a stalled guest */
+  c->send_avail -= (uint32_t)sizeof reply;
+  sbx_relay_emit(r, SBX_LINK_MSG, 0, 0, &reply, sizeof reply, 0);
+  return true;
 }

@@ -43,6 +43,7 @@ struct relay {
   struct chan ch[SBX_LINK_MAX_CHANNELS];
   uint32_t next_id;
   const char *fail; /* set: the link ends with this reason */
+  int vmstat_fd;    /* guest: /proc/vmstat, opened before any workload ran */
   struct sbx_link_reader rd;
 };
 
@@ -70,6 +71,10 @@ int sbx_relay_host_msg(struct relay *r, struct chan *c, const uint8_t *dgram, si
                        size_t nfds);
 /* relay_guest.c: OPEN from the host → the local object (0 / -1 + fail). */
 int sbx_relay_guest_open(struct relay *r, uint32_t id, uint8_t klass, uint64_t size);
+/* relay_guest.c: a request the guest relay answers itself
+ * (SBX_LINK_MSG_OOM_KILLS): true when dgram was one (answered or, without
+ * room in the window, dropped). */
+bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n);
 /* relay_guest.c: before sbx-init's datagram with request id `id` goes up,
  * the CH_FILE_OUT contents that request was waiting for. */
 void sbx_relay_guest_flush_files(struct relay *r, uint32_t id);

@@ -46,7 +46,9 @@
 #include "runtime/drivers/cg_spawn.h"
 #include "runtime/drivers/iso_limits.h"
 #include "runtime/drivers/microvm_int.h"
+#include "runtime/chan.h"
 #include "runtime/sandbox.h"
+#include "vm/link.h"
 
 #define HANDSHAKE_MS 60000     /* TCG boots in ~2 s here; a loaded CI host is slower */
 #define KVM_PROBE_MS 15000     /* a KVM guest boots in well under a second */
@@ -448,6 +450,20 @@ static int microvm_memory(struct sbx_sandbox *sb, struct sbx_memory *out)
   return pv ? sbx_drv_cg_memory(&pv->cg, out) : -1;
 }
 
+/* The guest kernel's OOM kills, answered by the guest relay (vm/link.h):
+ * the host cgroup's counter never moves, since the guest's kernel, not the
+ * host's, kills inside it. */
+static int microvm_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
+{
+  struct sbx_chan_reply rep;
+  struct sbx_error err = {0};
+  if (sbx_chan_call_fds(sb, SBX_LINK_MSG_OOM_KILLS, NULL, 0, NULL, 0, "oom kills", &rep, &err) <
+      0)
+    return -1;
+  *out = rep.value;
+  return 0;
+}
+
 /* ---- recover / shutdown ----------------------------------------------- */
 
 static int microvm_recover(const struct sbx_driver_env *env)
@@ -497,4 +513,5 @@ const struct sbx_driver sbx_drv_microvm = {
     .describe = microvm_describe,
     .note = microvm_note,
     .memory = microvm_memory,
+    .oom_kills = microvm_oom_kills,
 };
