@@ -61,6 +61,7 @@
 #include "runtime/drivers/cg_spawn.h"
 #include "runtime/drivers/gvisor_int.h"
 #include "runtime/drivers/iso_limits.h"
+#include "runtime/drivers/warm_pool.h"
 
 #define HANDSHAKE_MS 20000 /* runsc start is 0.3–1 s here; loaded CI hosts are slower */
 #define RUNSC_CMD_MS 10000 /* bound of one runsc kill/delete/probe */
@@ -83,9 +84,12 @@ static struct {
   struct sbx_cg_host cg;
 } gv;
 
-static int build_pooled(const char *rid, uint64_t disk, uint64_t pids, struct sbx_gv_priv **pv,
-                        int *chan, struct sbx_error *err);
-static void drop(struct sbx_gv_priv *pv, int chan);
+static int build_pooled(const char *rid, const struct sbx_limits *key, void **pv, int *chan,
+                        struct sbx_error *err);
+static void drop(void *pv, int chan);
+/* Host-pack sandboxes only, as the sandbox user (gvisor_create), keyed by
+ * disk and pids: the tmpfs sizes and RLIMIT_NPROC are fixed at start. */
+static struct sbx_warm_pool pool = SBX_WARM_POOL_INIT("gvisor", "gvp_");
 
 /* ---- probe ------------------------------------------------------------ */
 
@@ -369,8 +373,8 @@ static int gvisor_probe(const struct sbx_driver_env *env, char *why, size_t whyl
     return -1;
   snprintf(gv.describe, sizeof gv.describe, "%s", gv.platform);
   sbx_overlay_set_form(sbx_driver_setting(env, "overlay_layers"));
-  sbx_gv_pool_start(build_pooled, drop,
-                    sbx_driver_setting_uint(env, "gvisor_pool_size", 1, SBX_GV_POOL_MAX));
+  sbx_warm_pool_start(&pool, build_pooled, drop,
+                      sbx_driver_setting_uint(env, "gvisor_pool_size", 1, SBX_WARM_POOL_MAX));
   gv.ready = true;
   sbx_info("gvisor", "runsc %s, platform %s", gv.runsc, gv.platform);
   return 0;
@@ -560,14 +564,15 @@ static int build(const char *rid, const struct sbx_limits *lim, const struct sbx
 
 /* Pool entries start with the key's limits (memory/cpu: unlimited until
  * the hand-over sets the request's; nothing but sbx-init runs before). */
-static int build_pooled(const char *rid, uint64_t disk, uint64_t pids, struct sbx_gv_priv **pv,
-                        int *chan, struct sbx_error *err)
+static int build_pooled(const char *rid, const struct sbx_limits *key, void **pv, int *chan,
+                        struct sbx_error *err)
 {
-  struct sbx_limits lim = {.disk_bytes = disk, .pids = pids, .memory_bytes = POOL_IDLE_MEMORY};
-  return build(rid, &lim, NULL, NULL, pv, chan, err);
+  struct sbx_limits lim = {
+      .disk_bytes = key->disk_bytes, .pids = key->pids, .memory_bytes = POOL_IDLE_MEMORY};
+  return build(rid, &lim, NULL, NULL, (struct sbx_gv_priv **)pv, chan, err);
 }
 
-static void drop(struct sbx_gv_priv *pv, int chan)
+static void drop(void *pv, int chan)
 {
   if (chan >= 0)
     close(chan);
@@ -579,9 +584,11 @@ static void drop(struct sbx_gv_priv *pv, int chan)
 static struct sbx_gv_priv *take_pooled(const struct sbx_sandbox_spec *spec, uint64_t disk,
                                        int *chan)
 {
-  struct sbx_gv_priv *pv;
-  if (!sbx_gv_pool_take(spec->profile ? spec->profile : "", disk, spec->limits.pids, &pv, chan))
+  void *got;
+  struct sbx_limits key = {.disk_bytes = disk, .pids = spec->limits.pids};
+  if (!sbx_warm_pool_take(&pool, spec->profile ? spec->profile : "", &key, &got, chan))
     return NULL;
+  struct sbx_gv_priv *pv = got;
   struct sbx_error err = {0};
   struct sbx_iso_limits hl = host_limits(&spec->limits, disk);
   if (sbx_cg_set_limits(&pv->cg, &hl, &err) < 0) {
@@ -648,14 +655,16 @@ static int gvisor_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox
 static void gvisor_prewarm(const char *profile, const struct sbx_limits *limits)
 {
   if (gv.ready)
-    sbx_gv_pool_want(profile, limits->disk_bytes ? limits->disk_bytes : DEFAULT_DISK,
-                     limits->pids);
+    sbx_warm_pool_want(&pool, profile,
+                       &(struct sbx_limits){.disk_bytes = limits->disk_bytes ? limits->disk_bytes
+                                                                              : DEFAULT_DISK,
+                                            .pids = limits->pids});
 }
 
 static unsigned gvisor_pool_idle(const char *profile, const struct sbx_limits *limits)
 {
   (void)limits; /* a profile's keys differ only by what prewarm gave */
-  return gv.ready ? sbx_gv_pool_idle(profile) : 0;
+  return gv.ready ? sbx_warm_pool_idle(&pool, profile) : 0;
 }
 
 static void gvisor_destroy(struct sbx_sandbox *sb)
@@ -738,7 +747,7 @@ static void gvisor_shutdown(void)
 {
   if (!gv.ready)
     return;
-  sbx_gv_pool_stop();
+  sbx_warm_pool_stop(&pool);
   for (int i = 0; i < gv.cg.nctrl; i++)
     if (rmdir(gv.cg.ctrl[i].parent) < 0 && errno != ENOENT)
       sbx_debug("gvisor", "rmdir %s: %s", gv.cg.ctrl[i].parent, strerror(errno));

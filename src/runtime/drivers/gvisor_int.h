@@ -5,7 +5,7 @@
  *   gvisor_proc.c    running runsc: the long-lived spawner thread that
  *                    starts `runsc run` inside the sandbox's cgroup, and
  *                    bounded one-shot runsc commands (probe, kill, delete)
- *   gvisor_pool.c    the warm pool of pre-started sandboxes (per profile) */
+ * Its warm pool is the drivers' shared one (warm_pool.h). */
 #ifndef SBX_RUNTIME_GVISOR_INT_H
 #define SBX_RUNTIME_GVISOR_INT_H
 
@@ -50,27 +50,6 @@ struct sbx_gv_image {
   uint32_t run_uid, run_gid;
 };
 #define SBX_GV_MAX_LAYERS SBX_ISO_MAX_LAYERS
-
-/* ---- warm pool (gvisor_pool.c) ----
- * Host-pack sandboxes only, as the sandbox user: the driver never asks the
- * pool for an image request (gvisor.c, gvisor_create). */
-/* Starts a sandbox with container id rid (sbx-init past READY). */
-typedef int (*sbx_gv_build_fn)(const char *rid, uint64_t disk, uint64_t pids,
-                               struct sbx_gv_priv **pv, int *chan, struct sbx_error *err);
-/* Tears one down completely (closes chan). */
-typedef void (*sbx_gv_drop_fn)(struct sbx_gv_priv *pv, int chan);
-/* size: idle sandboxes kept per key (0 disables, at most SBX_GV_POOL_MAX). */
-#define SBX_GV_POOL_MAX 8
-void sbx_gv_pool_start(sbx_gv_build_fn build, sbx_gv_drop_fn drop, unsigned size);
-/* Remembers a key to keep warm (starts the refill thread if needed). */
-void sbx_gv_pool_want(const char *profile, uint64_t disk, uint64_t pids);
-/* Hands over an idle sandbox of that key, or false (then build cold). */
-bool sbx_gv_pool_take(const char *profile, uint64_t disk, uint64_t pids, struct sbx_gv_priv **pv,
-                      int *chan);
-/* Idle sandboxes of every key of profile (the sandbox_pool_idle gauge). */
-unsigned sbx_gv_pool_idle(const char *profile);
-/* Stops the refill thread and drops every idle sandbox. */
-void sbx_gv_pool_stop(void);
 
 /* Writes <dir>/rootfs and <dir>/config.json for one sandbox.  Host pack
  * (img NULL): a skeleton with a synthetic /etc, mounted read-only by

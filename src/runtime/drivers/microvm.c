@@ -46,6 +46,7 @@
 #include "runtime/drivers/cg_spawn.h"
 #include "runtime/drivers/iso_limits.h"
 #include "runtime/drivers/microvm_int.h"
+#include "runtime/drivers/warm_pool.h"
 #include "runtime/chan.h"
 #include "runtime/sandbox.h"
 #include "vm/link.h"
@@ -55,6 +56,13 @@
 #define QEMU_OVERHEAD (192ull << 20) /* QEMU itself + TCG's 32 MiB code cache, measured */
 #define HOST_PIDS 64           /* QEMU's threads + the relay */
 #define DEFAULT_DISK (256ull << 20)
+
+static int build_pooled(const char *rid, const struct sbx_limits *key, void **pv, int *chan,
+                        struct sbx_error *err);
+static void drop(void *pv, int chan);
+/* Booted guests per (profile, memory, vCPUs, disk, pids): all fixed when a
+ * guest boots, so a request takes a pooled guest only when they match. */
+static struct sbx_warm_pool pool = SBX_WARM_POOL_INIT("microvm", "mvp_");
 
 static struct {
   bool ready;
@@ -301,6 +309,8 @@ static int microvm_probe(const struct sbx_driver_env *env, char *why, size_t why
     return -1;
   }
   snprintf(mv.describe, sizeof mv.describe, "%s", mv.conf.accel);
+  sbx_warm_pool_start(&pool, build_pooled, drop,
+                      sbx_driver_setting_uint(env, "microvm_pool_size", 1, SBX_WARM_POOL_MAX));
   sbx_info("microvm", "qemu %s, kernel %s, accel %s", mv.conf.qemu, mv.conf.kernel,
            mv.conf.accel);
   return 0;
@@ -389,6 +399,44 @@ static int build(const char *rid, const struct sbx_limits *lim, unsigned handsha
   return 0;
 }
 
+/* The limits a guest is booted with: a request's, with the defaults filled
+ * in (so a request and a profile's prewarm key compare equal). */
+static struct sbx_limits boot_key(const struct sbx_limits *req)
+{
+  return (struct sbx_limits){.memory_bytes = req->memory_bytes ? req->memory_bytes : 512ull << 20,
+                             .cpu_millis = req->cpu_millis,
+                             .disk_bytes = req->disk_bytes ? req->disk_bytes : DEFAULT_DISK,
+                             .pids = req->pids};
+}
+
+static int build_pooled(const char *rid, const struct sbx_limits *key, void **pv, int *chan,
+                        struct sbx_error *err)
+{
+  return build(rid, key, HANDSHAKE_MS, (struct sbx_mv_priv **)pv, chan, err);
+}
+
+static void drop(void *pv, int chan)
+{
+  if (chan >= 0)
+    close(chan);
+  teardown(pv);
+  free(pv);
+}
+
+static void microvm_prewarm(const char *profile, const struct sbx_limits *limits)
+{
+  if (mv.ready) {
+    struct sbx_limits key = boot_key(limits);
+    sbx_warm_pool_want(&pool, profile, &key);
+  }
+}
+
+static unsigned microvm_pool_idle(const char *profile, const struct sbx_limits *limits)
+{
+  (void)limits;
+  return mv.ready ? sbx_warm_pool_idle(&pool, profile) : 0;
+}
+
 static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
                           struct sbx_error *err)
 {
@@ -399,14 +447,19 @@ static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbo
   if (named || spec->nlayers)
     return sbx_err_field(err, "image", "the microvm profiles run the host pack only, not '%s'",
                          spec->image ? spec->image : "");
-  struct sbx_limits lim = spec->limits;
-  lim.disk_bytes = lim.disk_bytes ? lim.disk_bytes : DEFAULT_DISK;
+  struct sbx_limits lim = boot_key(&spec->limits);
   struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_microvm, spec);
   if (!sb)
     return sbx_err_sys(err, ENOMEM, "microvm");
-  struct sbx_mv_priv *pv = NULL;
+  void *pooled = NULL;
   int chan = -1;
-  if (build(spec->id, &lim, HANDSHAKE_MS, &pv, &chan, err) < 0) {
+  /* A pooled guest was booted with these very limits and its cgroup set
+   * to them; nothing but its sbx-init has run in it. */
+  struct sbx_mv_priv *pv =
+      sbx_warm_pool_take(&pool, spec->profile ? spec->profile : "", &lim, &pooled, &chan)
+          ? pooled
+          : NULL;
+  if (!pv && build(spec->id, &lim, HANDSHAKE_MS, &pv, &chan, err) < 0) {
     sbx_sandbox_free(sb);
     return -1;
   }
@@ -491,6 +544,7 @@ static void microvm_shutdown(void)
 {
   if (!mv.ready)
     return;
+  sbx_warm_pool_stop(&pool);
   for (int i = 0; i < mv.cg.nctrl; i++)
     if (rmdir(mv.cg.ctrl[i].parent) < 0 && errno != ENOENT)
       sbx_debug("microvm", "rmdir %s: %s", mv.cg.ctrl[i].parent, strerror(errno));
@@ -510,6 +564,8 @@ const struct sbx_driver sbx_drv_microvm = {
     .usage = microvm_usage,
     .recover = microvm_recover,
     .shutdown = microvm_shutdown,
+    .prewarm = microvm_prewarm,
+    .pool_idle = microvm_pool_idle,
     .describe = microvm_describe,
     .note = microvm_note,
     .memory = microvm_memory,
