@@ -113,6 +113,7 @@ static const struct {
     /* the microvm driver (docs/microvm.md) */
     {"microvm_accel", "SANDBOXD_MICROVM_ACCEL", 0, " auto kvm tcg off "},
     {"microvm_pool_size", "SANDBOXD_MICROVM_POOL_SIZE", 8, NULL},
+    {"microvm_snapshot", "SANDBOXD_MICROVM_SNAPSHOT", 0, " on off "},
     {"microvm_qemu", "SANDBOXD_MICROVM_QEMU", 0, PATH_VALUE},
     {"microvm_kernel", "SANDBOXD_MICROVM_KERNEL", 0, PATH_VALUE},
     {"microvm_initrd", "SANDBOXD_MICROVM_INITRD", 0, PATH_VALUE},

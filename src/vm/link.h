@@ -105,6 +105,12 @@ struct sbx_link_hdr {
  * driver can tell an OOM kill inside the guest from any other SIGKILL. */
 #define SBX_LINK_MSG_OOM_KILLS 200u
 
+/* Another such request: a guest restored from a saved state takes a fresh
+ * identity.  Payload: 32 bytes of seed (credited to the guest's RNG, which
+ * is then reseeded), i64 unix time in ns (the clock), str hostname
+ * (init/proto.h's str).  → OK{0}, or ERR{errno} for a malformed one. */
+#define SBX_LINK_MSG_IDENTITY 201u
+
 /* A datagram (≤ SBX_PROTO_MAX_INLINE + its header) plus the channel list. */
 #define SBX_LINK_MAX_PAYLOAD (64u * 1024 + 256)
 /* Largest DATA frame either relay sends. */

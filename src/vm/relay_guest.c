@@ -7,6 +7,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <linux/random.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -136,24 +139,65 @@ static uint64_t guest_oom_kills(int fd)
   return p ? strtoull(p + 10, NULL, 10) : 0;
 }
 
+/* A fresh identity for a restored guest (SBX_LINK_MSG_IDENTITY): 0 or an
+ * errno. */
+static int take_identity(const uint8_t *p, size_t n)
+{
+  struct {
+    int entropy_count, buf_size;
+    uint8_t buf[32];
+  } seed = {256, 32, {0}};
+  int64_t ns;
+  uint32_t hlen;
+  if (n < 32 + 8 + 4)
+    return EINVAL;
+  memcpy(seed.buf, p, 32);
+  memcpy(&ns, p + 32, 8);
+  memcpy(&hlen, p + 40, 4);
+  if (hlen == 0 || hlen > 64 || n != 44 + (size_t)hlen + 1 || p[44 + hlen] != '\0' ||
+      memchr(p + 44, '\0', hlen))
+    return EINVAL;
+  int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+  int e = 0;
+  if (fd < 0 || ioctl(fd, RNDADDENTROPY, &seed) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
+    e = errno;
+  if (fd >= 0)
+    close(fd);
+  explicit_bzero(&seed, sizeof seed);
+  struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+  if (!e && (clock_settime(CLOCK_REALTIME, &ts) < 0 || sethostname((const char *)p + 44, hlen) < 0))
+    e = errno;
+  return e;
+}
+
 bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n)
 {
   struct sbx_proto_hdr h;
   if (n < sizeof h)
     return false;
   memcpy(&h, dgram, sizeof h);
-  if (h.type != SBX_LINK_MSG_OOM_KILLS)
+  if (h.type != SBX_LINK_MSG_OOM_KILLS && h.type != SBX_LINK_MSG_IDENTITY)
     return false;
   struct {
     uint32_t nids;
     struct sbx_proto_hdr h;
     uint64_t value;
-  } __attribute__((packed)) reply = {0, {.type = SBX_MSG_OK, .id = h.id, .len = 8},
-                                     guest_oom_kills(r->vmstat_fd)};
+  } __attribute__((packed)) reply = {0, {.type = SBX_MSG_OK, .id = h.id, .len = 8}, 0};
+  if (h.type == SBX_LINK_MSG_OOM_KILLS) {
+    reply.value = guest_oom_kills(r->vmstat_fd);
+  } else {
+    int e = take_identity(dgram + sizeof h, n - sizeof h);
+    if (e) { /* ERR{i32 errno}: the same 8 bytes' room, 4 used */
+      reply.h.type = SBX_MSG_ERR;
+      reply.h.len = 4;
+      reply.value = (uint32_t)e;
+    }
+  }
+  size_t len = sizeof reply - (reply.h.len == 4 ? 4 : 0);
   struct chan *c = r->ch;
-  if (c->send_avail < sizeof reply)
+  if (c->send_avail < len)
     return true; /* no room: the daemon's wait times out, as with a stalled guest */
-  c->send_avail -= (uint32_t)sizeof reply;
-  sbx_relay_emit(r, SBX_LINK_MSG, 0, 0, &reply, sizeof reply, 0);
+  c->send_avail -= (uint32_t)len;
+  sbx_relay_emit(r, SBX_LINK_MSG, 0, 0, &reply, len, 0);
   return true;
 }

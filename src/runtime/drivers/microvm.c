@@ -29,11 +29,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -64,8 +66,11 @@ static void drop(void *pv, int chan);
  * guest boots, so a request takes a pooled guest only when they match. */
 static struct sbx_warm_pool pool = SBX_WARM_POOL_INIT("microvm", "mvp_");
 
+static void microvm_destroy(struct sbx_sandbox *sb);
+
 static struct {
   bool ready;
+  bool snapshots; /* microvm_snapshot: restore from golden states */
   struct sbx_mv_conf conf;
   char describe[32];
   char note[256];
@@ -309,6 +314,8 @@ static int microvm_probe(const struct sbx_driver_env *env, char *why, size_t why
     return -1;
   }
   snprintf(mv.describe, sizeof mv.describe, "%s", mv.conf.accel);
+  const char *snap = sbx_driver_setting(env, "microvm_snapshot");
+  mv.snapshots = !snap || strcmp(snap, "off") != 0;
   sbx_warm_pool_start(&pool, build_pooled, drop,
                       sbx_driver_setting_uint(env, "microvm_pool_size", 1, SBX_WARM_POOL_MAX));
   sbx_info("microvm", "qemu %s, kernel %s, accel %s", mv.conf.qemu, mv.conf.kernel,
@@ -350,8 +357,17 @@ static struct sbx_iso_limits host_limits(const struct sbx_limits *req)
   return lim;
 }
 
+/* How build() starts a guest: boot (handshake_ms for READY) or restore
+ * (boot.state_fd), with QMP when qmp_out is set. */
+struct start {
+  struct sbx_mv_boot boot;
+  unsigned handshake_ms;
+  int *qmp_out;
+  char *cmdline_out;
+};
+
 static int start_one(struct sbx_mv_priv *pv, const struct sbx_limits *lim,
-                     unsigned handshake_ms, int *chan_out, struct sbx_error *err)
+                     const struct start *how, int *chan_out, struct sbx_error *err)
 {
   struct sbx_iso_limits hl = host_limits(lim);
   if (sbx_cg_create(&mv.cg, pv->rid, &hl, &pv->cg, err) < 0) {
@@ -366,20 +382,24 @@ static int start_one(struct sbx_mv_priv *pv, const struct sbx_limits *lim,
       pv->dir[0] = '\0'; /* someone else's: leave it alone */
     return sbx_err_sys(err, e, "microvm: mkdir");
   }
-  _cleanup_close_ int chan = -1;
-  if (sbx_mv_start(&mv.conf, pv, lim, &chan, err) < 0)
+  _cleanup_close_ int chan = -1, qmp = -1;
+  if (sbx_mv_start(&mv.conf, pv, lim, &how->boot, &chan, &qmp, how->cmdline_out, err) < 0)
     return -1;
   uint32_t flags = 0;
-  if (sbx_init_handshake_ex(chan, handshake_ms, &flags, err) < 0) {
+  int rc = how->boot.state_fd >= 0 ? sbx_mv_resume(qmp, err)
+                                   : sbx_init_handshake_ex(chan, how->handshake_ms, &flags, err);
+  if (rc < 0) {
     sbx_mv_explain(pv, err);
     return -1;
   }
+  if (how->qmp_out)
+    *how->qmp_out = steal_fd(&qmp);
   *chan_out = steal_fd(&chan);
   return 0;
 }
 
-static int build(const char *rid, const struct sbx_limits *lim, unsigned handshake_ms,
-                 struct sbx_mv_priv **out, int *chan_out, struct sbx_error *err)
+static int build_how(const char *rid, const struct sbx_limits *lim, const struct start *how,
+                     struct sbx_mv_priv **out, int *chan_out, struct sbx_error *err)
 {
   struct sbx_mv_priv *pv = calloc(1, sizeof *pv);
   if (!pv)
@@ -387,7 +407,7 @@ static int build(const char *rid, const struct sbx_limits *lim, unsigned handsha
   pv->cg.v2_dirfd = -1;
   snprintf(pv->rid, sizeof pv->rid, "%s", rid);
   uint64_t t0 = sbx_now_ms();
-  if (start_one(pv, lim, handshake_ms, chan_out, err) < 0) {
+  if (start_one(pv, lim, how, chan_out, err) < 0) {
     err->code = SBX_E_RUNTIME_UNAVAILABLE;
     sbx_err_prefix(err, "microvm %s", rid);
     teardown(pv);
@@ -397,6 +417,187 @@ static int build(const char *rid, const struct sbx_limits *lim, unsigned handsha
   sbx_debug("microvm", "%s up in %llu ms", rid, (unsigned long long)(sbx_now_ms() - t0));
   *out = pv;
   return 0;
+}
+
+/* A guest booted cold. */
+static int build(const char *rid, const struct sbx_limits *lim, unsigned handshake_ms,
+                 struct sbx_mv_priv **out, int *chan_out, struct sbx_error *err)
+{
+  struct start how = {.boot = {.state_fd = -1}, .handshake_ms = handshake_ms};
+  return build_how(rid, lim, &how, out, chan_out, err);
+}
+
+/* ---- golden states -------------------------------------------------------
+ * Per boot key, a guest booted up to READY and saved paused; a create with
+ * no pooled guest restores a copy (microvm_snap.c) in a fraction of a boot
+ * and gives it a fresh identity.  The first create of a key boots cold and
+ * asks for the golden state in the background.  Named by a hash of the key
+ * and of the assets, so a new kernel, initramfs or root image is never
+ * restored from an old state; recovery removes them with the guests' dirs. */
+
+#define GOLDEN_MAX_BUILDING 4
+
+static pthread_mutex_t golden_lock = PTHREAD_MUTEX_INITIALIZER;
+static char golden_building[GOLDEN_MAX_BUILDING][PATH_MAX];
+
+static void golden_path(const struct sbx_limits *key, char *out, size_t len)
+{
+  crypto_generichash_state st;
+  unsigned char h[16];
+  char hex[33];
+  crypto_generichash_init(&st, NULL, 0, sizeof h);
+  crypto_generichash_update(&st, (const unsigned char *)key, sizeof *key);
+  const char *files[] = {mv.conf.kernel, mv.conf.initrd, mv.conf.rootfs};
+  for (size_t i = 0; i < 3; i++) {
+    struct stat sb = {0};
+    (void)stat(files[i], &sb);
+    crypto_generichash_update(&st, (const unsigned char *)files[i], strlen(files[i]));
+    crypto_generichash_update(&st, (const unsigned char *)&sb.st_size, sizeof sb.st_size);
+    crypto_generichash_update(&st, (const unsigned char *)&sb.st_mtim, sizeof sb.st_mtim);
+  }
+  crypto_generichash_update(&st, (const unsigned char *)mv.conf.accel, strlen(mv.conf.accel));
+  crypto_generichash_final(&st, h, sizeof h);
+  sbx_hex(h, sizeof h, hex);
+  snprintf(out, len, "%s/golden-%s", mv.conf.dir, hex);
+}
+
+static int write_text(const char *path, const char *text)
+{
+  _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  size_t n = strlen(text);
+  return fd >= 0 && write(fd, text, n) == (ssize_t)n ? 0 : -1;
+}
+
+/* Boots a guest for key and saves it as <base>.state + <base>.cmdline
+ * (each written aside and renamed, so a reader sees whole files). */
+static int golden_make(const struct sbx_limits *key, const char *base, struct sbx_error *err)
+{
+  char rid[40], tmp[PATH_MAX + 32], fin[PATH_MAX + 32], cmdline[SBX_MV_CMDLINE_MAX];
+  sbx_random_id("mvg_", rid, sizeof rid);
+  struct sbx_mv_priv *pv = NULL;
+  int chan = -1, qmp = -1;
+  struct start how = {.boot = {.qmp = true, .state_fd = -1},
+                      .handshake_ms = HANDSHAKE_MS,
+                      .qmp_out = &qmp,
+                      .cmdline_out = cmdline};
+  if (build_how(rid, key, &how, &pv, &chan, err) < 0)
+    return -1;
+  snprintf(tmp, sizeof tmp, "%s.state.tmp", base);
+  int rc = sbx_mv_save(qmp, tmp, err);
+  close(qmp);
+  close(chan);
+  teardown(pv);
+  free(pv);
+  snprintf(fin, sizeof fin, "%s.cmdline", base);
+  if (rc == 0 && write_text(fin, cmdline) < 0)
+    rc = sbx_err_sys(err, errno, "microvm: write %s", fin);
+  snprintf(fin, sizeof fin, "%s.state", base);
+  if (rc == 0 && rename(tmp, fin) < 0)
+    rc = sbx_err_sys(err, errno, "microvm: rename %s", tmp);
+  if (rc < 0)
+    unlink(tmp);
+  return rc;
+}
+
+struct golden_job {
+  struct sbx_limits key;
+  char base[PATH_MAX];
+  int slot;
+};
+
+static void *golden_main(void *arg)
+{
+  struct golden_job *job = arg;
+  struct sbx_error err = {0};
+  uint64_t t0 = sbx_now_ms();
+  if (golden_make(&job->key, job->base, &err) < 0)
+    sbx_warn("microvm", "golden state: %s", err.msg);
+  else
+    sbx_info("microvm", "golden state %s saved in %llu ms", job->base,
+             (unsigned long long)(sbx_now_ms() - t0));
+  pthread_mutex_lock(&golden_lock);
+  golden_building[job->slot][0] = '\0';
+  pthread_mutex_unlock(&golden_lock);
+  free(job);
+  return NULL;
+}
+
+/* Starts making key's golden state unless it exists or is being made. */
+static void golden_want(const struct sbx_limits *key, const char *base)
+{
+  char state[PATH_MAX + 16];
+  snprintf(state, sizeof state, "%s.state", base);
+  if (!mv.snapshots || access(state, R_OK) == 0)
+    return;
+  pthread_mutex_lock(&golden_lock);
+  int slot = -1;
+  for (int i = 0; i < GOLDEN_MAX_BUILDING; i++) {
+    if (!strcmp(golden_building[i], base))
+      slot = -2;
+    else if (slot == -1 && !golden_building[i][0])
+      slot = i;
+  }
+  struct golden_job *job = slot >= 0 ? calloc(1, sizeof *job) : NULL;
+  pthread_t t;
+  if (job) {
+    *job = (struct golden_job){.key = *key, .slot = slot};
+    snprintf(job->base, sizeof job->base, "%s", base);
+    snprintf(golden_building[slot], sizeof golden_building[slot], "%s", base);
+    if (pthread_create(&t, NULL, golden_main, job) == 0) {
+      pthread_detach(t);
+    } else {
+      golden_building[slot][0] = '\0';
+      free(job);
+    }
+  }
+  pthread_mutex_unlock(&golden_lock);
+}
+
+/* A copy of key's golden state, running; false when there is none or it
+ * did not come up (logged: the caller boots cold). */
+static bool golden_restore(const char *rid, const struct sbx_limits *key, const char *base,
+                           struct sbx_mv_priv **pv, int *chan)
+{
+  char path[PATH_MAX + 16], cmdline[SBX_MV_CMDLINE_MAX] = "";
+  snprintf(path, sizeof path, "%s.cmdline", base);
+  _cleanup_close_ int cfd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = cfd >= 0 ? read(cfd, cmdline, sizeof cmdline - 1) : -1;
+  snprintf(path, sizeof path, "%s.state", base);
+  _cleanup_close_ int sfd = n > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  if (sfd < 0)
+    return false;
+  cmdline[n] = '\0';
+  struct sbx_error err = {0};
+  struct start how = {.boot = {.qmp = true, .state_fd = sfd, .cmdline = cmdline}};
+  int qmp = -1;
+  how.qmp_out = &qmp;
+  if (build_how(rid, key, &how, pv, chan, &err) < 0) {
+    sbx_warn("microvm", "restoring %s: %s; booting cold", base, err.msg);
+    return false;
+  }
+  close(qmp);
+  return true;
+}
+
+/* A restored guest's own identity: a new RNG seed, the clock, its
+ * hostname (the guest relay applies them; vm/link.h). */
+static int fresh_identity(struct sbx_sandbox *sb, const char *hostname, struct sbx_error *err)
+{
+  uint8_t buf[32 + 8 + 4 + 64 + 1];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  uint32_t hlen = (uint32_t)strnlen(hostname, 64);
+  randombytes_buf(buf, 32);
+  memcpy(buf + 32, &ns, 8);
+  memcpy(buf + 40, &hlen, 4);
+  memcpy(buf + 44, hostname, hlen);
+  buf[44 + hlen] = '\0';
+  struct sbx_chan_reply rep;
+  int rc = sbx_chan_call_fds(sb, SBX_LINK_MSG_IDENTITY, buf, 45 + hlen, NULL, 0, "identity", &rep,
+                             err);
+  sodium_memzero(buf, 32);
+  return rc;
 }
 
 /* The limits a guest is booted with: a request's, with the defaults filled
@@ -453,16 +654,21 @@ static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbo
     return sbx_err_sys(err, ENOMEM, "microvm");
   void *pooled = NULL;
   int chan = -1;
+  char base[PATH_MAX];
+  golden_path(&lim, base, sizeof base);
   /* A pooled guest was booted with these very limits and its cgroup set
    * to them; nothing but its sbx-init has run in it. */
   struct sbx_mv_priv *pv =
       sbx_warm_pool_take(&pool, spec->profile ? spec->profile : "", &lim, &pooled, &chan)
           ? pooled
           : NULL;
+  bool restored = !pv && mv.snapshots && golden_restore(spec->id, &lim, base, &pv, &chan);
   if (!pv && build(spec->id, &lim, HANDSHAKE_MS, &pv, &chan, err) < 0) {
     sbx_sandbox_free(sb);
     return -1;
   }
+  if (!restored)
+    golden_want(&lim, base);
   sb->init_fd = chan;
   sb->init_pid = pv->qemu_pid;
   sb->fd_in = true; /* nothing crosses the link but bytes */
@@ -470,6 +676,13 @@ static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbo
   sb->limits.disk_bytes = lim.disk_bytes;
   snprintf(sb->root_desc, sizeof sb->root_desc, "/ (microvm %.50s)", pv->rid);
   sb->priv = pv;
+  char host[64];
+  sbx_mv_hostname(spec->id, host);
+  if (restored && fresh_identity(sb, host, err) < 0) {
+    /* never hand out a copy that still carries the golden guest's seed */
+    microvm_destroy(sb);
+    return -1;
+  }
   *out = sb;
   return 0;
 }

@@ -38,12 +38,43 @@ struct sbx_mv_priv {
   pid_t qemu_pid, relay_pid; /* our children */
 };
 
+/* How one guest starts: booted, or restored from a saved state. */
+struct sbx_mv_boot {
+  /* Give QEMU a QMP monitor: *qmp_out is the daemon's end (microvm_snap.c
+   * saves and resumes through it). */
+  bool qmp;
+  /* Restore: the saved state (an open file, read by QEMU as `-incoming
+   * fd:`) and the kernel command line it was booted with — the machine
+   * must be the one that was saved, byte for byte; -1/NULL: boot. */
+  int state_fd;
+  const char *cmdline;
+};
+
 /* Starts QEMU and the host relay for one guest in pv->cg (made by the
  * caller) with the request's limits; *chan_out: the daemon's end of the
- * sandbox channel (sbx-init's READY comes on it once the guest booted).
- * On failure the caller tears down what pv holds. */
+ * sandbox channel (a booted guest's sbx-init says READY on it), *qmp_out
+ * QMP's when asked for (else -1); cmdline_out (may be NULL, 768 bytes):
+ * the kernel command line used.  On failure the caller tears down what pv
+ * holds. */
 int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
-                 const struct sbx_limits *lim, int *chan_out, struct sbx_error *err);
+                 const struct sbx_limits *lim, const struct sbx_mv_boot *boot, int *chan_out,
+                 int *qmp_out, char *cmdline_out, struct sbx_error *err);
+
+/* The guest's hostname for sandbox id rid: the id with '_' as '-' (a
+ * hostname's alphabet), so every guest has its own. */
+void sbx_mv_hostname(const char *rid, char out[64]);
+
+/* ---- saved states (microvm_snap.c) ---- */
+#define SBX_MV_CMDLINE_MAX 768
+/* One QMP command (a JSON object in text) on qmp_fd, with fd passed along
+ * when ≥ 0 (getfd); the reply's text into reply.  0 on "return", -1 with
+ * err on "error", a closed monitor or timeout_ms. */
+int sbx_mv_qmp(int qmp_fd, const char *cmd, int fd, char *reply, size_t len, unsigned timeout_ms,
+               struct sbx_error *err);
+/* Saves the running guest behind qmp_fd (paused first) into path. */
+int sbx_mv_save(int qmp_fd, const char *path, struct sbx_error *err);
+/* Resumes a guest restored with -incoming once its state is loaded. */
+int sbx_mv_resume(int qmp_fd, struct sbx_error *err);
 
 /* Appends the guest console's last meaningful line to err's message (why
  * a boot failed: a kernel panic, the guest init's own complaint). */

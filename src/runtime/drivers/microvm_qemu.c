@@ -54,20 +54,29 @@ static char *const helper_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
  *                           disk's size, the hostname, a fresh random seed
  *                           and the clock, so no two guests share identity;
  *                           for sbx-vm (vm/main.c) the pids limit */
+void sbx_mv_hostname(const char *rid, char out[64])
+{
+  size_t i = 0;
+  for (; rid[i] && i < 63; i++)
+    out[i] = rid[i] == '_' ? '-' : rid[i];
+  out[i] = '\0';
+}
+
 static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *pv,
                            uint64_t disk, uint64_t pids, char *out, size_t len)
 {
   unsigned char seed[32];
-  char hex[65], tsc[64] = "";
+  char hex[65], tsc[64] = "", host[64];
+  sbx_mv_hostname(pv->rid, host);
   randombytes_buf(seed, sizeof seed);
   sbx_hex(seed, sizeof seed, hex);
   if (!strcmp(conf->accel, "tcg") && conf->tsc_khz)
     snprintf(tsc, sizeof tsc, " tsc_early_khz=%u tsc=reliable no_timer_check", conf->tsc_khz);
   snprintf(out, len,
            "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
-           "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%.40s "
+           "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%s "
            "sbx.seed=%s sbx.time=%lld sbx.pids=%llu",
-           tsc, (unsigned long long)disk, pv->rid, hex, (long long)time(NULL),
+           tsc, (unsigned long long)disk, host, hex, (long long)time(NULL),
            (unsigned long long)(pids ? pids : DEFAULT_PIDS));
 }
 
@@ -87,13 +96,15 @@ static unsigned guest_cpus(const struct sbx_limits *lim)
 }
 
 struct qemu_args {
-  char machine[96], accel[48], mem[16], smp[16], console[PATH_MAX + 16], append[768];
+  char machine[96], accel[48], mem[16], smp[16], console[PATH_MAX + 16];
+  char append[SBX_MV_CMDLINE_MAX];
   char drive[PATH_MAX + 64];
-  char *argv[48];
+  char *argv[56];
 };
 
 static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *pv,
-                      const struct sbx_limits *lim, struct qemu_args *a)
+                      const struct sbx_limits *lim, const struct sbx_mv_boot *boot,
+                      struct qemu_args *a)
 {
   bool kvm = !strcmp(conf->accel, "kvm");
   /* rtc=off is microvm's advice under KVM; under TCG it doubles the boot. */
@@ -106,8 +117,11 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
   snprintf(a->console, sizeof a->console, "file:%s/console.log", pv->dir);
   snprintf(a->drive, sizeof a->drive, "file=%s,if=none,id=root,format=raw,readonly=on",
            conf->rootfs);
-  kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids, a->append,
-                 sizeof a->append);
+  if (boot->cmdline)
+    snprintf(a->append, sizeof a->append, "%s", boot->cmdline);
+  else
+    kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids,
+                   a->append, sizeof a->append);
   char **v = a->argv;
   const char *fixed[] = {
       conf->qemu, "-M", a->machine, "-accel", a->accel, "-cpu", kvm ? "host" : "max", "-m",
@@ -125,6 +139,16 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
     *v++ = "-runas";
     *v++ = (char *)conf->runas;
   }
+  if (boot->qmp) { /* QMP on fd 4 (a socketpair end) */
+    *v++ = "-chardev";
+    *v++ = "socket,id=qmp,fd=4";
+    *v++ = "-mon";
+    *v++ = "chardev=qmp,mode=control";
+  }
+  if (boot->state_fd >= 0) { /* the saved state on fd 5 */
+    *v++ = "-incoming";
+    *v++ = "fd:5";
+  }
   *v = NULL;
 }
 
@@ -141,7 +165,8 @@ static int spawn(struct sbx_mv_priv *pv, char *const *argv, const int *fds, int 
 }
 
 int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
-                 const struct sbx_limits *lim, int *chan_out, struct sbx_error *err)
+                 const struct sbx_limits *lim, const struct sbx_mv_boot *boot, int *chan_out,
+                 int *qmp_out, char *cmdline_out, struct sbx_error *err)
 {
   char log[PATH_MAX + 16];
   snprintf(log, sizeof log, "%s/qemu.log", pv->dir);
@@ -156,16 +181,26 @@ int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) < 0)
     return sbx_err_sys(err, errno, "microvm: socketpair");
   _cleanup_close_ int mine = chan[0], far = chan[1];
+  int qmp[2] = {-1, -1};
+  if (boot->qmp && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0)
+    return sbx_err_sys(err, errno, "microvm: socketpair");
+  _cleanup_close_ int qmp_mine = qmp[0], qmp_qemu = qmp[1];
   struct qemu_args a;
-  qemu_argv(conf, pv, lim, &a);
-  int qfds[] = {null_fd, log_fd, log_fd, link_qemu};
-  if (spawn(pv, a.argv, qfds, 4, &pv->qemu_pid, err) < 0)
+  qemu_argv(conf, pv, lim, boot, &a);
+  if (cmdline_out)
+    snprintf(cmdline_out, SBX_MV_CMDLINE_MAX, "%s", a.append);
+  /* fd 4 and 5 only when used: QEMU then owns nothing else of ours */
+  int qfds[] = {null_fd, log_fd, log_fd, link_qemu, boot->qmp ? qmp_qemu : null_fd,
+                boot->state_fd >= 0 ? boot->state_fd : null_fd};
+  if (spawn(pv, a.argv, qfds, 6, &pv->qemu_pid, err) < 0)
     return -1;
   char *relay[] = {(char *)conf->helper, "relay", "--chan-fd", "3", "--link-fd", "4", NULL};
   int rfds[] = {null_fd, log_fd, log_fd, far, link_relay};
   if (spawn(pv, relay, rfds, 5, &pv->relay_pid, err) < 0)
     return -1;
   *chan_out = steal_fd(&mine); /* EOF on it if the relay or QEMU dies */
+  if (qmp_out)
+    *qmp_out = boot->qmp ? steal_fd(&qmp_mine) : -1;
   return 0;
 }
 
