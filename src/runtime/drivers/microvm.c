@@ -758,6 +758,21 @@ static void microvm_shutdown(void)
   if (!mv.ready)
     return;
   sbx_warm_pool_stop(&pool);
+  /* A golden state being made has a paused guest that no relay EOF can
+   * power off (QEMU dropped its death signal with -runas): kill it, and
+   * give its thread a moment to clean up after itself. */
+  if (sbx_cg_recover(&mv.cg) > 0)
+    sbx_info("microvm", "stopped the guests still starting");
+  for (int tries = 0; tries < 500; tries++) {
+    bool busy = false;
+    pthread_mutex_lock(&golden_lock);
+    for (int i = 0; i < GOLDEN_MAX_BUILDING; i++)
+      busy |= golden_building[i][0] != '\0';
+    pthread_mutex_unlock(&golden_lock);
+    if (!busy)
+      break;
+    usleep(10000);
+  }
   for (int i = 0; i < mv.cg.nctrl; i++)
     if (rmdir(mv.cg.ctrl[i].parent) < 0 && errno != ENOENT)
       sbx_debug("microvm", "rmdir %s: %s", mv.cg.ctrl[i].parent, strerror(errno));
