@@ -147,7 +147,13 @@ static void start_init(const struct sbx_vm_boot *b, int chan)
   } else {
     fcntl(chan, F_SETFD, 0);
   }
-  char *argv[] = {"sbx-init", "--fd-in", NULL};
+  /* The workload's user: the image's (sbx.uid/sbx.gid), else the sandbox
+   * user, as in a container; sbx-init drops to it before it serves. */
+  uint64_t uid = cmdline_u64("sbx.uid"), gid = cmdline_u64("sbx.gid");
+  char u[24], g[24];
+  snprintf(u, sizeof u, "%llu", (unsigned long long)(uid && uid < 65536 ? uid : 1000));
+  snprintf(g, sizeof g, "%llu", (unsigned long long)(gid && gid < 65536 ? gid : 1000));
+  char *argv[] = {"sbx-init", "--fd-in", "--uid", u, "--gid", g, NULL};
   char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
   syscall(SYS_execveat, b->init_memfd, "", argv, envp, AT_EMPTY_PATH);
   fprintf(stderr, "sbx-vm: cannot start sbx-init: %s\n", strerror(errno));

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -638,16 +639,61 @@ static unsigned microvm_pool_idle(const char *profile, const struct sbx_limits *
   return mv.ready ? sbx_warm_pool_idle(&pool, profile) : 0;
 }
 
+/* The sandbox around a started guest. */
+static void attach(struct sbx_sandbox *sb, struct sbx_mv_priv *pv, int chan,
+                   const struct sbx_limits *lim)
+{
+  sb->init_fd = chan;
+  sb->init_pid = pv->qemu_pid;
+  sb->fd_in = true; /* nothing crosses the link but bytes */
+  sb->spool_dir = strdup(pv->dir);
+  sb->limits.disk_bytes = lim->disk_bytes;
+  snprintf(sb->root_desc, sizeof sb->root_desc, "/ (microvm %.50s)", pv->rid);
+  sb->priv = pv;
+}
+
+/* An OCI image's sandbox: its own root image (microvm_image.c) and its
+ * User; always booted cold (pools and golden states hold the host pack). */
+static int create_image(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
+                        struct sbx_error *err)
+{
+  char images[PATH_MAX + 16], root[PATH_MAX + 128];
+  snprintf(images, sizeof images, "%s-images", mv.conf.dir);
+  if (sbx_mv_image_root(images, spec->image_digest, spec->layers, spec->nlayers, root,
+                        sizeof root, err) < 0)
+    return -1;
+  struct sbx_limits lim = boot_key(&spec->limits);
+  struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_microvm, spec);
+  if (!sb)
+    return sbx_err_sys(err, ENOMEM, "microvm");
+  struct start how = {.boot = {.state_fd = -1, .rootfs = root, .uid = spec->run_uid,
+                               .gid = spec->run_gid},
+                      .handshake_ms = HANDSHAKE_MS};
+  struct sbx_mv_priv *pv = NULL;
+  int chan = -1;
+  if (build_how(spec->id, &lim, &how, &pv, &chan, err) < 0) {
+    sbx_sandbox_free(sb);
+    return -1;
+  }
+  attach(sb, pv, chan, &lim);
+  *out = sb;
+  return 0;
+}
+
 static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
                           struct sbx_error *err)
 {
   *out = NULL;
   if (!mv.ready)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "microvm driver not probed/available");
+  /* An image reference must come with its layers (the core resolves it);
+   * never the host pack in its place. */
   bool named = spec->image && *spec->image && strcmp(spec->image, "host") != 0;
-  if (named || spec->nlayers)
-    return sbx_err_field(err, "image", "the microvm profiles run the host pack only, not '%s'",
+  if ((named || spec->nlayers) && (!spec->layers || !spec->nlayers))
+    return sbx_err_field(err, "image", "image '%s' has no usable layers",
                          spec->image ? spec->image : "");
+  if (spec->nlayers)
+    return create_image(spec, out, err);
   struct sbx_limits lim = boot_key(&spec->limits);
   struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_microvm, spec);
   if (!sb)
@@ -669,13 +715,7 @@ static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbo
   }
   if (!restored)
     golden_want(&lim, base);
-  sb->init_fd = chan;
-  sb->init_pid = pv->qemu_pid;
-  sb->fd_in = true; /* nothing crosses the link but bytes */
-  sb->spool_dir = strdup(pv->dir);
-  sb->limits.disk_bytes = lim.disk_bytes;
-  snprintf(sb->root_desc, sizeof sb->root_desc, "/ (microvm %.50s)", pv->rid);
-  sb->priv = pv;
+  attach(sb, pv, chan, &lim);
   char host[64];
   sbx_mv_hostname(spec->id, host);
   if (restored && fresh_identity(sb, host, err) < 0) {
@@ -750,6 +790,22 @@ static int microvm_recover(const struct sbx_driver_env *env)
   }
   if (d)
     closedir(d);
+  /* an image root being built when the daemon died: its overlay and file */
+  char images[PATH_MAX + 16];
+  snprintf(images, sizeof images, "%s-images", mv.conf.dir);
+  d = opendir(images);
+  while (d && (de = readdir(d))) {
+    char p[PATH_MAX + 300];
+    snprintf(p, sizeof p, "%s/%s", images, de->d_name);
+    if (!strncmp(de->d_name, "mnt-", 4)) {
+      umount2(p, MNT_DETACH);
+      rmdir(p);
+    } else if (strstr(de->d_name, ".tmp")) {
+      unlink(p);
+    }
+  }
+  if (d)
+    closedir(d);
   return n;
 }
 
@@ -782,10 +838,11 @@ const struct sbx_driver sbx_drv_microvm = {
     .abi = SBX_DRIVER_ABI,
     .name = "microvm",
     .klass = "dedicated-kernel",
-    /* everything through the fd-in forms over the link (vm/link.h); no
-     * images and no network yet (docs/microvm.md) */
+    /* everything through the fd-in forms over the link (vm/link.h); OCI
+     * images as squashfs roots (microvm_image.c); no network yet
+     * (docs/microvm.md) */
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH | SBX_CAP_UPSTREAM |
-            SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS,
+            SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES,
     .probe = microvm_probe,
     .create = microvm_create,
     .destroy = microvm_destroy,

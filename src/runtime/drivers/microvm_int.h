@@ -48,6 +48,10 @@ struct sbx_mv_boot {
    * must be the one that was saved, byte for byte; -1/NULL: boot. */
   int state_fd;
   const char *cmdline;
+  /* The root image (NULL: the host pack's, conf->rootfs) and the user the
+   * workload runs as (0: the sandbox user, 1000). */
+  const char *rootfs;
+  uint32_t uid, gid;
 };
 
 /* Starts QEMU and the host relay for one guest in pv->cg (made by the
@@ -63,6 +67,13 @@ int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
 /* The guest's hostname for sandbox id rid: the id with '_' as '-' (a
  * hostname's alphabet), so every guest has its own. */
 void sbx_mv_hostname(const char *rid, char out[64]);
+
+/* ---- OCI images (microvm_image.c) ---- */
+/* The squashfs root of the image with manifest digest `digest` and these
+ * unpacked layers (lowest first), built under images_dir once; its path
+ * into out.  0, or -1 with err. */
+int sbx_mv_image_root(const char *images_dir, const char *digest, const char *const *layers,
+                      size_t n, char *out, size_t len, struct sbx_error *err);
 
 /* ---- saved states (microvm_snap.c) ---- */
 #define SBX_MV_CMDLINE_MAX 768

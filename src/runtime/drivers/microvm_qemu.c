@@ -53,7 +53,8 @@ static char *const helper_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
  *   sbx.*                   for the guest init (vm/boot.c): the writable
  *                           disk's size, the hostname, a fresh random seed
  *                           and the clock, so no two guests share identity;
- *                           for sbx-vm (vm/main.c) the pids limit */
+ *                           for sbx-vm (vm/main.c) the pids limit and
+ *                           the workload's user */
 void sbx_mv_hostname(const char *rid, char out[64])
 {
   size_t i = 0;
@@ -63,7 +64,8 @@ void sbx_mv_hostname(const char *rid, char out[64])
 }
 
 static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *pv,
-                           uint64_t disk, uint64_t pids, char *out, size_t len)
+                           uint64_t disk, uint64_t pids, const struct sbx_mv_boot *boot, char *out,
+                           size_t len)
 {
   unsigned char seed[32];
   char hex[65], tsc[64] = "", host[64];
@@ -75,9 +77,10 @@ static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_p
   snprintf(out, len,
            "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
            "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%s "
-           "sbx.seed=%s sbx.time=%lld sbx.pids=%llu",
+           "sbx.seed=%s sbx.time=%lld sbx.pids=%llu sbx.uid=%u sbx.gid=%u",
            tsc, (unsigned long long)disk, host, hex, (long long)time(NULL),
-           (unsigned long long)(pids ? pids : DEFAULT_PIDS));
+           (unsigned long long)(pids ? pids : DEFAULT_PIDS), boot->uid ? boot->uid : 1000,
+           boot->gid ? boot->gid : 1000);
 }
 
 static unsigned guest_mib(const struct sbx_limits *lim)
@@ -116,11 +119,11 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
   snprintf(a->smp, sizeof a->smp, "%u", guest_cpus(lim));
   snprintf(a->console, sizeof a->console, "file:%s/console.log", pv->dir);
   snprintf(a->drive, sizeof a->drive, "file=%s,if=none,id=root,format=raw,readonly=on",
-           conf->rootfs);
+           boot->rootfs ? boot->rootfs : conf->rootfs);
   if (boot->cmdline)
     snprintf(a->append, sizeof a->append, "%s", boot->cmdline);
   else
-    kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids,
+    kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids, boot,
                    a->append, sizeof a->append);
   char **v = a->argv;
   const char *fixed[] = {
