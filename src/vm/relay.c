@@ -36,6 +36,8 @@ enum { HDR = sizeof(struct sbx_link_hdr) };
 
 int sbx_bq_put(struct bq *q, const void *d, size_t n)
 {
+  if (!n) /* an empty DATA frame: nothing to queue (and q->p may be NULL) */
+    return 0;
   if (q->off && q->off + q->len + n > q->cap) {
     memmove(q->p, q->p + q->off, q->len);
     q->off = 0;
@@ -166,6 +168,11 @@ static void chan_free(struct chan *c)
  * in quarters of the window, or whenever the queue has drained. */
 static void maybe_credit(struct relay *r, struct chan *c)
 {
+  /* Nothing follows this side's CLOSE: the peer ends the link on any frame
+   * for a channel it was told is closed (frame_on_chan), and DATA it sent
+   * before it saw the CLOSE (dropped here, wr_done) needs no credit back. */
+  if (c->sent_close)
+    return;
   if (!c->consumed || (c->consumed < SBX_LINK_WINDOW / 4 && c->q.len))
     return;
   if (sbx_relay_emit(r, SBX_LINK_CREDIT, 0, (uint32_t)(c - r->ch), NULL, 0, c->consumed) == 0) {

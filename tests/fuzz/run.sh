@@ -12,11 +12,13 @@ build=$1 secs=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 # -max_len per parser: what a real input of that kind needs, a little more
-# (a request head, a DNS query over UDP/TCP, a few tar entries, …).
+# (a request head, a DNS query over UDP/TCP, a few tar entries, one link
+# frame of the largest size, …).
 declare -A MAXLEN=([router]=4096 [schema]=8192 [init_msg]=4200 [chan_reply]=4096
-                   [archive]=65536 [image]=16384 [dns]=600 [sni]=16640 [policy]=4096)
+                   [archive]=65536 [image]=16384 [dns]=600 [sni]=16640 [policy]=4096
+                   [link]=70000)
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(router schema init_msg chan_reply archive image dns sni policy)
+[ ${#names[@]} -eq 0 ] && names=(router schema init_msg chan_reply archive image dns sni policy link)
 mkdir -p "$here/crashes" "$build/fuzz-logs"
 # UBSan findings must stop the run like ASan's do.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}

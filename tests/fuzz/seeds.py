@@ -273,3 +273,118 @@ chan += [b"\0" + errs + bytes([2]) + ctl(0, u32(42)) + exited(0) + bytes([3]) + 
          b"\0" + errs + bytes([2]) + ctl(3, u32(12)) + ctl(0, u32(0)) + bytes([2]) + ctl(0, u32(0x80000000)) + ctl(8, u32(1)),
          b"\0" + errs + bytes([0]) + bytes([4]) + ctl(7, b"\x22" + u32(0)) + ctl(5, b"") + ctl(6, b"") + exited(0x7f)]
 write("chan_reply", chan)
+
+# ---- link: [mode][fds][msg/size][split] + link frames (vm/link.h) ---------------
+MSG, OPEN, DATA, EOF_, CLOSE, CREDIT = 1, 2, 3, 4, 5, 6
+CH_IN, CH_OUT, CH_STREAM, CH_SEQ, CH_FILE_IN, CH_FILE_OUT = 1, 2, 3, 4, 5, 6
+MAX_PAYLOAD, WINDOW, MAX_FILE = 64 * 1024 + 256, 256 * 1024, 64 << 20
+
+
+def fr(kind, chan=0, payload=b"", flags=0, aux=0, zero=0, ln=None):
+    return struct.pack("<BBHIII", kind, flags, zero, chan, len(payload) if ln is None else ln,
+                       aux) + payload
+
+
+def lmsg(chan, datagram, ids=()):
+    return fr(MSG, chan, u32(len(ids)) + b"".join(u32(i) for i in ids) + datagram)
+
+
+def hosthdr(fds=0, exec_=False, size=0, slices=0, split=0x88, short=None):
+    """The harness's 4 bytes for the host relay; short = the window shortened
+    by (short+1)*16 KiB."""
+    b0 = slices << 1 | (8 | short << 4 if short is not None else 0)
+    return bytes([b0, fds, (size // 512) << 1 | exec_, split])
+
+
+def guesthdr(slices=0, split=0x88, short=None):
+    return bytes([1 | hosthdr(slices=slices, split=split, short=short)[0], 0, 0, split])
+
+
+ok_reply = dg(10, u64(0))                   # OK{0} to request 7
+pong = dg(3, b"", mid=1)
+exited = dg(34, u32(0) + u64(1500) + u64(2048), mid=0)
+# host: fds bit 0 CH_IN (id 1), 1 CH_OUT, 2 CH_STREAM, 3 CH_SEQ, 4 memfd; ids in that order
+ALL = 0x1f                                  # ids 1 IN, 2 OUT, 3 STREAM, 4 SEQ, 5 FILE
+link = [
+    # the guest's replies on channel 0, then a clean end of every kind
+    hosthdr() + lmsg(0, ok_reply) + lmsg(0, pong) + fr(EOF_, 0),
+    hosthdr(ALL, size=4096) +
+    fr(DATA, 2, b"stdout bytes\n") + fr(EOF_, 2) + fr(CLOSE, 2) +         # CH_OUT
+    fr(DATA, 3, b"stream") + fr(EOF_, 3) + fr(CLOSE, 3) +                 # CH_STREAM
+    lmsg(4, exited) + fr(CLOSE, 4) +                                      # CH_SEQ
+    fr(DATA, 5, struct.pack("<BIQqH", 1, 0o644, 5, 1700000000, 0)) +      # CH_FILE_OUT
+    fr(EOF_, 5) + fr(CLOSE, 5) + fr(EOF_, 1) + fr(CLOSE, 1) +             # CH_IN
+    lmsg(0, ok_reply),
+    # a payload memfd goes in (EXEC): the guest closes it
+    hosthdr(0x18, exec_=True, size=8192) + fr(CLOSE, 2) + lmsg(1, dg(32, u32(42), mid=0)),
+    # the same streams in two and three slices (the incremental reader)
+    hosthdr(0x06, slices=1, split=0x05) + fr(DATA, 1, b"a" * 3000) + fr(DATA, 2, b"b" * 100) +
+    fr(EOF_, 1) + fr(CLOSE, 1),
+    hosthdr(0x06, slices=2, split=0x73) + fr(DATA, 1, b"a" * 3000) + fr(DATA, 2, b"b" * 100) +
+    fr(EOF_, 2) + fr(CLOSE, 2) + lmsg(0, ok_reply),
+    # CREDIT within what was sent (windows short by 16 KiB), and past it
+    hosthdr(0x05, short=0) + fr(CREDIT, 1, aux=16384) + fr(CREDIT, 2, aux=1000) + fr(CREDIT, 0, aux=4),
+    hosthdr(0x05, short=0) + fr(CREDIT, 1, aux=16385),
+    hosthdr(0x05) + fr(CREDIT, 1, aux=1),
+    hosthdr() + fr(CREDIT, 0, aux=0xffffffff),
+    # DATA up to the window's end, and one byte past it (window short by 240 KiB)
+    hosthdr(0x02, short=14) + fr(DATA, 1, b"x" * 16384),
+    hosthdr(0x02, short=14) + fr(DATA, 1, b"x" * 16384) + fr(DATA, 1, b"y"),
+    hosthdr(0x02, short=15) + fr(DATA, 1, b"x" * 2),
+    # CH_FILE_OUT: up to its size, one byte past it
+    hosthdr(0x10, size=1024) + fr(DATA, 1, b"r" * 1024) + fr(EOF_, 1) + fr(CLOSE, 1),
+    hosthdr(0x10, size=1024) + fr(DATA, 1, b"r" * 1000) + fr(DATA, 1, b"r" * 25),
+    # what the guest may never send the host
+    hosthdr() + lmsg(0, ok_reply, ids=(1,)),                                 # MSG with ids
+    hosthdr(0x08) + lmsg(0, ok_reply, ids=(1,)),
+    hosthdr() + fr(OPEN, 1, u64(0), flags=CH_IN),                            # OPEN
+    hosthdr(0x01) + fr(DATA, 1, b"into stdin"),                              # DATA on CH_IN
+    hosthdr(0x18, exec_=True, size=512) + fr(DATA, 2, b"p"),                 # … on CH_FILE_IN
+    hosthdr() + fr(DATA, 0, b"not a message"),                               # DATA on chan 0
+    hosthdr(0x04) + lmsg(1, ok_reply),                                       # MSG on a stream
+    hosthdr() + fr(DATA, 9, b"nobody"),                                      # unknown channel
+    hosthdr() + fr(EOF_, 1023) + fr(CLOSE, 1024) + fr(DATA, 0xffffffff, b"z"),
+    hosthdr() + fr(CLOSE, 0),                                                # chan 0 cannot close
+    hosthdr(0x02) + fr(CLOSE, 1) + fr(DATA, 1, b"after close"),
+    hosthdr(0x02) + fr(EOF_, 1) + fr(DATA, 1, b"after eof"),
+    hosthdr() + fr(DATA, 0, ln=MAX_PAYLOAD + 1),                             # oversize len
+    hosthdr() + fr(MSG, 0, ln=0xffffffff),
+    hosthdr() + fr(MSG, 0, u32(0) + ok_reply, zero=1),                       # zero field
+    hosthdr() + fr(7, 0) + fr(0, 0),                                         # unknown kinds
+    hosthdr() + fr(EOF_, 0, b"x") + fr(CREDIT, 0, b"x", aux=1),              # len on control frames
+    hosthdr(0x02) + fr(DATA, 1, b"x", aux=3),                                # aux off CREDIT
+    hosthdr() + fr(MSG, 0, u32(0) + b"short"),                               # no datagram header
+    hosthdr() + fr(MSG, 0, u32(9) + b"\0" * 60),                             # nids > 8
+    hosthdr() + fr(MSG, 0, u32(0) + dg(10, b"\0" * (MAX_PAYLOAD - 20))),   # the largest frame
+    # truncated frames: a header cut short, a payload cut short
+    hosthdr() + lmsg(0, ok_reply)[:9],
+    hosthdr(0x02, slices=2, split=0x31) + fr(DATA, 1, b"q" * 500)[:300],
+]
+# guest: the host OPENs every class, fills and names them, then closes them
+opens = (fr(OPEN, 1, u64(0), flags=CH_IN) + fr(OPEN, 2, u64(0), flags=CH_OUT) +
+         fr(OPEN, 3, u64(0), flags=CH_STREAM) + fr(OPEN, 4, u64(0), flags=CH_SEQ) +
+         fr(OPEN, 5, u64(4096), flags=CH_FILE_IN) + fr(OPEN, 6, u64(4096), flags=CH_FILE_OUT))
+link += [
+    guesthdr() + opens + fr(DATA, 5, b"#!/bin/sh\n") + fr(EOF_, 5) +
+    lmsg(0, dg(4, b"\0" * 8), ids=(5, 1, 2, 2, 4)) + fr(DATA, 1, b"stdin") + fr(EOF_, 1) +
+    lmsg(0, dg(60, s("/a")), ids=(6,)) + lmsg(4, dg(35, u32(9), mid=0)) + fr(DATA, 3, b"w") +
+    fr(EOF_, 3) + fr(CLOSE, 1) + fr(CLOSE, 2) + fr(CLOSE, 3) + fr(CLOSE, 4) + fr(CLOSE, 5),
+    guesthdr(slices=2, split=0x2c) + opens + lmsg(0, ok_reply, ids=(1, 2, 3, 4, 5, 6)),
+    guesthdr(short=3) + opens + fr(CREDIT, 0, aux=65536) + fr(CREDIT, 3, aux=1),  # 3: full window
+    guesthdr() + fr(OPEN, 7, u64(MAX_FILE), flags=CH_FILE_IN) + fr(DATA, 7, b"end", ln=None) +
+    fr(OPEN, 8, u64(MAX_FILE), flags=CH_FILE_OUT),                          # sparse 64 MiB
+    guesthdr() + fr(OPEN, 7, u64(MAX_FILE + 1), flags=CH_FILE_IN),         # over the limit
+    guesthdr() + fr(OPEN, 7, u64(1), flags=CH_IN),                           # size on a pipe
+    guesthdr() + fr(OPEN, 0, u64(0), flags=CH_IN),                           # id 0
+    guesthdr() + fr(OPEN, 1024, u64(0), flags=CH_IN),
+    guesthdr() + fr(OPEN, 1, u64(0), flags=CH_IN) * 2,                       # twice
+    guesthdr() + fr(OPEN, 1, u64(0), flags=7) + fr(OPEN, 1, u64(0), flags=0),
+    guesthdr() + fr(OPEN, 1, u32(0), flags=CH_IN),                           # len 4
+    guesthdr() + fr(OPEN, 1, u64(16), flags=CH_FILE_IN) + fr(DATA, 1, b"0123456789abcdefg"),
+    guesthdr() + fr(OPEN, 1, u64(0), flags=CH_SEQ) + lmsg(0, ok_reply, ids=(1, 9)),
+    guesthdr() + fr(OPEN, 1, u64(0), flags=CH_SEQ) + lmsg(0, ok_reply, ids=(1,) * 9),
+    guesthdr() + fr(OPEN, 1, u64(0), flags=CH_OUT) + fr(CLOSE, 1) + fr(CREDIT, 1, aux=100),  # after CLOSE
+    guesthdr() + b"".join(fr(OPEN, i, u64(0), flags=CH_STREAM) for i in range(1, 201)),
+    guesthdr() + b"".join(fr(OPEN, i, u64(1 << 20), flags=CH_FILE_OUT) for i in range(1, 101)),
+]
+write("link", link)
