@@ -284,6 +284,28 @@ static int write_record(struct relay *r, struct chan *c)
   return 0;
 }
 
+/* Drops a message channel's queued records when its socket is gone: the
+ * channels they name are never forwarded, so their far ends close here
+ * and they settle.  No credit: CLOSE follows at once. */
+static void drop_records(struct relay *r, struct chan *c)
+{
+  while (c->q.len) {
+    uint32_t len, nids;
+    memcpy(&len, c->q.p + c->q.off, 4);
+    memcpy(&nids, c->q.p + c->q.off + 4, 4);
+    for (uint32_t i = 0; i < nids; i++) {
+      uint32_t id;
+      memcpy(&id, c->q.p + c->q.off + 8 + 4 * i, 4);
+      if (r->ch[id].used && r->ch[id].far >= 0) {
+        close(r->ch[id].far);
+        r->ch[id].far = -1;
+        sbx_relay_settle(r, &r->ch[id]);
+      }
+    }
+    sbx_bq_drop(&c->q, 4 + len);
+  }
+}
+
 static void write_msgs(struct relay *r, struct chan *c)
 {
   while (c->q.len) {
@@ -292,8 +314,11 @@ static void write_msgs(struct relay *r, struct chan *c)
     int s = write_record(r, c);
     if (s == 1)
       break;
-    if (s < 0)
-      c->wr_done = true; /* dropped, like a closed pipe's bytes */
+    if (s < 0) { /* the socket is gone: this and the rest are dropped */
+      c->wr_done = true;
+      drop_records(r, c);
+      break;
+    }
     sbx_bq_drop(&c->q, 4 + len);
     c->consumed += len;
   }
@@ -332,8 +357,7 @@ static void read_msg(struct relay *r, struct chan *c)
   uint32_t id = (uint32_t)(c - r->ch);
   if (n == 0) { /* a message socket closed: nothing can be written either */
     c->rd_done = c->wr_done = true;
-    c->consumed += (uint32_t)c->q.len;
-    sbx_bq_drop(&c->q, c->q.len);
+    drop_records(r, c);
     return;
   }
   if (n < 0)
@@ -389,7 +413,15 @@ static int frame_msg(struct relay *r, struct chan *c, const uint8_t *p, uint32_t
     }
   }
   if (c->wr_done || (!r->host && c == r->ch && sbx_relay_guest_answer(r, d, len - 4 - 4 * nids))) {
-    /* nobody reads it any more, or the relay answered it: consumed */
+    /* nobody reads it any more, or the relay answered it: consumed (the
+     * channels it names are never forwarded, so they close) */
+    for (uint32_t i = 0; i < nids; i++) {
+      uint32_t id;
+      memcpy(&id, p + 4 + 4 * i, 4);
+      close(r->ch[id].far);
+      r->ch[id].far = -1;
+      sbx_relay_settle(r, &r->ch[id]);
+    }
     c->consumed += len;
     maybe_credit(r, c);
     return 0;
