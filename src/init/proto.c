@@ -2,6 +2,8 @@
  * libc only: linked into the static sbx-init and into the daemon. */
 #include "init/proto.h"
 
+#include "common/fdpass.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,25 +139,7 @@ int sbx_proto_send(int sock, uint32_t type, uint32_t id, uint32_t flags, const v
     return -1;
   }
   struct iovec iov[2] = {{&h, sizeof h}, {(void *)payload, inline_len}};
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * SBX_PROTO_MAX_FDS)];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = iov, .msg_iovlen = inline_len ? 2 : 1};
-  if (nfds) {
-    memset(&u, 0, sizeof u);
-    m.msg_control = u.buf;
-    m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-  }
-  ssize_t n;
-  do
-    n = sendmsg(sock, &m, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
+  ssize_t n = sbx_sendmsg_fds(sock, iov, inline_len ? 2 : 1, fds, nfds, 0);
   return n < 0 ? -1 : 0;
 }
 

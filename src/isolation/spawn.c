@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "common/fault.h"
 #include "common/log.h"
 #include "common/spawner.h"
@@ -84,22 +85,7 @@ static int send_go(int sync_fd, int root_fd)
 {
   char go = 'g';
   struct iovec iov = {.iov_base = &go, .iov_len = 1};
-  union {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } u;
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (root_fd >= 0) {
-    memset(&u, 0, sizeof u);
-    mh.msg_control = u.buf;
-    mh.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &root_fd, sizeof(int));
-  }
-  return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+  return sbx_sendmsg_fds(sync_fd, &iov, 1, &root_fd, root_fd >= 0 ? 1 : 0, 0) == 1 ? 0 : -1;
 }
 
 static int do_spawn(void *arg, struct sbx_error *err)

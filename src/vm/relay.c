@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "init/proto.h"
 #include "vm/relay_int.h"
 
@@ -233,27 +234,8 @@ static void write_stream(struct relay *r, struct chan *c)
 
 static int send_dgram(int fd, const uint8_t *d, size_t n, const int *fds, size_t nfds)
 {
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * SBX_LINK_MAX_IDS)];
-    struct cmsghdr align;
-  } u;
   struct iovec iov = {(void *)d, n};
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (nfds) {
-    memset(&u, 0, sizeof u);
-    m.msg_control = u.buf;
-    m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-    memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-  }
-  ssize_t s;
-  do
-    s = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-  while (s < 0 && errno == EINTR);
-  return s < 0 ? -1 : 0;
+  return sbx_sendmsg_fds(fd, &iov, 1, fds, nfds, MSG_DONTWAIT) < 0 ? -1 : 0;
 }
 
 /* One queued record: its datagram, with the far ends of the channels it

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fdpass.h"
 #include "common/util.h"
 
 #define SAVE_MS 60000 /* a 512 MiB guest writes ~100 MB under TCG in ~1 s */
@@ -25,26 +26,9 @@
 static int send_cmd(int fd, const char *cmd, int pass_fd)
 {
   struct iovec iov = {(void *)cmd, strlen(cmd)};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (pass_fd >= 0) {
-    memset(&u, 0, sizeof u);
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-  }
-  ssize_t n;
-  do
-    n = sendmsg(fd, &m, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n == (ssize_t)iov.iov_len ? 0 : -1;
+  return sbx_sendmsg_fds(fd, &iov, 1, &pass_fd, pass_fd >= 0 ? 1 : 0, 0) == (ssize_t)iov.iov_len
+             ? 0
+             : -1;
 }
 
 /* Reads lines until one answers (has "return" or "error"); it goes to
