@@ -558,6 +558,10 @@ static void write_link(struct relay *r)
 
 static void on_local(struct relay *r, struct chan *c, short rev)
 {
+  if (is_msg_chan(c) && (rev & (POLLHUP | POLLERR)) && !(rev & POLLIN) && !wants_read(r, c)) {
+    c->rd_done = c->wr_done = true; /* gone while the peer withheld credit */
+    drop_records(r, c);
+  }
   if (c->fd >= 0 && c->q.len && (rev & (POLLOUT | POLLERR | POLLHUP)))
     (is_msg_chan(c) ? write_msgs : write_stream)(r, c);
   if (c->fd >= 0 && wants_read(r, c) && (rev & (POLLIN | POLLHUP | POLLERR)))
@@ -588,10 +592,13 @@ static int poll_once(struct relay *r, struct pollfd *pf, uint32_t *idx)
     if (!c->used || c->fd < 0)
       continue;
     short ev = events_of(r, c);
-    /* A read end with nothing wanted would report POLLHUP on every round
-     * (a spin while the peer withholds credit): left out.  A pipe write
-     * end stays in with no events, for the POLLERR of its reader's close. */
-    if (!ev && !c->rd_done)
+    /* A pipe or stream read end with nothing wanted would report POLLHUP
+     * on every round (a spin while the peer withholds credit, with bytes
+     * still to deliver): left out.  A message socket stays in, since its
+     * POLLHUP means the other side is gone (the daemon destroyed the
+     * sandbox, or an exec's ctl closed); so does a pipe write end, for the
+     * POLLERR of its reader's close. */
+    if (!ev && !c->rd_done && !is_msg_chan(c))
       continue;
     idx[n] = i;
     pf[n++] = (struct pollfd){.fd = c->fd, .events = ev};

@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -643,6 +645,12 @@ static unsigned microvm_pool_idle(const char *profile, const struct sbx_limits *
 static void attach(struct sbx_sandbox *sb, struct sbx_mv_priv *pv, int chan,
                    const struct sbx_limits *lim)
 {
+  /* A guest that stops reading its link stops its relay taking requests
+   * (windows, vm/link.h): a request then fails within the reply bound
+   * instead of blocking its thread in send() for ever. */
+  struct timeval tv = {.tv_sec = SBX_CHAN_REPLY_TIMEOUT_MS / 1000};
+  if (setsockopt(chan, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0)
+    sbx_warn("microvm", "%s: SO_SNDTIMEO: %s", pv->rid, strerror(errno));
   sb->init_fd = chan;
   sb->init_pid = pv->qemu_pid;
   sb->fd_in = true; /* nothing crosses the link but bytes */
