@@ -383,6 +383,10 @@ json_t *sbx_profile_json(const struct sbx_profile_set *set, const struct sbx_pro
   const char *desc = avail && sbx_driver_has(p->driver, describe) ? p->driver->describe() : NULL;
   if (desc && *desc)
     json_object_set_new(o, "platform", json_string(desc));
+  /* A dedicated-kernel driver's platform is its accelerator (microvm:
+   * kvm or tcg), which a client choosing a wall wants by that name. */
+  if (desc && *desc && !strcmp(p->driver->klass, "dedicated-kernel"))
+    json_object_set_new(o, "accel", json_string(desc));
   if (avail && p->note[0])
     json_object_set_new(o, "platform_note", json_string(p->note));
   return o;
