@@ -66,6 +66,8 @@ type Profile struct {
 	Reason          string   `json:"reason"`
 	Platform        string   `json:"platform,omitempty"`
 	PlatformNote    string   `json:"platform_note,omitempty"`
+	// Accel: the accelerator of a dedicated-kernel profile (microvm, kata): kvm or tcg.
+	Accel string `json:"accel,omitempty"`
 }
 
 // ProfileList is GET /v1/sandbox/profiles.

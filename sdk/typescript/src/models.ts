@@ -54,6 +54,8 @@ export interface Profile {
   reason: string | null;
   platform?: string;
   platform_note?: string;
+  /** Dedicated-kernel profiles (microvm, kata): the accelerator, kvm or tcg. */
+  accel?: "kvm" | "tcg";
 }
 
 export interface ProfileList {

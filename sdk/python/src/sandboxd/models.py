@@ -92,6 +92,7 @@ class Profile(Model):
     reason: Optional[str] = None
     platform: Optional[str] = None
     platform_note: Optional[str] = None
+    accel: Optional[str] = None  # dedicated-kernel profiles (microvm, kata): kvm or tcg
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

@@ -20,5 +20,7 @@ public record Profile(
         @JsonProperty("default") boolean isDefault,
         String reason,
         String platform,
-        @JsonProperty("platform_note") String platformNote) {
+        @JsonProperty("platform_note") String platformNote,
+        /* dedicated-kernel profiles (microvm, kata): kvm or tcg */
+        String accel) {
 }
