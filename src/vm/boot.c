@@ -43,6 +43,7 @@
 /* What /proc/cmdline asked for. */
 struct opts {
   uint64_t disk, memory;
+  uint64_t uid, gid; /* the workload's user (sbx.uid/sbx.gid): owner of /work */
   time_t time; /* 0: not given */
   bool have_seed;
   uint8_t seed[32];
@@ -204,6 +205,10 @@ static void parse_key(struct opts *o, const char *key, const char *val)
   } else if (strcmp(key, "seed") == 0) {
     ok = val && parse_seed(val, o->seed);
     o->have_seed = ok;
+  } else if (strcmp(key, "uid") == 0 || strcmp(key, "gid") == 0) {
+    ok = val && parse_u64(val, &v) && v > 0 && v < 65536;
+    if (ok)
+      *(key[0] == 'u' ? &o->uid : &o->gid) = v;
   } else if (strcmp(key, "hostname") == 0) {
     ok = val && parse_hostname(val, o->hostname);
   } else {
@@ -512,9 +517,12 @@ static int build_dev(void)
   return 0;
 }
 
-/* /proc, /dev, /tmp and /work, as the container driver has them. */
-static int build_mounts(uint64_t disk)
+/* /proc, /dev, /tmp and /work, as the container driver has them: /work
+ * belongs to the workload's user (an image's User, else the sandbox
+ * user). */
+static int build_mounts(const struct opts *o)
 {
+  uint64_t disk = o->disk;
   char opts[160];
   if (ensure_dir(ROOT "/proc", 0555) < 0 ||
       mount_fs("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
@@ -525,7 +533,8 @@ static int build_mounts(uint64_t disk)
       mount_fs("sbx-tmp", ROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
     return -1;
   char owner[64];
-  snprintf(owner, sizeof owner, "mode=0755,uid=%d,gid=%d", SANDBOX_UID, SANDBOX_GID);
+  snprintf(owner, sizeof owner, "mode=0755,uid=%llu,gid=%llu", (unsigned long long)o->uid,
+           (unsigned long long)o->gid);
   tmpfs_opts(opts, sizeof opts, owner, disk);
   if (ensure_dir(ROOT "/work", 0755) < 0 ||
       mount_fs("sbx-work", ROOT "/work", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
@@ -573,7 +582,8 @@ static int boot_kernel_side(struct opts *o, char *link_dev, size_t size, uint64_
 int sbx_vm_boot(struct sbx_vm_boot *b)
 {
   uint64_t start = now_ms(CLOCK_MONOTONIC), t[2];
-  struct opts o = {.disk = SBX_VM_DEFAULT_DISK, .hostname = "sandbox"};
+  struct opts o = {
+      .disk = SBX_VM_DEFAULT_DISK, .uid = SANDBOX_UID, .gid = SANDBOX_GID, .hostname = "sandbox"};
   char link_dev[64];
   *b = (struct sbx_vm_boot){.link_fd = -1, .init_memfd = -1};
   /* Modes below are meant literally (mknod 0666, dirs 1777); workloads get
@@ -586,7 +596,7 @@ int sbx_vm_boot(struct sbx_vm_boot *b)
     r = fail("open %s (the " SBX_LINK_PORT_NAME " port)", link_dev);
   uint64_t t_root = now_ms(CLOCK_MONOTONIC);
   if (r == 0)
-    r = build_overlay(o.disk) < 0 || build_mounts(o.disk) < 0 || switch_root() < 0 ? -1 : 0;
+    r = build_overlay(o.disk) < 0 || build_mounts(&o) < 0 || switch_root() < 0 ? -1 : 0;
   umask(022);
   if (r < 0) {
     if (b->link_fd >= 0)

@@ -34,6 +34,8 @@
  *   sbx.seed=<64 hex>     credited to the guest RNG (RNDADDENTROPY)
  *   sbx.time=<unix secs>  CLOCK_REALTIME
  *   sbx.memory=<bytes>    the VM's memory, for the relay's information
+ *   sbx.uid=<n> sbx.gid=<n>  the workload's user (1 to 65535; default 1000),
+ *                         owner of /work; vm/main.c starts sbx-init as it
  *
  * libc only: sbx-vm is linked -static and runs as PID 1. */
 #ifndef SBX_VM_BOOT_H

@@ -347,24 +347,12 @@ def test_image_env_workdir_user(mv, user_ses):
     assert r["stdout"] == "1234\n1234\nset-by-the-image\n/srv/app\nin the workdir\n", r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "microvm driver bug: the guest mounts /work owned by the sandbox user 1000 "
-    "whatever the image's User (src/vm/boot.c build_mounts: SANDBOX_UID), so an "
-    "image's non-root User cannot write its /work; the container (isolation/box.c) "
-    "and gvisor drivers give /work to the image's User"))
 def test_work_belongs_to_the_image_user(mv, user_ses):
     r = mv.exec(user_ses["id"], command=["/bin/sh", "-c",
                                          "stat -c %u /work; echo x > /work/f && stat -c %u /work/f"])
     assert r["stdout"] == "1234\n1234\n", r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "microvm driver bug: an image of one layer cannot get its root: "
-    "microvm_image.c squash_layers mounts a read-only overlay with a single "
-    "lowerdir and no upperdir, which overlayfs refuses (EINVAL, kernel: "
-    "'overlayfs: at least 2 lowerdir are needed while upperdir nonexistent'); "
-    "POST /v1/sandbox/sessions answers 500 'microvm: mounting the image's layers: "
-    "Invalid argument'"))
 def test_single_layer_image(mv, mvd, registry):
     ref = registry.push(w.Image([w.rootfs_entries({"hello.txt": "single\n"})]), "tests/mvone:1")
     r = mv.post("/v1/sandbox/sessions", json={"profile": PROFILE, "image": ref})

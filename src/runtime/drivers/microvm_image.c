@@ -82,10 +82,14 @@ static int run_mksquashfs(const char *src, const char *dst, struct sbx_error *er
   return 0;
 }
 
-/* Mounts the layers on a fresh dir, squashes it into tmp, unmounts. */
+/* Mounts the layers on a fresh dir, squashes it into tmp, unmounts.  One
+ * layer is squashed as it is (overlayfs wants two lowers without an
+ * upper, and one layer has no whiteouts to apply). */
 static int squash_layers(const char *const *layers, size_t n, const char *work, const char *tmp,
                          struct sbx_error *err)
 {
+  if (n == 1)
+    return run_mksquashfs(layers[0], tmp, err);
   char opts[16384], mnt[PATH_MAX + 16];
   if (lowerdir_opts(layers, n, opts, sizeof opts) < 0)
     return sbx_err_set(err, SBX_E_INVALID, EINVAL, "microvm: the image's layer paths do not fit");
