@@ -28,10 +28,9 @@ import requests
 from conftest import require_profiles, wanted_microvm
 from sbxtest import assert_error, procs_using, procs_with, sleeper, wait_until
 
-pytestmark = pytest.mark.skipif(
-    not wanted_microvm(),
-    reason="microVM tests boot guests (seconds of CPU each under TCG): run them with "
-           "make test-microvm or SANDBOXD_TEST_PROFILES=microvm")
+if not wanted_microvm():
+    pytest.skip("microVM tests boot guests (seconds of CPU each under TCG): run them with "
+                "make test-microvm or SANDBOXD_TEST_PROFILES=microvm", allow_module_level=True)
 
 GUEST_RELEASE_RE = re.compile(r"^6\.1\.\S+-cloud-amd64$")
 
