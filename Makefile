@@ -2,7 +2,8 @@
 #   make          build build/sandboxd, build/sbx and build/sbx-init
 #   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
-#                 the driver-facing integration files on gvisor (make test-gvisor), the
+#                 the driver-facing integration files on gvisor (make test-gvisor) and
+#                 on microVMs (make test-microvm), the
 #                 real E2B SDKs against the E2B-compatible API (make test-compat), the
 #                 Python, TypeScript, Go and Java SDKs (make test-sdk), the MCP server (make test-mcp)
 #                 and the .deb (make test-deb)
@@ -25,8 +26,8 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format format-check \
-        microvm-assets
+        test-microvm test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format \
+        format-check microvm-assets
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -44,8 +45,8 @@ run: deps all
 	@./scripts/dev-run.sh $(BUILD) $(STATE) $(LISTEN)
 
 # Every suite, each timed (scripts/run-suites.sh prints the table at the end).
-SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-compat \
-          test-sdk test-mcp test-deb test-hosts
+SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-microvm \
+          test-compat test-sdk test-mcp test-deb test-hosts
 test: deps all
 	@./scripts/run-suites.sh $(SUITES)
 
@@ -75,6 +76,25 @@ test-gvisor: all
 	SANDBOXD_TEST_PROFILES=gvisor SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(GVISOR_TESTS:%=tests/integration/test_%.py) $(GVISOR_CASES)
+
+# The driver-facing integration files again on the microvm profile (QEMU
+# microVMs under their own kernel; TCG here: SANDBOXD_MICROVM_ACCEL defaults
+# to tcg when the run wants microvm), plus test_microvm.py, the driver's own
+# attacks.  Every session is a cold guest boot (3-10 s of TCG on 2 cores), so
+# whole files where they are cheap and single cases of the others: ~6 min
+# (docs/testing.md, "The microvm run").
+MICROVM_TESTS ?= exec microvm
+MICROVM_CASES ?= tests/integration/test_files.py::test_put_get_list_delete \
+                 tests/integration/test_files.py::test_symlink_swap_in_parent_dir \
+                 tests/integration/test_files_archive.py::test_archive_round_trip \
+                 tests/integration/test_files_archive.py::test_extract_into_planted_symlink_stays_inside \
+                 tests/integration/test_contexts.py::test_python_keeps_state \
+                 tests/integration/test_contexts.py::test_output_cannot_forge_a_reply \
+                 tests/integration/test_watch.py::test_watch_create_modify_delete_move
+test-microvm: microvm-assets
+	SANDBOXD_TEST_PROFILES=microvm SANDBOXD_TEST_REQUIRE_PROFILES=1 \
+	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
+	  $(MICROVM_TESTS:%=tests/integration/test_%.py) $(MICROVM_CASES)
 
 # The E2B-compatible surface driven by the real e2b / @e2b/code-interpreter
 # SDKs, installed with npm ci from tests/compat/package-lock.json

@@ -12,7 +12,8 @@
   SANDBOXD_RUNSC=/nonexistent/…, so gvisor is the suite's fail-closed
   example of an unavailable profile (test_gvisor.py starts its own daemons
   with the real runsc).
-- `gvisor_gap(reason)`: a known gap of the gvisor driver, xfail(strict) there.
+- `gvisor_gap(reason)`: a known gap of the gvisor driver, xfail(strict) there;
+  `microvm_gap(reason)` the same for the microvm driver (class dedicated-kernel).
 - `capable(cap)`: the run's profile if it offers session capability cap,
   else a skip with the reason.
 - `daemon_factory`: function-scoped daemons of their own, for kill -9 and
@@ -21,7 +22,8 @@
   the run's profiles: the fail-closed example of an unavailable profile
   (gvisor) for the tests about unavailability, so they hold in a
   SANDBOXD_TEST_PROFILES=gvisor run too.
-- `wanted_gvisor()`: whether this run tests gvisor; `is_gvisor(profile)`.
+- `wanted_gvisor()`: whether this run tests gvisor; `is_gvisor(profile)`;
+  `wanted_microvm()`, `is_microvm(profile)` likewise for microvm and kata.
 """
 import os
 import shutil
@@ -181,6 +183,17 @@ def gvisor_gap(request, profile, profile_table):
     def mark(reason):
         if profile_table[profile]["class"] == "user-space-kernel":
             request.applymarker(pytest.mark.xfail(strict=True, reason="gvisor gap: " + reason))
+    return mark
+
+
+@pytest.fixture
+def microvm_gap(request, profile, profile_table):
+    """microvm_gap(reason): a known, reported gap of the microvm driver
+    (docs/testing.md, "The microvm run"): xfail(strict) on a
+    dedicated-kernel profile (microvm, kata), nothing elsewhere."""
+    def mark(reason):
+        if profile_table[profile]["class"] == "dedicated-kernel":
+            request.applymarker(pytest.mark.xfail(strict=True, reason="microvm gap: " + reason))
     return mark
 
 

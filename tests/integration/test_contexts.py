@@ -71,7 +71,9 @@ def test_output_cannot_forge_a_reply(alice, csession):
     assert "forged" in r["stdout"]
 
 
-def test_matplotlib_png(alice, csession):
+def test_matplotlib_png(alice, csession, microvm_gap):
+    microvm_gap("the default root image has no dist-packages (matplotlib): docs/microvm.md, "
+                "rootfs --extra")
     sid = csession["id"]
     cid = new_context(alice, sid)
     code = ("import matplotlib.pyplot as plt\n"

@@ -96,10 +96,11 @@ def run(client, sid, cid, code):
     return r.json()
 
 
-def test_get_a_file(alice, served, gvisor_gap):
+def test_get_a_file(alice, served, gvisor_gap, microvm_gap):
     # fd-in CONNECT hands the proxy an AF_UNIX socketpair end; libcurl
     # fails it at once ("Failed to connect ... after 0 ms")
     gvisor_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
+    microvm_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
     r = alice.get(served["base"] + "/hello.txt")
     assert r.status_code == 200, r.text
     assert r.text == "hello from inside\n"
@@ -111,10 +112,11 @@ def test_get_a_file(alice, served, gvisor_gap):
     assert alice.get(served["base"] + "/missing.txt").status_code == 404
 
 
-def test_post_body_headers_and_query(alice, served, keys, gvisor_gap):
+def test_post_body_headers_and_query(alice, served, keys, gvisor_gap, microvm_gap):
     # fd-in CONNECT hands the proxy an AF_UNIX socketpair end; libcurl
     # fails it at once ("Failed to connect ... after 0 ms")
     gvisor_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
+    microvm_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
     r = alice.post(served["base"] + "/echo/a%20b/c?x=1&y=%26z&flag",
                    data=b"payload \x00\xff bytes",
                    headers={"Content-Type": "application/octet-stream", "X-Custom": "yes",
@@ -139,10 +141,11 @@ def test_post_body_headers_and_query(alice, served, keys, gvisor_gap):
         assert r.status_code == 201 and r.json()["method"] == method, r.text
 
 
-def test_streaming_response(alice, served, gvisor_gap):
+def test_streaming_response(alice, served, gvisor_gap, microvm_gap):
     # fd-in CONNECT hands the proxy an AF_UNIX socketpair end; libcurl
     # fails it at once ("Failed to connect ... after 0 ms")
     gvisor_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
+    microvm_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
     url = alice.base + served["base"] + "/stream"
     t0 = time.monotonic()
     seen = []
@@ -155,10 +158,11 @@ def test_streaming_response(alice, served, gvisor_gap):
     assert seen[0][1] < 1.0 and seen[2][1] > 1.5, seen
 
 
-def test_big_response_streams(alice, served, gvisor_gap):
+def test_big_response_streams(alice, served, gvisor_gap, microvm_gap):
     # fd-in CONNECT hands the proxy an AF_UNIX socketpair end; libcurl
     # fails it at once ("Failed to connect ... after 0 ms")
     gvisor_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
+    microvm_gap("ports: the proxy's curl refuses the fd-in socketpair (502)")
     r = alice.get(served["base"] + "/big")
     assert r.status_code == 200 and len(r.content) == 8 << 20
 
