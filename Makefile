@@ -83,18 +83,21 @@ test-gvisor: all
 # attacks.  Every session is a cold guest boot (3-10 s of TCG on 2 cores), so
 # whole files where they are cheap and single cases of the others: ~6 min
 # (docs/testing.md, "The microvm run").
-MICROVM_TESTS ?= exec microvm
+MICROVM_TESTS ?= exec microvm microvm_images
 MICROVM_CASES ?= tests/integration/test_files.py::test_put_get_list_delete \
                  tests/integration/test_files.py::test_symlink_swap_in_parent_dir \
                  tests/integration/test_files_archive.py::test_archive_round_trip \
                  tests/integration/test_files_archive.py::test_extract_into_planted_symlink_stays_inside \
                  tests/integration/test_contexts.py::test_python_keeps_state \
                  tests/integration/test_contexts.py::test_output_cannot_forge_a_reply \
-                 tests/integration/test_watch.py::test_watch_create_modify_delete_move
+                 tests/integration/test_watch.py::test_watch_create_modify_delete_move \
+                 tests/integration/test_terminal.py::test_sbx_exec_it
+# … and tests/microvm: the link's relay against a hostile guest, the guest
+# init's boot and the assets, with no daemon.
 test-microvm: microvm-assets
 	SANDBOXD_TEST_PROFILES=microvm SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
-	  $(MICROVM_TESTS:%=tests/integration/test_%.py) $(MICROVM_CASES)
+	  $(MICROVM_TESTS:%=tests/integration/test_%.py) $(MICROVM_CASES) tests/microvm
 
 # The E2B-compatible surface driven by the real e2b / @e2b/code-interpreter
 # SDKs, installed with npm ci from tests/compat/package-lock.json

@@ -125,7 +125,7 @@ PACKAGES = [
     "bash", "dash", "coreutils", "grep", "sed", "mawk", "findutils", "diffutils", "patch",
     "tar", "gzip", "bzip2", "xz-utils", "zstd", "unzip", "zip", "debianutils", "less",
     "procps", "file", "libmagic-mgc", "bsdextrautils", "hostname", "jq", "sqlite3", "curl",
-    "wget", "ca-certificates", "netbase", "tzdata",
+    "wget", "ca-certificates", "netbase", "tzdata", "util-linux", "git",
     "python3", "python3-minimal", "python3.11", "python3.11-minimal", "libpython3.11-minimal",
     "libpython3.11-stdlib", "nodejs",
 ]

@@ -103,28 +103,34 @@ static int write_file(const char *path, const char *text)
 }
 
 /* sbx-init and everything it starts go into a cgroup of the guest's own
- * with the request's pids limit (sbx.pids): a fork bomb stops there, not
- * at the guest kernel's limits, as in a container.  The hierarchy is
- * mounted only for this and detached again: membership outlives the
- * mount, and the workload sees no cgroupfs. */
-static int enter_guest_cgroup(uint64_t pids)
+ * with the request's pids and memory limits (sbx.pids, sbx.memory): a
+ * fork bomb or a memory hog stops there — an OOM kill the guest relay
+ * reports (vm/link.h) — not at the guest kernel's own limits, as in a
+ * container.  The hierarchy is mounted only for this and detached again:
+ * membership outlives the mount, and the workload sees no cgroupfs. */
+static int limit_file(const char *dir, const char *file, uint64_t value)
 {
-  char dir[] = "/tmp/.sbx-cg-XXXXXX", path[64], val[32];
-  if (!pids)
+  char path[96], val[32];
+  snprintf(path, sizeof path, "%s/sandbox/%s", dir, file);
+  snprintf(val, sizeof val, "%llu", (unsigned long long)value);
+  return value ? write_file(path, val) : 0;
+}
+
+static int enter_guest_cgroup(uint64_t pids, uint64_t memory)
+{
+  char dir[] = "/tmp/.sbx-cg-XXXXXX", path[64];
+  if (!pids && !memory)
     return 0;
   if (!mkdtemp(dir) || mount("cgroup2", dir, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     return -1;
   int rc = -1;
   snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
-  if (write_file(path, "+pids") == 0) {
+  if (write_file(path, "+pids +memory") == 0) {
     snprintf(path, sizeof path, "%s/sandbox", dir);
-    if (mkdir(path, 0755) == 0 || errno == EEXIST) {
-      snprintf(path, sizeof path, "%s/sandbox/pids.max", dir);
-      snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
-      if (write_file(path, val) == 0) {
-        snprintf(path, sizeof path, "%s/sandbox/cgroup.procs", dir);
-        rc = write_file(path, "0");
-      }
+    if ((mkdir(path, 0755) == 0 || errno == EEXIST) && limit_file(dir, "pids.max", pids) == 0 &&
+        limit_file(dir, "memory.max", memory) == 0) {
+      snprintf(path, sizeof path, "%s/sandbox/cgroup.procs", dir);
+      rc = write_file(path, "0");
     }
   }
   umount2(dir, MNT_DETACH);
@@ -139,7 +145,7 @@ static void start_init(const struct sbx_vm_boot *b, int chan)
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
     _exit(127);
-  if (enter_guest_cgroup(cmdline_u64("sbx.pids")) < 0)
+  if (enter_guest_cgroup(cmdline_u64("sbx.pids"), cmdline_u64("sbx.memory")) < 0)
     _exit(126); /* never run the workload without its pids limit */
   if (chan != SBX_PROTO_CHAN_FD) {
     if (dup2(chan, SBX_PROTO_CHAN_FD) < 0)
@@ -171,6 +177,8 @@ static int guest(void)
     return 1;
   }
   loopback_up();
+  /* The kernel log is the guest's own: its tenant may read it (dmesg). */
+  write_file("/proc/sys/kernel/dmesg_restrict", "0");
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "sbx-vm: fork: %s\n", strerror(errno));
