@@ -103,10 +103,10 @@ static int write_file(const char *path, const char *text)
 }
 
 /* sbx-init and everything it starts go into a cgroup of the guest's own
- * with the request's pids and memory limits (sbx.pids, sbx.memory): a
- * fork bomb or a memory hog stops there — an OOM kill the guest relay
- * reports (vm/link.h) — not at the guest kernel's own limits, as in a
- * container.  The hierarchy is mounted only for this and detached again:
+ * with the request's pids limit (sbx.pids; and sbx.memory when a host
+ * gives one — the microvm driver sizes the guest's RAM instead, see
+ * microvm_qemu.c): a fork bomb stops there, not at the guest kernel's own
+ * limits, as in a container.  The hierarchy is mounted only for this and detached again:
  * membership outlives the mount, and the workload sees no cgroupfs. */
 static int limit_file(const char *dir, const char *file, uint64_t value)
 {

@@ -603,6 +603,9 @@ static int poll_once(struct relay *r, struct pollfd *pf, uint32_t *idx)
     idx[n] = i;
     pf[n++] = (struct pollfd){.fd = c->fd, .events = ev};
   }
+  size_t psi = n;
+  if (r->pressure_fd >= 0)
+    pf[n++] = (struct pollfd){.fd = r->pressure_fd, .events = POLLPRI};
   int k = poll(pf, n, -1);
   if (k < 0 && errno != EINTR) {
     sbx_relay_fail(r, "poll failed");
@@ -610,6 +613,9 @@ static int poll_once(struct relay *r, struct pollfd *pf, uint32_t *idx)
   }
   if (k <= 0)
     return 0;
+  if (psi < n && (pf[psi].revents & (POLLPRI | POLLERR)))
+    sbx_relay_guest_pressure(r);
+  n = psi;
   if (pf[0].revents & POLLOUT)
     write_link(r);
   if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
@@ -631,6 +637,11 @@ struct relay *sbx_relay_new(int chan_fd, int link_fd, bool host)
   r->link = link_fd;
   r->next_id = 1;
   r->vmstat_fd = host ? -1 : open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+  r->pressure_fd = -1;
+  /* Only as a guest's PID 1: the test harnesses run the guest side on
+   * the host, whose processes are not the relay's to kill. */
+  if (!host && getpid() == 1)
+    sbx_relay_guest_pressure_arm(r);
   for (uint32_t i = 0; i < SBX_LINK_MAX_CHANNELS; i++)
     r->ch[i].fd = r->ch[i].far = -1;
   fcntl(chan_fd, F_SETFL, fcntl(chan_fd, F_GETFL) | O_NONBLOCK);
@@ -647,13 +658,15 @@ void sbx_relay_free(struct relay *r)
   sbx_bq_free(&r->out);
   if (r->vmstat_fd >= 0)
     close(r->vmstat_fd);
+  if (r->pressure_fd >= 0)
+    close(r->pressure_fd);
   free(r);
 }
 
 int sbx_relay_run(int chan_fd, int link_fd, bool host)
 {
   struct relay *r = sbx_relay_new(chan_fd, link_fd, host);
-  struct pollfd *pf = calloc(SBX_LINK_MAX_CHANNELS + 1, sizeof *pf);
+  struct pollfd *pf = calloc(SBX_LINK_MAX_CHANNELS + 2, sizeof *pf);
   uint32_t *idx = calloc(SBX_LINK_MAX_CHANNELS + 1, sizeof *idx);
   if (!r || !pf || !idx) {
     fprintf(stderr, "sbx-vm relay: out of memory\n");

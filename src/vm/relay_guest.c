@@ -3,7 +3,10 @@
  * memfd), one end kept by the relay and the other handed to sbx-init with
  * the message that names it; and the records sbx-init wrote into a memfd,
  * sent back before the reply that tells the daemon to read them. */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,7 +187,7 @@ bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n)
     uint64_t value;
   } __attribute__((packed)) reply = {0, {.type = SBX_MSG_OK, .id = h.id, .len = 8}, 0};
   if (h.type == SBX_LINK_MSG_OOM_KILLS) {
-    reply.value = guest_oom_kills(r->vmstat_fd);
+    reply.value = guest_oom_kills(r->vmstat_fd) + r->pressure_kills;
   } else {
     int e = take_identity(dgram + sizeof h, n - sizeof h);
     if (e) { /* ERR{i32 errno}: the same 8 bytes' room, 4 used */
@@ -200,4 +203,87 @@ bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n)
   c->send_avail -= (uint32_t)len;
   sbx_relay_emit(r, SBX_LINK_MSG, 0, 0, &reply, len, 0);
   return true;
+}
+
+/* ---- memory stalls ----------------------------------------------------
+ * Under a guest kernel with little memory left, a workload that keeps
+ * allocating makes the kernel reclaim and refault the root image's page
+ * cache for a long while before its OOM killer fires — minutes under
+ * TCG, past any exec timeout.  A PSI trigger (the kernel's own stall
+ * accounting, as systemd-oomd and Android's lmkd use) tells PID 1 when
+ * every task was stalled on memory for half of a second; it then kills
+ * the biggest workload process, as the OOM killer would have, and
+ * counts it with the kernel's OOM kills (SBX_LINK_MSG_OOM_KILLS). */
+
+#define STALL_US 500000   /* "full" stall within … */
+#define WINDOW_US 1000000 /* … this window */
+
+void sbx_relay_guest_pressure_arm(struct relay *r)
+{
+  char trig[48];
+  int fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  snprintf(trig, sizeof trig, "full %u %u", STALL_US, WINDOW_US);
+  if (fd >= 0 && write(fd, trig, strlen(trig) + 1) < 0) {
+    close(fd);
+    fd = -1;
+  }
+  r->pressure_fd = fd; /* -1: no PSI here; the kernel's OOM killer alone */
+}
+
+/* The parent of pid (0 when unknown). */
+static pid_t getppid_of(pid_t pid)
+{
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the name may hold spaces and parens */
+  int ppid = 0;
+  return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+}
+
+/* The resident pages of /proc/<name>, 0 for kernel threads and PID 1. */
+static uint64_t resident(const char *name)
+{
+  char path[64], buf[128];
+  snprintf(path, sizeof path, "/proc/%s/statm", name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  unsigned long long size, rss;
+  return sscanf(buf, "%llu %llu", &size, &rss) == 2 ? rss : 0;
+}
+
+void sbx_relay_guest_pressure(struct relay *r)
+{
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  pid_t victim = 0;
+  uint64_t most = 0;
+  pid_t self = getpid();
+  while (d && (de = readdir(d))) {
+    pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+    /* never PID 1 (this relay) or sbx-init (its child: the daemon's
+     * channel), only the workload's processes */
+    if (pid <= 1 || pid == self || getppid_of(pid) == self)
+      continue;
+    uint64_t rss = resident(de->d_name);
+    if (rss > most) {
+      most = rss;
+      victim = pid;
+    }
+  }
+  if (d)
+    closedir(d);
+  if (victim > 0 && kill(victim, SIGKILL) == 0)
+    r->pressure_kills++;
 }

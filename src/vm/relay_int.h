@@ -44,6 +44,8 @@ struct relay {
   uint32_t next_id;
   const char *fail; /* set: the link ends with this reason */
   int vmstat_fd;    /* guest: /proc/vmstat, opened before any workload ran */
+  int pressure_fd;  /* guest: /proc/pressure/memory with a trigger armed, or -1 */
+  uint64_t pressure_kills; /* guest: workloads killed for memory stalls */
   struct sbx_link_reader rd;
 };
 
@@ -75,6 +77,10 @@ int sbx_relay_guest_open(struct relay *r, uint32_t id, uint8_t klass, uint64_t s
  * (SBX_LINK_MSG_OOM_KILLS): true when dgram was one (answered or, without
  * room in the window, dropped). */
 bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n);
+/* relay_guest.c: arms the memory-stall trigger (pressure_fd); and when it
+ * fires, kills the biggest workload process, counted as an OOM kill. */
+void sbx_relay_guest_pressure_arm(struct relay *r);
+void sbx_relay_guest_pressure(struct relay *r);
 /* relay_guest.c: before sbx-init's datagram with request id `id` goes up,
  * the CH_FILE_OUT contents that request was waiting for. */
 void sbx_relay_guest_flush_files(struct relay *r, uint32_t id);

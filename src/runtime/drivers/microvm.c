@@ -58,9 +58,7 @@
 
 #define HANDSHAKE_MS 60000     /* TCG boots in ~2 s here; a loaded CI host is slower */
 #define KVM_PROBE_MS 15000     /* a KVM guest boots in well under a second */
-/* QEMU itself + TCG's 32 MiB code cache (measured), and the guest's RAM
- * beyond the request (microvm_qemu.c's headroom) */
-#define QEMU_OVERHEAD ((192ull + 64) << 20)
+#define QEMU_OVERHEAD (192ull << 20) /* QEMU itself + TCG's 32 MiB code cache, measured */
 #define HOST_PIDS 64           /* QEMU's threads + the relay */
 #define DEFAULT_DISK (256ull << 20)
 

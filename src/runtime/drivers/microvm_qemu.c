@@ -34,9 +34,7 @@
 
 #define MIN_GUEST_MIB 128
 #define DEFAULT_GUEST_MIB 512
-/* Guest RAM beyond the request: the guest kernel, PID 1, sbx-init and the
- * page cache of the root image live outside the workload's cgroup. */
-#define GUEST_HEADROOM_MIB 64
+
 #define DEFAULT_DISK (256ull << 20)
 #define DEFAULT_PIDS 256
 
@@ -56,8 +54,8 @@ static char *const helper_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
  *   sbx.*                   for the guest init (vm/boot.c): the writable
  *                           disk's size, the hostname, a fresh random seed
  *                           and the clock, so no two guests share identity;
- *                           for sbx-vm (vm/main.c) the pids and memory
- *                           limits and the workload's user */
+ *                           for sbx-vm (vm/main.c) the pids limit and
+ *                           the workload's user */
 void sbx_mv_hostname(const char *rid, char out[64])
 {
   size_t i = 0;
@@ -67,8 +65,8 @@ void sbx_mv_hostname(const char *rid, char out[64])
 }
 
 static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *pv,
-                           uint64_t disk, uint64_t pids, uint64_t memory,
-                           const struct sbx_mv_boot *boot, char *out, size_t len)
+                           uint64_t disk, uint64_t pids, const struct sbx_mv_boot *boot,
+                           char *out, size_t len)
 {
   unsigned char seed[32];
   char hex[65], tsc[64] = "", host[64];
@@ -80,19 +78,19 @@ static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_p
   snprintf(out, len,
            "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
            "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%s "
-           "sbx.seed=%s sbx.time=%lld sbx.pids=%llu sbx.memory=%llu sbx.uid=%u sbx.gid=%u",
+           "sbx.seed=%s sbx.time=%lld sbx.pids=%llu sbx.uid=%u sbx.gid=%u",
            tsc, (unsigned long long)disk, host, hex, (long long)time(NULL),
-           (unsigned long long)(pids ? pids : DEFAULT_PIDS), (unsigned long long)memory,
-           boot->uid ? boot->uid : 1000,
+           (unsigned long long)(pids ? pids : DEFAULT_PIDS), boot->uid ? boot->uid : 1000,
            boot->gid ? boot->gid : 1000);
 }
 
-/* The guest's RAM: the request (enforced inside by the guest's cgroup,
- * vm/main.c) plus headroom, never below what the kernel boots in. */
+/* The guest's RAM is the request, never below what the kernel boots in:
+ * the guest kernel's own OOM killer is the limit.  (A memory cgroup in
+ * the guest below its RAM thrashes instead: under TCG, reclaiming and
+ * refaulting the root image's page cache outlasts any exec timeout.) */
 static unsigned guest_mib(const struct sbx_limits *lim)
 {
-  uint64_t mib = (lim->memory_bytes ? lim->memory_bytes >> 20 : DEFAULT_GUEST_MIB) +
-                 GUEST_HEADROOM_MIB;
+  uint64_t mib = lim->memory_bytes ? lim->memory_bytes >> 20 : DEFAULT_GUEST_MIB;
   return (unsigned)(mib < MIN_GUEST_MIB ? MIN_GUEST_MIB : mib);
 }
 
@@ -130,8 +128,7 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
   if (boot->cmdline)
     snprintf(a->append, sizeof a->append, "%s", boot->cmdline);
   else
-    kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids,
-                   lim->memory_bytes ? lim->memory_bytes : (uint64_t)DEFAULT_GUEST_MIB << 20, boot,
+    kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids, boot,
                    a->append, sizeof a->append);
   char **v = a->argv;
   const char *fixed[] = {
