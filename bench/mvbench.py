@@ -265,6 +265,13 @@ def microvm_part(b):
     except Failed as e:
         return fail_all(str(e))
     console = os.path.join(b.tmp, "peer-console.log")
+    try:
+        r = subprocess.run([a["qemu"], "--version"], capture_output=True, text=True, timeout=20)
+        facts["qemu"] = first_line(r.stdout)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    facts["kernel"] = os.path.basename(os.path.realpath(a["kernel"]))
+    facts["rootfs_bytes"] = os.path.getsize(a["rootfs"])
 
     def argv_of(fd):
         return peer_argv(a, initrd, console, fd, facts["accel"])
@@ -406,8 +413,11 @@ def section(rows, facts):
     L = ["## microVM (`microvm` driver)", ""]
     if mv and mv.get("date"):
         L += ["Measured %s, load average %s at the start of this part and %s at its end "
-              "(`nproc` = %d)." % (mv["date"], " ".join(mv.get("loadavg_start", [])),
-                                  " ".join(mv.get("loadavg_end", [])), os.cpu_count()), ""]
+              "(`nproc` = %d). %s; guest kernel `%s`, initramfs %.2f MB, root image %.1f MiB."
+              % (mv["date"], " ".join(mv.get("loadavg_start", [])),
+                 " ".join(mv.get("loadavg_end", [])), os.cpu_count(), mv.get("qemu", "QEMU ?"),
+                 mv.get("kernel", "?"), mv.get("initrd_bytes", 0) / 1e6,
+                 mv.get("rootfs_bytes", 0) / 1048576.0), ""]
     L += ["One daemon with `SANDBOXD_MICROVM_ACCEL=%s` and a config file giving the `microvm` "
          "profile `pool_size = 1` (`kata`, the same driver, keeps the built-in 0); the other "
          "drivers' pools off. The peer is QEMU alone with the driver's own argv, the same kernel "
