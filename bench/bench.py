@@ -764,7 +764,7 @@ def main():
         else:
             with open(a.out, "w") as f:
                 f.write(text)
-        if a.only:  # a partial run's raw numbers too, for comparing two builds
+        if a.only and not a.splice:  # a partial run's raw numbers too, for comparing two builds
             import json
             with open(a.out + ".json", "w") as f:
                 json.dump({"rows": b.rows, "facts": b.facts}, f, indent=1, default=str)
