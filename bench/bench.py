@@ -28,6 +28,7 @@ import limitsbench  # noqa: E402
 import netbench  # noqa: E402
 import e2bbench  # noqa: E402
 import sdkbench  # noqa: E402
+import mvbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
@@ -82,7 +83,7 @@ def stats(xs):
     def pct(q):
         return s[min(len(s) - 1, int(q * len(s)))]
     return {"n": len(s), "p50": pct(0.5), "p90": pct(0.9), "p95": pct(0.95), "p99": pct(0.99),
-            "min": s[0]}
+            "min": s[0], "max": s[-1]}
 
 
 class Bench:
@@ -545,7 +546,8 @@ class Bench:
                          ("store", self.store_part), ("trace", self.trace_part),
                          ("limits", lambda: limitsbench.limits_part(self)),
                          ("e2b", lambda: e2bbench.e2b_part(self)),
-                         ("sdk", lambda: sdkbench.sdk_part(self))):
+                         ("sdk", lambda: sdkbench.sdk_part(self)),
+                         ("microvm", lambda: mvbench.microvm_part(self))):
             if name in parts:
                 fn()
 
@@ -723,8 +725,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
                     help="comma list of parts to run (exec,gvisor,nopool,net,images,store,trace,limits,"
-                         "e2b,sdk), "
+                         "e2b,sdk,microvm), "
                          "for working on one part; the report then has only those rows")
+    ap.add_argument("--splice", action="store_true",
+                    help="with --only microvm: replace the microVM section of the existing --out "
+                         "file instead of writing a report of that part alone")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     if not os.access(os.path.join(build, "sandboxd"), os.X_OK):
@@ -749,13 +754,17 @@ def main():
             limitsbench.limits_part(b)
             e2bbench.e2b_part(b)
             sdkbench.sdk_part(b)
+            mvbench.microvm_part(b)
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-        with open(a.out, "w") as f:
-            f.write(text)
-        if a.only:  # a partial run's raw numbers too, for comparing two builds
+        if a.splice:
+            mvbench.splice(a.out, text)
+        else:
+            with open(a.out, "w") as f:
+                f.write(text)
+        if a.only and not a.splice:  # a partial run's raw numbers too, for comparing two builds
             import json
             with open(a.out + ".json", "w") as f:
                 json.dump({"rows": b.rows, "facts": b.facts}, f, indent=1, default=str)

@@ -584,6 +584,8 @@ def render(rows, facts, profiles):
     L += _e2b_section(rows)
     L += _network_section(rows, facts)
     L += _gvisor_section(rows, facts, profiles)
+    import mvbench
+    L += mvbench.section(rows, facts)
     L += _image_section(rows, facts)
     L += _startup_section(facts)
     L += _memory_section(facts, profiles)
@@ -640,7 +642,16 @@ def render(rows, facts, profiles):
           "\"image\":REF}` and `{\"profile\":\"container\"}` (3 rounds of 2 warm-up + 15) on a "
           "daemon whose store already holds the image. If the daemon refuses an image session, "
           "the row says `image create: pending` with its answer.",
-          "- `bench.py --only gvisor,nopool,net,images,store,trace,limits --out /tmp/x.md` runs just "
-          "those parts (for working on one; the report then lacks the rest).",
+          "- microVM (`bench/mvbench.py`): a daemon with `SANDBOXD_MICROVM_ACCEL=tcg` and "
+          "`--config` giving `[profile.microvm] driver = microvm, pool_size = 1`; 5 rounds of a "
+          "bare QEMU boot (the driver's argv, /init = a static `reboot(RB_POWER_OFF)`, initramfs "
+          "from `scripts/microvm-assets.py initrd`), `apiloop create -n 1 {\"profile\":\"kata\"}` "
+          "and, once `sandbox_pool_idle{profile=\"microvm\"}` is 1, `apiloop create -n 1 "
+          "{\"profile\":\"microvm\"}`; then `apiloop exec -n 30 -w 3` in one session and "
+          "`/proc/<qemu>/smaps_rollup` plus the guest's host memory cgroup. "
+          "`bench.py --only microvm --splice` (about 2 minutes) replaces just that section of "
+          "docs/benchmarks.md.",
+          "- `bench.py --only gvisor,nopool,net,images,store,trace,limits,microvm --out /tmp/x.md` "
+          "runs just those parts (for working on one; the report then lacks the rest).",
           "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]
     return "\n".join(L)
