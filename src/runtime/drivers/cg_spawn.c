@@ -3,6 +3,12 @@
 #include "runtime/drivers/cg_spawn.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <sched.h>
+#include <poll.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -10,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 /* Puts r->fds[i] on fd i.  Each goes above the target range first, so a
@@ -104,4 +111,81 @@ int sbx_cg_spawn_reap(pid_t pid, unsigned timeout_ms, bool kill_first)
     usleep(nap * 1000);
     nap = nap < 16 ? nap * 2 : nap;
   }
+}
+
+/* ---- network namespace holder (egress allowlists) ---------------------- */
+
+/* The holder: alone with its end of the socketpair (fd 3; every other fd
+ * the threaded daemon had is closed at once, so no sandbox channel or
+ * listening socket is kept open by it), a netns of its own, "ready", then
+ * parked until EOF — the daemon closing its end, or dying. */
+static _Noreturn void holder_main(int fd)
+{
+  char c = '0';
+  if (fd != 3 && dup2(fd, 3) < 0)
+    _exit(126);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  /* lo up: runsc hands gVisor only the interfaces that are up, and its
+   * loopback is the netns's lo (a microVM's bridge ignores it) */
+  struct ifreq ifr = {.ifr_name = "lo"};
+  int s = -1;
+  if (unshare(CLONE_NEWNET) == 0 && (s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0 &&
+      ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) == 0)
+      c = '1';
+  }
+  if (s >= 0)
+    close(s);
+  if (write(3, &c, 1) != 1 || c != '1')
+    _exit(1);
+  while (read(3, &c, 1) != 0) /* data or EINTR: keep waiting for EOF */
+    ;
+  _exit(0);
+}
+
+int sbx_cg_netns_hold(struct sbx_cgroup *cg, pid_t *pid_out, int *fd_out, struct sbx_error *err)
+{
+  *pid_out = 0;
+  *fd_out = -1;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_err_sys(err, errno, "netns holder socketpair");
+  pid_t pid = fork();
+  if (pid == 0)
+    holder_main(sv[1]);
+  int e = errno;
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return sbx_err_sys(err, e, "fork netns holder");
+  }
+  /* Charged to and killed with the sandbox's cgroup (also by recovery). */
+  if (cg && sbx_cg_attach(cg, pid, err) < 0)
+    goto fail;
+  struct pollfd p = {.fd = sv[0], .events = POLLIN};
+  char c = 0;
+  if (poll(&p, 1, 5000) != 1 || read(sv[0], &c, 1) != 1 || c != '1') {
+    sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                "could not make a network namespace for the sandbox");
+    goto fail;
+  }
+  *pid_out = pid;
+  *fd_out = sv[0];
+  return 0;
+fail:
+  close(sv[0]);
+  sbx_cg_spawn_reap(pid, 2000, true);
+  return -1;
+}
+
+void sbx_cg_netns_release(pid_t *pid, int *fd)
+{
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+  /* EOF ends it; a holder that does not go within the grace is killed */
+  if (*pid > 0 && sbx_cg_spawn_reap(*pid, 1000, false) < 0 && sbx_cg_spawn_reap(*pid, 2000, true) < 0)
+    sbx_warn("driver", "netns holder %d not reaped", (int)*pid);
+  *pid = 0;
 }

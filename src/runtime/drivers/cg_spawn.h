@@ -42,4 +42,13 @@ int sbx_cg_spawn(struct sbx_spawner *s, struct sbx_cg_spawn *r, struct sbx_error
  * when kill_first.  0 once reaped (or pid ≤ 0), -1 otherwise. */
 int sbx_cg_spawn_reap(pid_t pid, unsigned timeout_ms, bool kill_first);
 
+/* A network namespace holder (egress allowlists on drivers that link
+ * their sandboxes before they start: gvisor, microvm): a forked child,
+ * attached to cg, parked in a network namespace of its own (lo up) until
+ * *fd_out is closed; returns once the netns exists.  The caller owns both:
+ * sbx_cg_netns_release. */
+int sbx_cg_netns_hold(struct sbx_cgroup *cg, pid_t *pid_out, int *fd_out, struct sbx_error *err);
+/* Closes the holder's fd, reaps it (killing it if it lingers); zeroes both. */
+void sbx_cg_netns_release(pid_t *pid, int *fd);
+
 #endif

@@ -424,7 +424,7 @@ static void teardown(struct sbx_gv_priv *pv, bool graceful)
   if (pv->runsc_pid > 0 && sbx_cg_spawn_reap(pv->runsc_pid, 5000, true) < 0)
     sbx_warn("gvisor", "%s: runsc %d not reaped", id, (int)pv->runsc_pid);
   pv->runsc_pid = 0;
-  sbx_gv_netns_release(&pv->holder_pid, &pv->holder_fd); /* its netns (and veth end) go */
+  sbx_cg_netns_release(&pv->holder_pid, &pv->holder_fd); /* its netns (and veth end) go */
   uint64_t t2 = sbx_now_ms();
   runsc_forget(id);
   sbx_cg_kill(&pv->cg, 2000, NULL);
@@ -505,7 +505,7 @@ static int start_one(struct sbx_gv_priv *pv, const struct sbx_limits *lim,
    * since runsc copies its interfaces, addresses and routes at start. */
   char netns[64];
   if (net) {
-    if (sbx_gv_netns_hold(&pv->cg, &pv->holder_pid, &pv->holder_fd, err) < 0)
+    if (sbx_cg_netns_hold(&pv->cg, &pv->holder_pid, &pv->holder_fd, err) < 0)
       return -1;
     snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)pv->holder_pid);
     if (net->prepare(net->ctx, pv->holder_pid, err) < 0)

@@ -28,7 +28,7 @@ struct sbx_gv_priv {
   pid_t runsc_pid; /* `runsc run`, our child */
   char bundle[4096];
   bool fd_in; /* READY said FDIN (always, under gVisor) */
-  /* Egress allowlist: the netns holder (sbx_gv_netns_hold) whose netns
+  /* Egress allowlist: the netns holder (sbx_cg_netns_hold) whose netns
    * runsc joined; 0/-1 for network none. */
   pid_t holder_pid;
   int holder_fd;
@@ -99,13 +99,6 @@ int sbx_gv_spawn_env(char *const argv[], char *const envp[], int in_fd, int log_
  * line goes to msg.  Returns the wait status, or -1 if it could not run or
  * timed out (msg says which). */
 int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen);
-
-/* Forks a netns holder (a child with a network namespace of its own,
- * attached to cg, parked until *fd_out is closed) and waits until its
- * netns exists.  The caller owns both: sbx_gv_netns_release. */
-int sbx_gv_netns_hold(struct sbx_cgroup *cg, pid_t *pid_out, int *fd_out, struct sbx_error *err);
-/* Closes the holder's fd, reaps it (killing it if it lingers); zeroes both. */
-void sbx_gv_netns_release(pid_t *pid, int *fd);
 
 /* Reads the first line of a log file into msg ("" if none). */
 void sbx_gv_first_line(const char *path, char *msg, size_t msglen);
