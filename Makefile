@@ -83,7 +83,7 @@ test-gvisor: all
 # attacks.  Every session is a cold guest boot (3-10 s of TCG on 2 cores), so
 # whole files where they are cheap and single cases of the others: ~6 min
 # (docs/testing.md, "The microvm run").
-MICROVM_TESTS ?= exec microvm microvm_images
+MICROVM_TESTS ?= exec microvm microvm_images microvm_network
 MICROVM_CASES ?= tests/integration/test_files.py::test_put_get_list_delete \
                  tests/integration/test_files.py::test_symlink_swap_in_parent_dir \
                  tests/integration/test_files_archive.py::test_archive_round_trip \

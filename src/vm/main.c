@@ -29,6 +29,7 @@
 
 #include "init/proto.h"
 #include "vm/boot.h"
+#include "vm/net.h"
 #include "vm/relay.h"
 
 static int parse_fd(const char *s)
@@ -177,6 +178,8 @@ static int guest(void)
     return 1;
   }
   loopback_up();
+  if (sbx_vm_net_config() < 0)
+    return 1;
   /* The kernel log is the guest's own: its tenant may read it (dmesg). */
   write_file("/proc/sys/kernel/dmesg_restrict", "0");
   pid_t pid = fork();

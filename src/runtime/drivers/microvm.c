@@ -343,6 +343,7 @@ static void teardown(struct sbx_mv_priv *pv)
   if (sbx_cg_spawn_reap(pv->relay_pid, 5000, true) < 0)
     sbx_warn("microvm", "%s: relay %d not reaped", pv->rid, (int)pv->relay_pid);
   pv->qemu_pid = pv->relay_pid = 0;
+  sbx_cg_netns_release(&pv->holder_pid, &pv->holder_fd); /* its netns, bridge, veth end go */
   if (pv->cg.host && sbx_cg_remove(&pv->cg, &err) < 0)
     sbx_warn("microvm", "%s: %s", pv->rid, err.msg);
   if (pv->dir[0] && sbx_rm_rf(pv->dir) < 0 && errno != ENOENT)
@@ -361,13 +362,26 @@ static struct sbx_iso_limits host_limits(const struct sbx_limits *req)
 }
 
 /* How build() starts a guest: boot (handshake_ms for READY) or restore
- * (boot.state_fd), with QMP when qmp_out is set. */
+ * (boot.state_fd), with QMP when qmp_out is set; net: an egress
+ * allowlist's spec (its net_prepare links the guest's netns first). */
 struct start {
   struct sbx_mv_boot boot;
+  const struct sbx_sandbox_spec *net;
   unsigned handshake_ms;
   int *qmp_out;
   char *cmdline_out;
 };
+
+/* An egress allowlist: a netns held for the guest, linked by the core
+ * (spec->net_prepare: the veth, its rules), then bridged to a tap. */
+static int link_network(struct sbx_mv_priv *pv, const struct sbx_sandbox_spec *spec,
+                        struct sbx_mv_net *net, struct sbx_error *err)
+{
+  if (sbx_cg_netns_hold(&pv->cg, &pv->holder_pid, &pv->holder_fd, err) < 0 ||
+      spec->net_prepare(spec->net_ctx, pv->holder_pid, err) < 0)
+    return -1;
+  return sbx_mv_net_plumb(pv->holder_pid, spec->net_resolv_conf, net, err);
+}
 
 static int start_one(struct sbx_mv_priv *pv, const struct sbx_limits *lim,
                      const struct start *how, int *chan_out, struct sbx_error *err)
@@ -385,8 +399,17 @@ static int start_one(struct sbx_mv_priv *pv, const struct sbx_limits *lim,
       pv->dir[0] = '\0'; /* someone else's: leave it alone */
     return sbx_err_sys(err, e, "microvm: mkdir");
   }
+  struct sbx_mv_boot boot = how->boot;
+  struct sbx_mv_net net = {.tap_fd = -1};
+  if (how->net && link_network(pv, how->net, &net, err) < 0)
+    return -1;
+  boot.tap_fd = net.tap_fd;
+  boot.net_cmdline = how->net ? net.cmdline : NULL;
   _cleanup_close_ int chan = -1, qmp = -1;
-  if (sbx_mv_start(&mv.conf, pv, lim, &how->boot, &chan, &qmp, how->cmdline_out, err) < 0)
+  int started = sbx_mv_start(&mv.conf, pv, lim, &boot, &chan, &qmp, how->cmdline_out, err);
+  if (net.tap_fd >= 0)
+    close(net.tap_fd); /* QEMU has its own */
+  if (started < 0)
     return -1;
   uint32_t flags = 0;
   int rc = how->boot.state_fd >= 0 ? sbx_mv_resume(qmp, err)
@@ -408,6 +431,7 @@ static int build_how(const char *rid, const struct sbx_limits *lim, const struct
   if (!pv)
     return sbx_err_sys(err, ENOMEM, "microvm");
   pv->cg.v2_dirfd = -1;
+  pv->holder_fd = -1;
   snprintf(pv->rid, sizeof pv->rid, "%s", rid);
   uint64_t t0 = sbx_now_ms();
   if (start_one(pv, lim, how, chan_out, err) < 0) {
@@ -426,7 +450,7 @@ static int build_how(const char *rid, const struct sbx_limits *lim, const struct
 static int build(const char *rid, const struct sbx_limits *lim, unsigned handshake_ms,
                  struct sbx_mv_priv **out, int *chan_out, struct sbx_error *err)
 {
-  struct start how = {.boot = {.state_fd = -1}, .handshake_ms = handshake_ms};
+  struct start how = {.boot = {.state_fd = -1, .tap_fd = -1}, .handshake_ms = handshake_ms};
   return build_how(rid, lim, &how, out, chan_out, err);
 }
 
@@ -479,7 +503,7 @@ static int golden_make(const struct sbx_limits *key, const char *base, struct sb
   sbx_random_id("mvg_", rid, sizeof rid);
   struct sbx_mv_priv *pv = NULL;
   int chan = -1, qmp = -1;
-  struct start how = {.boot = {.qmp = true, .state_fd = -1},
+  struct start how = {.boot = {.qmp = true, .state_fd = -1, .tap_fd = -1},
                       .handshake_ms = HANDSHAKE_MS,
                       .qmp_out = &qmp,
                       .cmdline_out = cmdline};
@@ -571,7 +595,7 @@ static bool golden_restore(const char *rid, const struct sbx_limits *key, const 
     return false;
   cmdline[n] = '\0';
   struct sbx_error err = {0};
-  struct start how = {.boot = {.qmp = true, .state_fd = sfd, .cmdline = cmdline}};
+  struct start how = {.boot = {.qmp = true, .state_fd = sfd, .tap_fd = -1, .cmdline = cmdline}};
   int qmp = -1;
   how.qmp_out = &qmp;
   if (build_how(rid, key, &how, pv, chan, &err) < 0) {
@@ -660,22 +684,28 @@ static void attach(struct sbx_sandbox *sb, struct sbx_mv_priv *pv, int chan,
   sb->priv = pv;
 }
 
-/* An OCI image's sandbox: its own root image (microvm_image.c) and its
- * User; always booted cold (pools and golden states hold the host pack). */
-static int create_image(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
-                        struct sbx_error *err)
+/* A sandbox of an OCI image (its own root image, microvm_image.c, and its
+ * User) or with an egress allowlist (its NIC, microvm_net.c): always
+ * booted cold, since pools and golden states hold host-pack guests with
+ * no network. */
+static int create_cold(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
+                       struct sbx_error *err)
 {
   char images[PATH_MAX + 16], root[PATH_MAX + 128];
   snprintf(images, sizeof images, "%s-images", mv.conf.dir);
-  if (sbx_mv_image_root(images, spec->image_digest, spec->layers, spec->nlayers, root,
-                        sizeof root, err) < 0)
+  if (spec->nlayers && sbx_mv_image_root(images, spec->image_digest, spec->layers, spec->nlayers,
+                                         root, sizeof root, err) < 0)
     return -1;
   struct sbx_limits lim = boot_key(&spec->limits);
   struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_microvm, spec);
   if (!sb)
     return sbx_err_sys(err, ENOMEM, "microvm");
-  struct start how = {.boot = {.state_fd = -1, .rootfs = root, .uid = spec->run_uid,
+  struct start how = {.boot = {.state_fd = -1,
+                               .tap_fd = -1,
+                               .rootfs = spec->nlayers ? root : NULL,
+                               .uid = spec->run_uid,
                                .gid = spec->run_gid},
+                      .net = spec->net_prepare ? spec : NULL,
                       .handshake_ms = HANDSHAKE_MS};
   struct sbx_mv_priv *pv = NULL;
   int chan = -1;
@@ -700,8 +730,8 @@ static int microvm_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbo
   if ((named || spec->nlayers) && (!spec->layers || !spec->nlayers))
     return sbx_err_field(err, "image", "image '%s' has no usable layers",
                          spec->image ? spec->image : "");
-  if (spec->nlayers)
-    return create_image(spec, out, err);
+  if (spec->nlayers || spec->net_prepare)
+    return create_cold(spec, out, err);
   struct sbx_limits lim = boot_key(&spec->limits);
   struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_microvm, spec);
   if (!sb)
@@ -847,10 +877,12 @@ const struct sbx_driver sbx_drv_microvm = {
     .name = "microvm",
     .klass = "dedicated-kernel",
     /* everything through the fd-in forms over the link (vm/link.h); OCI
-     * images as squashfs roots (microvm_image.c); no network yet
-     * (docs/microvm.md) */
+     * images as squashfs roots (microvm_image.c); egress allowlists on a
+     * tap bridged to the net module's veth, linked before the guest
+     * starts (microvm_net.c) */
     .caps = SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_TERMINAL | SBX_CAP_WATCH | SBX_CAP_UPSTREAM |
-            SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES,
+            SBX_CAP_ARCHIVE | SBX_CAP_CONTEXTS | SBX_CAP_IMAGES | SBX_CAP_EGRESS |
+            SBX_CAP_EGRESS_AT_START,
     .probe = microvm_probe,
     .create = microvm_create,
     .destroy = microvm_destroy,

@@ -9,6 +9,7 @@
 #define SBX_RUNTIME_MICROVM_INT_H
 
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,6 +37,10 @@ struct sbx_mv_priv {
   char dir[PATH_MAX];
   struct sbx_cgroup cg;
   pid_t qemu_pid, relay_pid; /* our children */
+  /* Egress allowlist: the netns holder whose netns holds the bridge of
+   * the veth and the guest's tap (microvm_net.c); 0/-1 without. */
+  pid_t holder_pid;
+  int holder_fd;
 };
 
 /* How one guest starts: booted, or restored from a saved state. */
@@ -52,6 +57,11 @@ struct sbx_mv_boot {
    * workload runs as (0: the sandbox user, 1000). */
   const char *rootfs;
   uint32_t uid, gid;
+  /* An egress allowlist's NIC (microvm_net.c): the tap's fd (QEMU's
+   * -netdev tap) and the guest's addresses for its command line; -1/"":
+   * no NIC at all. */
+  int tap_fd;
+  const char *net_cmdline;
 };
 
 /* Starts QEMU and the host relay for one guest in pv->cg (made by the
@@ -67,6 +77,23 @@ int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
 /* The guest's hostname for sandbox id rid: the id with '_' as '-' (a
  * hostname's alphabet), so every guest has its own. */
 void sbx_mv_hostname(const char *rid, char out[64]);
+
+/* ---- egress allowlists (microvm_net.c) ---- */
+struct sbx_mv_net {
+  int tap_fd;
+  struct in_addr addr4, gw4;
+  struct in6_addr addr6, gw6;
+  unsigned prefix4, prefix6;
+  bool have6;
+  char cmdline[320]; /* " sbx.ip4=… sbx.gw4=… [sbx.ip6=… sbx.gw6=…] [sbx.dns=…]" */
+};
+/* In the netns of netns_pid, already linked by the net module (its eth0
+ * holds the sandbox's addresses): a bridge of eth0 and a new tap, eth0's
+ * addresses handed to the guest.  resolv: the sandbox's resolv.conf text
+ * (its nameservers go on the guest's command line).  0 with n filled (the
+ * caller owns n->tap_fd), or -1 with err. */
+int sbx_mv_net_plumb(pid_t netns_pid, const char *resolv, struct sbx_mv_net *n,
+                     struct sbx_error *err);
 
 /* ---- OCI images (microvm_image.c) ---- */
 /* The squashfs root of the image with manifest digest `digest` and these

@@ -4,10 +4,11 @@
  * The machine is QEMU's `microvm` (no PCI, no firmware tables beyond the
  * ACPI DSDT that lists the virtio-mmio devices: Debian's kernel has no
  * virtio_mmio.device= command-line support, so ACPI stays on), with
- * exactly three devices: a virtio-serial port named sbx.link (the link to
- * the host relay; vm/link.h), the read-only root image on virtio-blk, and
- * the 8250 UART the guest console writes to (a file the daemon reads only
- * to explain a failed boot).  No NIC at all (-nodefaults, network none).
+ * three devices: a virtio-serial port named sbx.link (the link to the host
+ * relay; vm/link.h), the read-only root image on virtio-blk, and the 8250
+ * UART the guest console writes to (a file the daemon reads only to
+ * explain a failed boot).  No NIC at all for network none (-nodefaults);
+ * an egress allowlist adds a virtio-net on a tap (microvm_net.c).
  *
  * The link is a socketpair: QEMU gets one end as an already connected
  * chardev socket (fd=3), the relay the other; nothing in the filesystem,
@@ -75,13 +76,15 @@ static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_p
   sbx_hex(seed, sizeof seed, hex);
   if (!strcmp(conf->accel, "tcg") && conf->tsc_khz)
     snprintf(tsc, sizeof tsc, " tsc_early_khz=%u tsc=reliable no_timer_check", conf->tsc_khz);
-  snprintf(out, len,
+  int w = snprintf(out, len,
            "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
            "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%s "
            "sbx.seed=%s sbx.time=%lld sbx.pids=%llu sbx.uid=%u sbx.gid=%u",
            tsc, (unsigned long long)disk, host, hex, (long long)time(NULL),
            (unsigned long long)(pids ? pids : DEFAULT_PIDS), boot->uid ? boot->uid : 1000,
            boot->gid ? boot->gid : 1000);
+  if (boot->net_cmdline && w > 0 && (size_t)w < len)
+    snprintf(out + w, len - (size_t)w, "%s", boot->net_cmdline);
 }
 
 /* The guest's RAM is the request, never below what the kernel boots in:
@@ -106,8 +109,8 @@ static unsigned guest_cpus(const struct sbx_limits *lim)
 struct qemu_args {
   char machine[96], accel[48], mem[16], smp[16], console[PATH_MAX + 16];
   char append[SBX_MV_CMDLINE_MAX];
-  char drive[PATH_MAX + 64];
-  char *argv[56];
+  char drive[PATH_MAX + 64], nic[64];
+  char *argv[60];
 };
 
 static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *pv,
@@ -152,6 +155,16 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
     *v++ = "socket,id=qmp,fd=4";
     *v++ = "-mon";
     *v++ = "chardev=qmp,mode=control";
+  }
+  if (boot->tap_fd >= 0) { /* an allowlist's NIC: the tap on fd 6 */
+    unsigned char mac[3];
+    randombytes_buf(mac, sizeof mac);
+    snprintf(a->nic, sizeof a->nic, "virtio-net-device,netdev=nic,mac=52:54:00:%02x:%02x:%02x",
+             mac[0], mac[1], mac[2]);
+    *v++ = "-netdev";
+    *v++ = "tap,id=nic,fd=6";
+    *v++ = "-device";
+    *v++ = a->nic;
   }
   if (boot->state_fd >= 0) { /* the saved state on fd 5 */
     *v++ = "-incoming";
@@ -199,8 +212,9 @@ int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
     snprintf(cmdline_out, SBX_MV_CMDLINE_MAX, "%s", a.append);
   /* fd 4 and 5 only when used: QEMU then owns nothing else of ours */
   int qfds[] = {null_fd, log_fd, log_fd, link_qemu, boot->qmp ? qmp_qemu : null_fd,
-                boot->state_fd >= 0 ? boot->state_fd : null_fd};
-  if (spawn(pv, a.argv, qfds, 6, &pv->qemu_pid, err) < 0)
+                boot->state_fd >= 0 ? boot->state_fd : null_fd,
+                boot->tap_fd >= 0 ? boot->tap_fd : null_fd};
+  if (spawn(pv, a.argv, qfds, 7, &pv->qemu_pid, err) < 0)
     return -1;
   char *relay[] = {(char *)conf->helper, "relay", "--chan-fd", "3", "--link-fd", "4", NULL};
   int rfds[] = {null_fd, log_fd, log_fd, far, link_relay};
