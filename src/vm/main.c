@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,9 @@ static int guest(void)
 
 int main(int argc, char **argv)
 {
+  /* A peer gone (the link, a pipe the workload closed) is an EPIPE the
+   * relay handles, not a signal that ends it. */
+  signal(SIGPIPE, SIG_IGN);
   if (argc >= 2 && !strcmp(argv[1], "relay"))
     return host_relay(argc, argv);
   if (getpid() != 1) {

@@ -546,8 +546,9 @@ static void write_link(struct relay *r)
       continue;
     if (n < 0 && errno == EAGAIN)
       return;
-    if (n <= 0) {
-      sbx_relay_fail(r, "link write failed");
+    if (n <= 0) { /* the peer went first (EPIPE, ECONNRESET): it ended the link */
+      sbx_relay_fail(r, n < 0 && (errno == EPIPE || errno == ECONNRESET) ? "link closed"
+                                                                          : "link write failed");
       return;
     }
     sbx_bq_drop(&r->out, (size_t)n);
