@@ -7,9 +7,14 @@ responder and proxy outside are the container driver's.  Same "internet"
 (networld.py) and probe as test_network.py, against a daemon of its own
 with the real runsc (conftest.py hides runsc from the suite's daemons).
 
+The cases run again on microvm (test_microvm_network.py imports them with
+a `wall` fixture of its own): everything a case needs of its driver is in
+`wall`.
+
 Only loopback and the test namespaces are ever contacted."""
 import json
 import os
+from dataclasses import dataclass, field
 import re
 import subprocess
 import time
@@ -22,7 +27,24 @@ import test_network as tn
 from conftest import REAL_RUNSC
 from sbxtest import Daemon, assert_error, reap_leftovers, wait_until
 
-PROFILE = "gvisor"
+
+
+@dataclass
+class Wall:
+    """The driver a module's cases run on: its profile, the environment
+    its daemons need, and the state-dir subdirectory of its sandboxes."""
+    profile: str
+    env: dict
+    state_subdir: str
+    kill_env: dict = field(default_factory=dict)  # the kill -9 case's daemon, on top of env
+
+
+@pytest.fixture(scope="module")
+def wall():
+    # a pool of one: an allowlisted session must never be handed a pooled
+    # (network none) sandbox
+    return Wall("gvisor", {"SANDBOXD_RUNSC": REAL_RUNSC, "SANDBOXD_GVISOR_POOL_SIZE": "1"},
+                "gvisor", {"SANDBOXD_GVISOR_POOL_SIZE": "0"})
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +56,9 @@ def world():
 
 
 @pytest.fixture(scope="module")
-def gnetd(world, tmp_path_factory):
-    # a pool of one: an allowlisted session must never be handed a pooled
-    # (network none) sandbox
-    d = Daemon(tmp_path_factory.mktemp("gvnetstate"), world.daemon_args(),
-               env={"SANDBOXD_RUNSC": REAL_RUNSC, "SANDBOXD_RESOLVE": world.resolve_env(),
-                    "SANDBOXD_GVISOR_POOL_SIZE": "1"})
+def gnetd(world, wall, tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp(f"{wall.profile}netstate"), world.daemon_args(),
+               env=dict(wall.env, SANDBOXD_RESOLVE=world.resolve_env()))
     d.start()
     yield d
     rc = d.stop(timeout=20)
@@ -51,17 +70,19 @@ def gnetd(world, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cl(gnetd):
-    c = gnetd.client(gnetd.create_key("gvnet-tenant"))
-    p = {x["name"]: x for x in c.get("/v1/sandbox/profiles").json()["profiles"]}[PROFILE]
+def cl(gnetd, wall):
+    c = gnetd.client(gnetd.create_key("net-tenant"))
+    c.wall = wall
+    p = {x["name"]: x for x in c.get("/v1/sandbox/profiles").json()["profiles"]}[wall.profile]
     if not p["available"]:
-        pytest.skip(f"gvisor unavailable on this host: {p['reason']}")
+        pytest.skip(f"{wall.profile} unavailable on this host: {p['reason']}")
     assert "egress_allowlist" in p["capabilities"], p
     return c
 
 
 def allow(cl, *entries):
-    return cl.new_session(PROFILE, network={"egress": "allowlist", "allow": list(entries)})
+    return cl.new_session(cl.wall.profile,
+                          network={"egress": "allowlist", "allow": list(entries)})
 
 
 def holders(d):
@@ -93,7 +114,7 @@ def running(pid):
 
 
 def test_none_reaches_nothing(cl, world):
-    s = cl.new_session(PROFILE)
+    s = cl.new_session(cl.wall.profile)
     try:
         assert s["network"] == {"egress": "none"}
         res = tn.probe(cl, s["id"], ["tcp", world.A4, 80], ["udp", world.A4, 7],
@@ -196,7 +217,7 @@ def test_patch_allowlist_to_none_cuts_and_back(cl, world):
 
 
 def test_patch_none_to_allowlist_is_a_conflict(cl):
-    s = cl.new_session(PROFILE)
+    s = cl.new_session(cl.wall.profile)
     sid = s["id"]
     try:
         r = cl.patch(f"/v1/sandbox/sessions/{sid}",
@@ -228,7 +249,7 @@ def test_executions_honour_their_policy(cl, world):
             f"print(urllib.request.urlopen('http://allowed.test.example/{tok}', "
             f"timeout=8).status)\n")
     r = cl.post("/v1/sandbox/executions",
-                json={"profile": PROFILE, "language": "python", "code": code,
+                json={"profile": cl.wall.profile, "language": "python", "code": code,
                       "network": {"egress": "allowlist", "allow": ["allowed.test.example"]}})
     assert r.status_code in (200, 201, 202), r.text
     e = cl.wait_execution(r.json()["id"])
@@ -254,16 +275,16 @@ def test_nothing_left_after_delete(cl, gnetd, world):
     mounts = open("/proc/self/mounts").read()
     for sid in sids:
         assert sid not in mounts
-        assert not os.path.exists(os.path.join(gnetd.state_dir, "gvisor", sid))
+        assert not os.path.exists(os.path.join(gnetd.state_dir, cl.wall.state_subdir, sid))
 
 
-def test_killed_daemon_leaves_nothing_after_restart(world, tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("gvnetkill"), world.daemon_args(),
-               env={"SANDBOXD_RUNSC": REAL_RUNSC, "SANDBOXD_RESOLVE": world.resolve_env(),
-                    "SANDBOXD_GVISOR_POOL_SIZE": "0"})
+def test_killed_daemon_leaves_nothing_after_restart(world, wall, tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp(f"{wall.profile}netkill"), world.daemon_args(),
+               env=dict(wall.env, SANDBOXD_RESOLVE=world.resolve_env(), **wall.kill_env))
     d.start()
     try:
-        c = d.client(d.create_key("gvnet-kill"))
+        c = d.client(d.create_key("net-kill"))
+        c.wall = wall
         sid = allow(c, f"{world.B4}:7")["id"]
         assert tn.probe(c, sid, ["tcp", world.B4, 7])[0]["ok"]
         tag = tn.net_tag(d)
@@ -276,7 +297,7 @@ def test_killed_daemon_leaves_nothing_after_restart(world, tmp_path_factory):
         d.start()  # recovery: cgroups, bundles, veths, nft table of the last run
         assert not holders(d)
         assert not [l for l in tn.links() if tag in l]
-        assert not os.listdir(os.path.join(d.state_dir, "gvisor"))
+        assert not os.listdir(os.path.join(d.state_dir, wall.state_subdir))
     finally:
         rc = d.stop(timeout=20)
         left = reap_leftovers(d.state_dir)
@@ -285,17 +306,18 @@ def test_killed_daemon_leaves_nothing_after_restart(world, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    r = imgworld.Registry(tmp_path_factory.mktemp("gvnetreg")).start()
+    r = imgworld.Registry(tmp_path_factory.mktemp("netreg")).start()
     yield r
     r.stop()
 
 
 def test_image_session_with_allowlist(cl, world, registry):
-    """An OCI image root (an overlay the daemon mounts on the host) under
-    runsc in its own mount namespace: the image's resolv.conf is ours, its
-    busybox wget gets through the proxy, and the delete unmounts it."""
-    ref = registry.push(imgworld.Image([imgworld.rootfs_entries()]), "tests/gvnet:1")
-    s = cl.new_session(PROFILE, image=ref,
+    """An OCI image root (gvisor: an overlay the daemon mounts on the host,
+    under runsc in its own mount namespace; microvm: a squashfs on the
+    guest's disk) with an allowlist: the image's resolv.conf is ours, its
+    busybox wget gets through the proxy, and the delete leaves nothing."""
+    ref = registry.push(imgworld.Image([imgworld.rootfs_entries()]), f"tests/{cl.wall.profile}net:1")
+    s = cl.new_session(cl.wall.profile, image=ref,
                        network={"egress": "allowlist", "allow": ["allowed.test.example"]})
     sid = s["id"]
     try:
