@@ -44,7 +44,7 @@
 struct opts {
   uint64_t disk, memory;
   uint64_t uid, gid; /* the workload's user (sbx.uid/sbx.gid): owner of /work */
-  time_t time; /* 0: not given */
+  time_t time;       /* 0: not given */
   bool have_seed;
   uint8_t seed[32];
   char hostname[65];
@@ -582,8 +582,10 @@ static int boot_kernel_side(struct opts *o, char *link_dev, size_t size, uint64_
 int sbx_vm_boot(struct sbx_vm_boot *b)
 {
   uint64_t start = now_ms(CLOCK_MONOTONIC), t[2];
-  struct opts o = {
-      .disk = SBX_VM_DEFAULT_DISK, .uid = SANDBOX_UID, .gid = SANDBOX_GID, .hostname = "sandbox"};
+  struct opts o = {.disk = SBX_VM_DEFAULT_DISK,
+                   .uid = SANDBOX_UID,
+                   .gid = SANDBOX_GID,
+                   .hostname = "sandbox"};
   char link_dev[64];
   *b = (struct sbx_vm_boot){.link_fd = -1, .init_memfd = -1};
   /* Modes below are meant literally (mknod 0666, dirs 1777); workloads get

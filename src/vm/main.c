@@ -123,7 +123,8 @@ static int enter_guest_cgroup(uint64_t pids, uint64_t memory)
   char dir[] = "/tmp/.sbx-cg-XXXXXX", path[64];
   if (!pids && !memory)
     return 0;
-  if (!mkdtemp(dir) || mount("cgroup2", dir, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+  if (!mkdtemp(dir) ||
+      mount("cgroup2", dir, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     return -1;
   int rc = -1;
   snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);

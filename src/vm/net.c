@@ -55,8 +55,8 @@ static int config4(const char *cidr, const char *gw)
   char ip[INET_ADDRSTRLEN];
   unsigned plen;
   struct in_addr a, g;
-  if (sscanf(cidr, "%15[0-9.]/%u", ip, &plen) != 2 || plen > 32 || inet_pton(AF_INET, ip, &a) != 1 ||
-      inet_pton(AF_INET, gw, &g) != 1)
+  if (sscanf(cidr, "%15[0-9.]/%u", ip, &plen) != 2 || plen > 32 ||
+      inet_pton(AF_INET, ip, &a) != 1 || inet_pton(AF_INET, gw, &g) != 1)
     return -1;
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   struct ifreq ifr = {0};

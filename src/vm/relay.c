@@ -379,7 +379,8 @@ static int frame_msg(struct relay *r, struct chan *c, const uint8_t *p, uint32_t
   if (!is_msg_chan(c) || len < 4 + sizeof(struct sbx_proto_hdr))
     return -1;
   memcpy(&nids, p, 4);
-  if (nids > SBX_LINK_MAX_IDS || (r->host && nids) || len < 4 + 4 * nids + sizeof(struct sbx_proto_hdr))
+  if (nids > SBX_LINK_MAX_IDS || (r->host && nids) ||
+      len < 4 + 4 * nids + sizeof(struct sbx_proto_hdr))
     return -1;
   const uint8_t *d = p + 4 + 4 * nids;
   struct sbx_proto_hdr h;
@@ -394,7 +395,8 @@ static int frame_msg(struct relay *r, struct chan *c, const uint8_t *p, uint32_t
       r->ch[id].has_req = true;
     }
   }
-  if (c->wr_done || (!r->host && c == r->ch && sbx_relay_guest_answer(r, d, len - 4 - 4 * nids))) {
+  if (c->wr_done ||
+      (!r->host && c == r->ch && sbx_relay_guest_answer(r, d, len - 4 - 4 * nids))) {
     /* nobody reads it any more, or the relay answered it: consumed (the
      * channels it names are never forwarded, so they close) */
     for (uint32_t i = 0; i < nids; i++) {
@@ -504,7 +506,8 @@ static int frame_in(struct relay *r, const struct sbx_link_hdr *h, const uint8_t
     memcpy(&size, p, 8);
     return sbx_relay_guest_open(r, h->chan, h->flags, size);
   }
-  if (h->len && (h->kind == SBX_LINK_EOF || h->kind == SBX_LINK_CLOSE || h->kind == SBX_LINK_CREDIT))
+  if (h->len &&
+      (h->kind == SBX_LINK_EOF || h->kind == SBX_LINK_CLOSE || h->kind == SBX_LINK_CREDIT))
     return -1;
   if (h->aux && h->kind != SBX_LINK_CREDIT)
     return -1;
@@ -548,7 +551,7 @@ static void write_link(struct relay *r)
       return;
     if (n <= 0) { /* the peer went first (EPIPE, ECONNRESET): it ended the link */
       sbx_relay_fail(r, n < 0 && (errno == EPIPE || errno == ECONNRESET) ? "link closed"
-                                                                          : "link write failed");
+                                                                         : "link write failed");
       return;
     }
     sbx_bq_drop(&r->out, (size_t)n);

@@ -37,7 +37,8 @@ static int make_object(uint8_t klass, uint64_t size, int ends[2])
     return 0;
   case SBX_LINK_CH_STREAM:
   case SBX_LINK_CH_SEQ:
-    if (socketpair(AF_UNIX, (klass == SBX_LINK_CH_STREAM ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC,
+    if (socketpair(AF_UNIX,
+                   (klass == SBX_LINK_CH_STREAM ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC,
                    0, p) < 0)
       return -1;
     ends[0] = p[0], ends[1] = p[1];
@@ -50,7 +51,8 @@ static int make_object(uint8_t klass, uint64_t size, int ends[2])
     /* Sized and sealed as the daemon's own (init/proto.h: records cannot
      * grow the file); both ends are one open file. */
     if (ftruncate(ends[0], (off_t)size) < 0 ||
-        (klass == SBX_LINK_CH_FILE_OUT && fcntl(ends[0], F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) ||
+        (klass == SBX_LINK_CH_FILE_OUT &&
+         fcntl(ends[0], F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) ||
         (ends[1] = fcntl(ends[0], F_DUPFD_CLOEXEC, 0)) < 0) {
       close(ends[0]);
       return -1;
@@ -168,7 +170,8 @@ static int take_identity(const uint8_t *p, size_t n)
     close(fd);
   explicit_bzero(&seed, sizeof seed);
   struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
-  if (!e && (clock_settime(CLOCK_REALTIME, &ts) < 0 || sethostname((const char *)p + 44, hlen) < 0))
+  if (!e &&
+      (clock_settime(CLOCK_REALTIME, &ts) < 0 || sethostname((const char *)p + 44, hlen) < 0))
     e = errno;
   return e;
 }

@@ -19,12 +19,12 @@ struct bq {
 
 struct chan {
   bool used;
-  uint8_t klass;  /* SBX_LINK_CH_*; 0 for the main channel (id 0) */
-  int fd;         /* the local end, -1 once closed */
-  int far;        /* guest: the end sbx-init gets, until forwarded */
-  bool rd_done;   /* nothing (more) to read from fd */
-  bool wr_done;   /* nothing (more) to write to fd */
-  bool peer_eof;  /* the peer sends no more */
+  uint8_t klass; /* SBX_LINK_CH_*; 0 for the main channel (id 0) */
+  int fd;        /* the local end, -1 once closed */
+  int far;       /* guest: the end sbx-init gets, until forwarded */
+  bool rd_done;  /* nothing (more) to read from fd */
+  bool wr_done;  /* nothing (more) to write to fd */
+  bool peer_eof; /* the peer sends no more */
   bool sent_close, got_close;
   uint32_t send_avail; /* bytes this side may still send the peer */
   uint32_t recv_avail; /* bytes the peer may still send this side */
@@ -39,12 +39,12 @@ struct chan {
 struct relay {
   bool host;
   int link;
-  struct bq out;  /* frames not yet written to the link */
+  struct bq out; /* frames not yet written to the link */
   struct chan ch[SBX_LINK_MAX_CHANNELS];
   uint32_t next_id;
-  const char *fail; /* set: the link ends with this reason */
-  int vmstat_fd;    /* guest: /proc/vmstat, opened before any workload ran */
-  int pressure_fd;  /* guest: /proc/pressure/memory with a trigger armed, or -1 */
+  const char *fail;        /* set: the link ends with this reason */
+  int vmstat_fd;           /* guest: /proc/vmstat, opened before any workload ran */
+  int pressure_fd;         /* guest: /proc/pressure/memory with a trigger armed, or -1 */
   uint64_t pressure_kills; /* guest: workloads killed for memory stalls */
   struct sbx_link_reader rd;
 };

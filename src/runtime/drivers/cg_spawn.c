@@ -185,7 +185,8 @@ void sbx_cg_netns_release(pid_t *pid, int *fd)
     close(*fd);
   *fd = -1;
   /* EOF ends it; a holder that does not go within the grace is killed */
-  if (*pid > 0 && sbx_cg_spawn_reap(*pid, 1000, false) < 0 && sbx_cg_spawn_reap(*pid, 2000, true) < 0)
+  if (*pid > 0 && sbx_cg_spawn_reap(*pid, 1000, false) < 0 &&
+      sbx_cg_spawn_reap(*pid, 2000, true) < 0)
     sbx_warn("driver", "netns holder %d not reaped", (int)*pid);
   *pid = 0;
 }

@@ -19,9 +19,9 @@
 #define SBX_CG_SPAWN_MAX_FDS 8
 
 struct sbx_cg_spawn {
-  char *const *argv;  /* argv[0]: an absolute path */
+  char *const *argv; /* argv[0]: an absolute path */
   char *const *envp;
-  const char *what;   /* for errors: "gvisor", "microvm" */
+  const char *what; /* for errors: "gvisor", "microvm" */
   /* fds[i] becomes the child's fd i (0 ≤ i < nfds); every other fd is
    * closed before exec. */
   int fds[SBX_CG_SPAWN_MAX_FDS];

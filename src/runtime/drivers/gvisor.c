@@ -567,8 +567,9 @@ static int build(const char *rid, const struct sbx_limits *lim, const struct sbx
 static int build_pooled(const char *rid, const struct sbx_limits *key, void **pv, int *chan,
                         struct sbx_error *err)
 {
-  struct sbx_limits lim = {
-      .disk_bytes = key->disk_bytes, .pids = key->pids, .memory_bytes = POOL_IDLE_MEMORY};
+  struct sbx_limits lim = {.disk_bytes = key->disk_bytes,
+                           .pids = key->pids,
+                           .memory_bytes = POOL_IDLE_MEMORY};
   return build(rid, &lim, NULL, NULL, (struct sbx_gv_priv **)pv, chan, err);
 }
 
@@ -657,7 +658,7 @@ static void gvisor_prewarm(const char *profile, const struct sbx_limits *limits)
   if (gv.ready)
     sbx_warm_pool_want(&pool, profile,
                        &(struct sbx_limits){.disk_bytes = limits->disk_bytes ? limits->disk_bytes
-                                                                              : DEFAULT_DISK,
+                                                                             : DEFAULT_DISK,
                                             .pids = limits->pids});
 }
 

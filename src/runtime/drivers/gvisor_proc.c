@@ -112,7 +112,8 @@ static int spawn_req(struct gv_req *r, pid_t *pid_out, struct sbx_error *err)
                            .nfds = 3,
                            .cg = r->cg,
                            .pre_exec = r->hide_net_sysctl ? hide_net_sysctl : NULL,
-                           .pre_exec_msg = "sandboxd: cannot give runsc a /proc/sys without net\n"};
+                           .pre_exec_msg =
+                               "sandboxd: cannot give runsc a /proc/sys without net\n"};
   if (sbx_cg_spawn(&spawner, &s, err) < 0)
     return -1;
   *pid_out = s.pid;
@@ -197,4 +198,3 @@ int sbx_gv_run(char *const argv[], unsigned timeout_ms, char *msg, size_t msglen
   sbx_gv_first_line_fd(out, msg, msglen);
   return status;
 }
-

@@ -56,10 +56,10 @@
 #include "runtime/sandbox.h"
 #include "vm/link.h"
 
-#define HANDSHAKE_MS 60000     /* TCG boots in ~2 s here; a loaded CI host is slower */
-#define KVM_PROBE_MS 15000     /* a KVM guest boots in well under a second */
+#define HANDSHAKE_MS 60000           /* TCG boots in ~2 s here; a loaded CI host is slower */
+#define KVM_PROBE_MS 15000           /* a KVM guest boots in well under a second */
 #define QEMU_OVERHEAD (192ull << 20) /* QEMU itself + TCG's 32 MiB code cache, measured */
-#define HOST_PIDS 64           /* QEMU's threads + the relay */
+#define HOST_PIDS 64                 /* QEMU's threads + the relay */
 #define DEFAULT_DISK (256ull << 20)
 
 static int build_pooled(const char *rid, const struct sbx_limits *key, void **pv, int *chan,
@@ -160,8 +160,9 @@ static int find_qemu(const struct sbx_driver_env *env, char *out, size_t len, ch
       snprintf(out, len, "%s", cand[i]);
       return 0;
     }
-  snprintf(why, whylen, "qemu-system-x86_64 not found (%s; package qemu-system-x86, or set "
-                        "microvm_qemu)",
+  snprintf(why, whylen,
+           "qemu-system-x86_64 not found (%s; package qemu-system-x86, or set "
+           "microvm_qemu)",
            cand[0]);
   return -1;
 }
@@ -210,8 +211,8 @@ static int find_assets(const struct sbx_driver_env *env, char *why, size_t whyle
       find_helper(env, c->helper, sizeof c->helper, why, whylen) < 0 ||
       find_asset(env, "microvm_kernel", "vmlinuz", c->kernel, sizeof c->kernel, why, whylen) <
           0 ||
-      find_asset(env, "microvm_initrd", "initrd.img", c->initrd, sizeof c->initrd, why,
-                 whylen) < 0 ||
+      find_asset(env, "microvm_initrd", "initrd.img", c->initrd, sizeof c->initrd, why, whylen) <
+          0 ||
       find_asset(env, "microvm_rootfs", "rootfs.sqfs", c->rootfs, sizeof c->rootfs, why,
                  whylen) < 0)
     return -1;
@@ -276,8 +277,9 @@ static int choose_accel(const struct sbx_driver_env *env, char *why, size_t whyl
   snprintf(mv.conf.accel, sizeof mv.conf.accel, "kvm");
   int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(why, whylen, "no usable /dev/kvm (%s); set microvm_accel = tcg "
-                          "(SANDBOXD_MICROVM_ACCEL=tcg) for software emulation",
+    snprintf(why, whylen,
+             "no usable /dev/kvm (%s); set microvm_accel = tcg "
+             "(SANDBOXD_MICROVM_ACCEL=tcg) for software emulation",
              strerror(errno));
     return -1;
   }
@@ -621,8 +623,8 @@ static int fresh_identity(struct sbx_sandbox *sb, const char *hostname, struct s
   memcpy(buf + 44, hostname, hlen);
   buf[44 + hlen] = '\0';
   struct sbx_chan_reply rep;
-  int rc = sbx_chan_call_fds(sb, SBX_LINK_MSG_IDENTITY, buf, 45 + hlen, NULL, 0, "identity", &rep,
-                             err);
+  int rc = sbx_chan_call_fds(sb, SBX_LINK_MSG_IDENTITY, buf, 45 + hlen, NULL, 0, "identity",
+                             &rep, err);
   sodium_memzero(buf, 32);
   return rc;
 }
@@ -631,7 +633,8 @@ static int fresh_identity(struct sbx_sandbox *sb, const char *hostname, struct s
  * in (so a request and a profile's prewarm key compare equal). */
 static struct sbx_limits boot_key(const struct sbx_limits *req)
 {
-  return (struct sbx_limits){.memory_bytes = req->memory_bytes ? req->memory_bytes : 512ull << 20,
+  return (struct sbx_limits){.memory_bytes =
+                                 req->memory_bytes ? req->memory_bytes : 512ull << 20,
                              .cpu_millis = req->cpu_millis,
                              .disk_bytes = req->disk_bytes ? req->disk_bytes : DEFAULT_DISK,
                              .pids = req->pids};

@@ -53,8 +53,8 @@ static int lowerdir_opts(const char *const *layers, size_t n, char *out, size_t 
 
 static int run_mksquashfs(const char *src, const char *dst, struct sbx_error *err)
 {
-  char *argv[] = {MKSQUASHFS, (char *)src, (char *)dst, "-comp", "lz4", "-noappend",
-                  "-no-progress", "-quiet", NULL};
+  char *argv[] = {MKSQUASHFS,  (char *)src,    (char *)dst, "-comp", "lz4",
+                  "-noappend", "-no-progress", "-quiet",    NULL};
   static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -74,11 +74,12 @@ static int run_mksquashfs(const char *src, const char *dst, struct sbx_error *er
   if (w == 0) {
     sbx_cg_spawn_reap(pid, 5000, true);
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, ETIMEDOUT,
-                       "microvm: building the image's root took longer than %u s", BUILD_MS / 1000);
+                       "microvm: building the image's root took longer than %u s",
+                       BUILD_MS / 1000);
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "microvm: mksquashfs failed (status %d)",
-                       st);
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                       "microvm: mksquashfs failed (status %d)", st);
   return 0;
 }
 
@@ -92,7 +93,8 @@ static int squash_layers(const char *const *layers, size_t n, const char *work, 
     return run_mksquashfs(layers[0], tmp, err);
   char opts[16384], mnt[PATH_MAX + 16];
   if (lowerdir_opts(layers, n, opts, sizeof opts) < 0)
-    return sbx_err_set(err, SBX_E_INVALID, EINVAL, "microvm: the image's layer paths do not fit");
+    return sbx_err_set(err, SBX_E_INVALID, EINVAL,
+                       "microvm: the image's layer paths do not fit");
   snprintf(mnt, sizeof mnt, "%s/mnt-XXXXXX", work);
   if (!mkdtemp(mnt))
     return sbx_err_sys(err, errno, "microvm: mkdtemp %s", mnt);

@@ -47,9 +47,10 @@ struct in6_ifreq_compat { /* linux/ipv6.h's struct in6_ifreq */
 static unsigned prefix_of(const struct sockaddr *mask)
 {
   unsigned n = 0;
-  const uint8_t *b = mask->sa_family == AF_INET
-                         ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)mask)->sin_addr
-                         : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)mask)->sin6_addr;
+  const uint8_t *b =
+      mask->sa_family == AF_INET
+          ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)mask)->sin_addr
+          : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)mask)->sin6_addr;
   size_t len = mask->sa_family == AF_INET ? 4 : 16;
   for (size_t i = 0; i < len; i++)
     n += (unsigned)__builtin_popcount(b[i]);
@@ -248,7 +249,8 @@ int sbx_mv_net_plumb(pid_t netns_pid, const char *resolv, struct sbx_mv_net *n,
   inet_ntop(AF_INET6, &n->addr6, a6, sizeof a6);
   inet_ntop(AF_INET6, &n->gw6, g6, sizeof g6);
   nameservers(resolv, dns, sizeof dns);
-  int w = snprintf(n->cmdline, sizeof n->cmdline, " sbx.ip4=%s/%u sbx.gw4=%s", a4, n->prefix4, g4);
+  int w =
+      snprintf(n->cmdline, sizeof n->cmdline, " sbx.ip4=%s/%u sbx.gw4=%s", a4, n->prefix4, g4);
   if (n->have6 && w > 0 && (size_t)w < sizeof n->cmdline)
     w += snprintf(n->cmdline + w, sizeof n->cmdline - (size_t)w, " sbx.ip6=%s/%u sbx.gw6=%s", a6,
                   n->prefix6, g6);

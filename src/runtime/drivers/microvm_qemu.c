@@ -76,13 +76,14 @@ static void kernel_cmdline(const struct sbx_mv_conf *conf, const struct sbx_mv_p
   sbx_hex(seed, sizeof seed, hex);
   if (!strcmp(conf->accel, "tcg") && conf->tsc_khz)
     snprintf(tsc, sizeof tsc, " tsc_early_khz=%u tsc=reliable no_timer_check", conf->tsc_khz);
-  int w = snprintf(out, len,
-           "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
-           "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%s "
-           "sbx.seed=%s sbx.time=%lld sbx.pids=%llu sbx.uid=%u sbx.gid=%u",
-           tsc, (unsigned long long)disk, host, hex, (long long)time(NULL),
-           (unsigned long long)(pids ? pids : DEFAULT_PIDS), boot->uid ? boot->uid : 1000,
-           boot->gid ? boot->gid : 1000);
+  int w = snprintf(
+      out, len,
+      "console=ttyS0 quiet reboot=k panic=-1 pci=off i8042.noaux i8042.nokbd i8042.nopnp "
+      "8250.nr_uarts=1 random.trust_cpu=on%s sbx.disk=%llu sbx.hostname=%s "
+      "sbx.seed=%s sbx.time=%lld sbx.pids=%llu sbx.uid=%u sbx.gid=%u",
+      tsc, (unsigned long long)disk, host, hex, (long long)time(NULL),
+      (unsigned long long)(pids ? pids : DEFAULT_PIDS), boot->uid ? boot->uid : 1000,
+      boot->gid ? boot->gid : 1000);
   if (boot->net_cmdline && w > 0 && (size_t)w < len)
     snprintf(out + w, len - (size_t)w, "%s", boot->net_cmdline);
 }
@@ -134,16 +135,17 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
     kernel_cmdline(conf, pv, lim->disk_bytes ? lim->disk_bytes : DEFAULT_DISK, lim->pids, boot,
                    a->append, sizeof a->append);
   char **v = a->argv;
-  const char *fixed[] = {
-      conf->qemu, "-M", a->machine, "-accel", a->accel, "-cpu", kvm ? "host" : "max", "-m",
-      a->mem, "-smp", a->smp, "-nodefaults", "-no-user-config", "-display", "none",
-      "-no-reboot", "-serial", a->console, "-kernel", conf->kernel, "-initrd", conf->initrd,
-      "-append", a->append, "-device", "virtio-serial-device", "-chardev",
-      "socket,id=link,fd=3", "-device", "virtserialport,chardev=link,name=sbx.link",
-      "-drive", a->drive, "-device", "virtio-blk-device,drive=root", "-sandbox",
-      /* elevateprivileges stays allowed: its filter is in place before
+  const char *fixed[] = {conf->qemu, "-M", a->machine, "-accel", a->accel, "-cpu",
+                         kvm ? "host" : "max", "-m", a->mem, "-smp", a->smp, "-nodefaults",
+                         "-no-user-config", "-display", "none", "-no-reboot", "-serial",
+                         a->console, "-kernel", conf->kernel, "-initrd", conf->initrd, "-append",
+                         a->append, "-device", "virtio-serial-device", "-chardev",
+                         "socket,id=link,fd=3", "-device",
+                         "virtserialport,chardev=link,name=sbx.link", "-drive", a->drive,
+                         "-device", "virtio-blk-device,drive=root", "-sandbox",
+                         /* elevateprivileges stays allowed: its filter is in place before
        * -runas drops to the user, whose setgid/setuid it would kill */
-      "on,obsolete=deny,spawn=deny,resourcecontrol=deny"};
+                         "on,obsolete=deny,spawn=deny,resourcecontrol=deny"};
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     *v++ = (char *)fixed[i];
   if (conf->runas[0]) {
@@ -173,8 +175,8 @@ static void qemu_argv(const struct sbx_mv_conf *conf, const struct sbx_mv_priv *
   *v = NULL;
 }
 
-static int spawn(struct sbx_mv_priv *pv, char *const *argv, const int *fds, int nfds,
-                 pid_t *pid, struct sbx_error *err)
+static int spawn(struct sbx_mv_priv *pv, char *const *argv, const int *fds, int nfds, pid_t *pid,
+                 struct sbx_error *err)
 {
   struct sbx_cg_spawn s = {
       .argv = argv, .envp = helper_env, .what = "microvm", .nfds = nfds, .cg = &pv->cg};
@@ -211,7 +213,11 @@ int sbx_mv_start(const struct sbx_mv_conf *conf, struct sbx_mv_priv *pv,
   if (cmdline_out)
     snprintf(cmdline_out, SBX_MV_CMDLINE_MAX, "%s", a.append);
   /* fd 4 and 5 only when used: QEMU then owns nothing else of ours */
-  int qfds[] = {null_fd, log_fd, log_fd, link_qemu, boot->qmp ? qmp_qemu : null_fd,
+  int qfds[] = {null_fd,
+                log_fd,
+                log_fd,
+                link_qemu,
+                boot->qmp ? qmp_qemu : null_fd,
                 boot->state_fd >= 0 ? boot->state_fd : null_fd,
                 boot->tap_fd >= 0 ? boot->tap_fd : null_fd};
   if (spawn(pv, a.argv, qfds, 7, &pv->qemu_pid, err) < 0)
@@ -255,6 +261,7 @@ void sbx_mv_explain(const struct sbx_mv_priv *pv, struct sbx_error *err)
     last_line(path, line, sizeof line);
     size_t n = strlen(err->msg);
     if (line[0] && n + 24 < sizeof err->msg)
-      snprintf(err->msg + n, sizeof err->msg - n, " (%s: %s)", i ? "qemu" : "guest console", line);
+      snprintf(err->msg + n, sizeof err->msg - n, " (%s: %s)", i ? "qemu" : "guest console",
+               line);
   }
 }

@@ -52,8 +52,7 @@ static int read_answer(int fd, char *reply, size_t len, uint64_t deadline)
     }
     uint64_t now = sbx_now_ms();
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (now >= deadline || have == sizeof buf - 1 ||
-        poll(&p, 1, (int)(deadline - now)) <= 0)
+    if (now >= deadline || have == sizeof buf - 1 || poll(&p, 1, (int)(deadline - now)) <= 0)
       return -1;
     ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
     if (n <= 0)
@@ -71,7 +70,8 @@ int sbx_mv_qmp(int qmp_fd, const char *cmd, int fd, char *reply, size_t len, uns
     return sbx_err_sys(err, errno, "microvm: qmp");
   int r = read_answer(qmp_fd, reply, len, sbx_now_ms() + timeout_ms);
   if (r < 0)
-    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "microvm: qmp: no answer to %.60s", cmd);
+    return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "microvm: qmp: no answer to %.60s",
+                       cmd);
   if (r > 0)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "microvm: qmp: %.150s", reply);
   return 0;
@@ -81,8 +81,8 @@ int sbx_mv_qmp(int qmp_fd, const char *cmd, int fd, char *reply, size_t len, uns
 static int qmp_open(int qmp_fd, struct sbx_error *err)
 {
   char reply[512];
-  return sbx_mv_qmp(qmp_fd, "{\"execute\":\"qmp_capabilities\"}", -1, reply, sizeof reply,
-                    10000, err);
+  return sbx_mv_qmp(qmp_fd, "{\"execute\":\"qmp_capabilities\"}", -1, reply, sizeof reply, 10000,
+                    err);
 }
 
 /* Polls a query until its reply has want (or a failure word) in it. */
@@ -125,9 +125,8 @@ int sbx_mv_resume(int qmp_fd, struct sbx_error *err)
   char reply[512];
   /* With -incoming the state loads before QEMU runs anything; the guest
    * was saved paused, so it stays paused until cont. */
-  if (qmp_open(qmp_fd, err) < 0 ||
-      wait_for(qmp_fd, "{\"execute\":\"query-status\"}", "\"status\": \"paused\"", 30000, err) <
-          0)
+  if (qmp_open(qmp_fd, err) < 0 || wait_for(qmp_fd, "{\"execute\":\"query-status\"}",
+                                            "\"status\": \"paused\"", 30000, err) < 0)
     return -1;
   return sbx_mv_qmp(qmp_fd, "{\"execute\":\"cont\"}", -1, reply, sizeof reply, 5000, err);
 }

@@ -50,10 +50,10 @@ struct sbx_warm_pool {
   sbx_warm_drop_fn drop;
 };
 
-#define SBX_WARM_POOL_INIT(name_, prefix_)                                                     \
-  {                                                                                            \
-    .name = (name_), .rid_prefix = (prefix_), .lock = PTHREAD_MUTEX_INITIALIZER,               \
-    .wake = PTHREAD_COND_INITIALIZER, .want = 1                                                \
+#define SBX_WARM_POOL_INIT(name_, prefix_)                                                      \
+  {                                                                                             \
+    .name = (name_), .rid_prefix = (prefix_), .lock = PTHREAD_MUTEX_INITIALIZER,                \
+    .wake = PTHREAD_COND_INITIALIZER, .want = 1                                                 \
   }
 
 /* size: idle sandboxes kept per key (0 disables, at most SBX_WARM_POOL_MAX). */
