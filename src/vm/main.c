@@ -32,6 +32,7 @@
 #include "vm/boot.h"
 #include "vm/net.h"
 #include "vm/relay.h"
+#include "vm/text.h"
 
 static int parse_fd(const char *s)
 {
@@ -65,19 +66,11 @@ static int host_relay(int argc, char **argv)
 /* The value of key=N on the kernel command line (0: absent or bad). */
 static uint64_t cmdline_u64(const char *key)
 {
-  char buf[4096];
-  int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0)
-    close(fd);
-  if (n <= 0)
+  char cmdline[4096], value[32];
+  if (sbx_vm_read_text("/proc/cmdline", cmdline, sizeof cmdline) < 0)
     return 0;
-  buf[n] = '\0';
-  size_t kl = strlen(key);
-  for (char *p = buf; (p = strstr(p, key)) != NULL; p += kl)
-    if ((p == buf || p[-1] == ' ') && p[kl] == '=')
-      return strtoull(p + kl + 1, NULL, 10);
-  return 0;
+  sbx_vm_cmdline_value(cmdline, key, value, sizeof value);
+  return strtoull(value, NULL, 10);
 }
 
 /* The guest's loopback up: ports (CONNECT) reach servers on it, as in a

@@ -5,6 +5,7 @@
  * over).  Without sbx.ip4 the guest has no NIC and nothing is done.
  * ioctls only (the guest's PID 1 is static, libc only). */
 #include "vm/net.h"
+#include "vm/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,19 +27,6 @@ struct in6_ifreq_compat { /* linux/ipv6.h's struct in6_ifreq */
   uint32_t prefixlen;
   int ifindex;
 };
-
-/* The value of key= on the command line into out ("" when absent). */
-static void cmdline_str(const char *cmdline, const char *key, char *out, size_t len)
-{
-  size_t kl = strlen(key);
-  out[0] = '\0';
-  for (const char *p = cmdline; (p = strstr(p, key)) != NULL; p += kl)
-    if ((p == cmdline || p[-1] == ' ') && p[kl] == '=') {
-      size_t n = strcspn(p + kl + 1, " \n");
-      snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p + kl + 1);
-      return;
-    }
-}
 
 static int up(int s)
 {
@@ -135,20 +123,15 @@ static void resolv(const char *dns)
 int sbx_vm_net_config(void)
 {
   char cmdline[4096], ip4[64], gw4[64], ip6[96], gw6[64], dns[160];
-  int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, cmdline, sizeof cmdline - 1) : -1;
-  if (fd >= 0)
-    close(fd);
-  if (n <= 0)
+  if (sbx_vm_read_text("/proc/cmdline", cmdline, sizeof cmdline) < 0)
     return 0;
-  cmdline[n] = '\0';
-  cmdline_str(cmdline, "sbx.ip4", ip4, sizeof ip4);
+  sbx_vm_cmdline_value(cmdline, "sbx.ip4", ip4, sizeof ip4);
   if (!ip4[0])
     return 0; /* network none: no NIC */
-  cmdline_str(cmdline, "sbx.gw4", gw4, sizeof gw4);
-  cmdline_str(cmdline, "sbx.ip6", ip6, sizeof ip6);
-  cmdline_str(cmdline, "sbx.gw6", gw6, sizeof gw6);
-  cmdline_str(cmdline, "sbx.dns", dns, sizeof dns);
+  sbx_vm_cmdline_value(cmdline, "sbx.gw4", gw4, sizeof gw4);
+  sbx_vm_cmdline_value(cmdline, "sbx.ip6", ip6, sizeof ip6);
+  sbx_vm_cmdline_value(cmdline, "sbx.gw6", gw6, sizeof gw6);
+  sbx_vm_cmdline_value(cmdline, "sbx.dns", dns, sizeof dns);
   if (config4(ip4, gw4) < 0) {
     fprintf(stderr, "sbx-vm: %s: IPv4 %s via %s: %s\n", NIC, ip4, gw4, strerror(errno));
     return -1;

@@ -109,40 +109,29 @@ static bool is_msg_chan(const struct chan *c)
   return c->klass == 0 || c->klass == SBX_LINK_CH_SEQ;
 }
 
-/* Whether this side reads / writes the local fd of a channel of klass. */
+/* Whether each side reads / writes its local fd, per channel class (0:
+ * the main channel); [0] the guest, [1] the host.  The guest reads a
+ * CH_FILE_OUT back once, on the reply. */
+static const struct {
+  bool reads[2], writes[2];
+} sides[] = {
+    [0] = {{true, true}, {true, true}},
+    [SBX_LINK_CH_IN] = {{false, true}, {true, false}},
+    [SBX_LINK_CH_OUT] = {{true, false}, {false, true}},
+    [SBX_LINK_CH_STREAM] = {{true, true}, {true, true}},
+    [SBX_LINK_CH_SEQ] = {{true, true}, {true, true}},
+    [SBX_LINK_CH_FILE_IN] = {{false, false}, {true, false}},
+    [SBX_LINK_CH_FILE_OUT] = {{true, false}, {false, true}},
+};
+
 static bool reads_local(bool host, uint8_t klass)
 {
-  switch (klass) {
-  case 0:
-  case SBX_LINK_CH_STREAM:
-  case SBX_LINK_CH_SEQ:
-    return true;
-  case SBX_LINK_CH_IN:
-    return host;
-  case SBX_LINK_CH_OUT:
-  case SBX_LINK_CH_FILE_OUT: /* the guest reads it back once, on the reply */
-    return !host;
-  default:
-    return false;
-  }
+  return klass < sizeof sides / sizeof sides[0] && sides[klass].reads[host];
 }
 
 static bool writes_local(bool host, uint8_t klass)
 {
-  switch (klass) {
-  case 0:
-  case SBX_LINK_CH_STREAM:
-  case SBX_LINK_CH_SEQ:
-    return true;
-  case SBX_LINK_CH_IN:
-  case SBX_LINK_CH_FILE_IN:
-    return !host;
-  case SBX_LINK_CH_OUT:
-  case SBX_LINK_CH_FILE_OUT:
-    return host;
-  default:
-    return false;
-  }
+  return klass < sizeof sides / sizeof sides[0] && sides[klass].writes[host];
 }
 
 struct chan *sbx_relay_chan_init(struct relay *r, uint32_t id, uint8_t klass, int fd)

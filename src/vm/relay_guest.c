@@ -19,6 +19,7 @@
 
 #include "init/proto.h"
 #include "vm/relay_int.h"
+#include "vm/text.h"
 
 /* Makes the object: ends[0] stays with the relay, ends[1] is sbx-init's. */
 static int make_object(uint8_t klass, uint64_t size, int ends[2])
@@ -238,13 +239,8 @@ static pid_t getppid_of(pid_t pid)
 {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0)
-    close(fd);
-  if (n <= 0)
+  if (sbx_vm_read_text(path, buf, sizeof buf) < 0)
     return 0;
-  buf[n] = '\0';
   const char *p = strrchr(buf, ')'); /* the name may hold spaces and parens */
   int ppid = 0;
   return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
@@ -255,13 +251,8 @@ static uint64_t resident(const char *name)
 {
   char path[64], buf[128];
   snprintf(path, sizeof path, "/proc/%s/statm", name);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0)
-    close(fd);
-  if (n <= 0)
+  if (sbx_vm_read_text(path, buf, sizeof buf) < 0)
     return 0;
-  buf[n] = '\0';
   unsigned long long size, rss;
   return sscanf(buf, "%llu %llu", &size, &rss) == 2 ? rss : 0;
 }
