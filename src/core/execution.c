@@ -571,8 +571,16 @@ static int job_start(struct sbx_core *core, struct job *j)
    * Stopping: it stays queued for the next start. */
   if (sbx_core_profile_settle(core, j->plan.rq.profile) == SBX_PROFILE_PROBING)
     return -1;
+  /* The cancel token is reachable before the row says running: a cancel
+   * that reads "running" always finds a token to fire. */
+  if (!(j->run = running_add(core, j->row.id))) {
+    finish_error(core, &j->row, RS_INTERNAL, "out of memory");
+    return -1;
+  }
   if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id, sbx_wall_s(),
                                        &err) < 0) {
+    running_remove(core, j->run);
+    j->run = NULL;
     if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) /* not a cancel: the store */
       finish_error(core, &j->row, RS_INTERNAL, err.msg);
     return -1;
@@ -580,10 +588,6 @@ static int job_start(struct sbx_core *core, struct job *j)
   snprintf(j->row.status, sizeof j->row.status, "running");
   j->span = sbx_trace_op_begin_parked("sandbox.execution", j->row.id, j->row.tenant_id,
                                       j->row.profile, j->row.metadata_json); /* before env */
-  if (!(j->run = running_add(core, j->row.id))) {
-    finish_error(core, &j->row, RS_INTERNAL, "out of memory");
-    return -1;
-  }
   return 0;
 }
 
@@ -861,6 +865,7 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
   struct sbx_execution_row row = {0};
   if (core->store.ops->execution_get(core->store.st, who->tenant_id, id, &row, err) < 0)
     return err->code == SBX_E_NOT_FOUND ? not_found(err, id) : -1;
+  bool live = strcmp(row.status, "queued") == 0 || strcmp(row.status, "running") == 0;
   if (strcmp(row.status, "queued") == 0) {
     struct sbx_exec_result res = {.status = SBX_ST_KILLED,
                                   .reason = SBX_RS_CANCELLED,
@@ -874,7 +879,10 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
     if (core->exq)
       sbx_exec_queue_remove(core->exq, row.tenant_id, id);
     pthread_mutex_unlock(&core->q_lock);
-  } else if (strcmp(row.status, "running") == 0) {
+  }
+  /* A worker may have taken it between the read above and now: its token
+   * (registered before the row says running) ends the run either way. */
+  if (live) {
     pthread_mutex_lock(&core->q_lock);
     for (struct sbx_running_exec *r = core->running; r; r = r->next)
       if (strcmp(r->id, id) == 0)

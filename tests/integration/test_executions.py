@@ -171,6 +171,22 @@ def test_cancel_running(daemon, alice, profile):
     assert alice.get(f"/v1/sandbox/executions/{e['id']}").json()["reason"] == "cancelled"
 
 
+def test_cancel_right_after_create(daemon, alice, any_profile):
+    """A cancel sent the moment an execution is accepted lands whether the
+    worker has not taken it yet, is taking it, or has started it."""
+    mark = marker()
+    ids = []
+    for _ in range(20):
+        e = alice.new_execution(any_profile, command=sleeper(mark, 60))
+        r = alice.post(f"/v1/sandbox/executions/{e['id']}/cancel")
+        assert r.status_code == 200, r.text
+        ids.append(e["id"])
+    for i in ids:
+        f = alice.wait_execution(i, timeout=15)
+        assert (f["status"], f["reason"]) == ("killed", "cancelled"), f
+    wait_until(lambda: not workload_procs(daemon, mark), 10, what="every cancelled sleeper gone")
+
+
 def test_cancel_finished_keeps_result(alice, any_profile):
     e = alice.new_execution(any_profile, command=["true"])
     alice.wait_execution(e["id"])
