@@ -52,6 +52,12 @@ JAVA_SDK = os.environ.get("SANDBOXD_JAVA_SDK") or os.path.join(ROOT, "build", "s
 # Models whose schema lists no properties (described in prose) or that are
 # SDK-side views, not API objects.
 UNTYPED = {"ProcessOutput"}
+# Models of objects the document declares inline, inside another schema:
+# the path to them (properties by name; an array stands for its items).
+NESTED = {
+    "Violation": "Error/error/details/violations",
+    "ToolApplied": "ManifestApplyResult/results",
+}
 
 
 def resolve(doc, node):
@@ -80,7 +86,14 @@ def schema_props(doc, name):
     """(properties, required) of a component schema, or of an inline one
     named by an operationId (its 200 answer's first array's items)."""
     schemas = doc["components"]["schemas"]
-    if name in schemas:
+    if name in NESTED:
+        top, *steps = NESTED[name].split("/")
+        s = resolve(doc, schemas[top])
+        for step in steps:
+            s = resolve(doc, s["properties"][step])
+            if s.get("type") == "array":
+                s = resolve(doc, s["items"])
+    elif name in schemas:
         s = resolve(doc, schemas[name])
     else:
         ops = operations(doc)
@@ -137,7 +150,7 @@ def python_models():
     out = {}
     for v in vars(models).values():
         if isinstance(v, type) and issubclass(v, models.Model) and v is not models.Model:
-            out[v.__schema__] = {f.name.rstrip("_") for f in dataclasses.fields(v)
+            out[v.__schema__] = {v.json_key(f.name) for f in dataclasses.fields(v)
                                  if f.name != "raw"}
     return out
 
@@ -161,7 +174,7 @@ def python_bodies():
     c = sandboxd.Client(base_url="http://127.0.0.1:1", api_key="k")
     rec = _Recorder()
     c._t = rec
-    for attr in ("sandbox", "images", "audit"):
+    for attr in ("sandbox", "images", "audit", "contracts", "tools"):
         getattr(c, attr)._t = rec
     c.sandbox.executions._t = rec
     c.sandbox.sessions._t = rec
@@ -185,6 +198,19 @@ def python_bodies():
     s.contexts.create("python")
     s.contexts.run("ctx_" + "0" * 24, "1+1", timeout_s=3)
     c.images.pull("python:3.12-slim")
+    c.contracts.validate("tool-manifest", {"apiVersion": "sandboxd/v1", "kind": "Tool"})
+    manifest = sandboxd.ToolManifest.build(
+        "add-numbers", profile="container", image="python:3.12-slim",
+        command=["python3", "-c", "print(1)"], labels={"team": "tools"},
+        input_schema={"type": "object", "required": ["a"]}, limits={"timeout_s": 30},
+        network={"egress": "none"}, collect=["/work/out/*"], timeout_s=30)
+    c.tools.apply(manifest, dry_run=True)
+    c.tools.apply([manifest, {"apiVersion": "sandboxd/v1", "kind": "Tool",
+                              "metadata": {"name": "other"},
+                              "spec": {"sandbox_profile": "container", "image": "host",
+                                       "language": "python", "entrypoint": "main.py"}}])
+    c.tools.invoke("add-numbers", {"a": 2, "b": 3}, metadata={"run": "r1"})
+    c.tools.run("add-numbers", [1, "x"])
     return rec.seen
 
 
@@ -392,6 +418,15 @@ def main():
         if p.get("name") == "max_bytes":
             p["name"] = "max_size"
     mutations.append(("a query parameter renamed", m))
+    m = copy.deepcopy(doc)
+    props = m["components"]["schemas"]["Tool"]["properties"]
+    props["gen"] = props.pop("generation")
+    m["components"]["schemas"]["Tool"]["required"].remove("generation")
+    mutations.append(("a property of a tool renamed", m))
+    m = copy.deepcopy(doc)
+    inv = m["components"]["schemas"]["ToolInvokeRequest"]["properties"]
+    inv["arguments"] = inv.pop("input")
+    mutations.append(("a tool's invoke field renamed", m))
     for what, mdoc in mutations:
         if not check_all(mdoc, py_seen, ts_seen, go, java):
             print(f"FAIL: the check missed {what}")

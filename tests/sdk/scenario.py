@@ -185,4 +185,56 @@ try:
 except sandboxd.ForbiddenError:
     pass
 
+step("contracts: a bad tool manifest's violations")
+check("tool-manifest" in client.contracts.list(), "contracts")
+check(client.contracts.get("tool-manifest")["properties"]["kind"] == {"const": "Tool"}, "schema")
+bad = {"apiVersion": "sandboxd/v1", "kind": "Tool", "metadata": {"name": "Add_Numbers"},
+       "spec": {"sandbox_profile": "container", "command": "python3"}}
+v = client.contracts.validate("tool-manifest", bad)
+paths = {x.path for x in v.violations}
+check(not v.valid and {"/metadata/name", "/spec/command"} <= paths and
+      all(x.message and x.message_i18n["fr"] for x in v.violations), v)
+
+step("tools: apply, apply again, list")
+TOOL = "add-numbers-python"
+manifest = sandboxd.ToolManifest.build(
+    TOOL, profile="container", image="python:3.12-slim",
+    command=["python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"],
+    input_schema={"type": "object", "required": ["a", "b"],
+                  "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+    labels={"sdk": "python"})
+res = client.tools.apply(manifest, dry_run=True)
+check(res.dry_run and res.results[0].action == "created", res)
+res = client.tools.apply(manifest)
+check(not res.dry_run and [(r.name, r.action, r.tool.generation) for r in res.results] ==
+      [(TOOL, "created", 1)], res)
+res = client.tools.apply(manifest)
+check(res.results[0].action == "unchanged" and res.results[0].tool.generation == 1, res)
+try:
+    client.tools.apply([manifest, bad])
+    raise AssertionError("a bad document applied")
+except sandboxd.InvalidRequestError as e:
+    check(e.violations and all(x.index == 1 for x in e.violations) and
+          "/metadata/name" in {x.path for x in e.violations}, e.details)
+tools = {t.name: t for t in client.tools.iter()}
+check(TOOL in tools and tools[TOOL].profile == "container" and
+      tools[TOOL].manifest.spec["input_schema"]["required"] == ["a", "b"], tools)
+
+step("tools: run, a bad input, delete")
+ex = client.tools.run(TOOL, {"a": 2, "b": 3}, timeout=300)
+check((ex.status, ex.exit_code, ex.stdout) == ("succeeded", 0, "5\n") and
+      ex.metadata.get("tool") == TOOL, ex)
+try:
+    client.tools.invoke(TOOL, {"a": "x"})
+    raise AssertionError("a bad input was accepted")
+except sandboxd.InvalidRequestError as e:
+    check(e.code == "invalid_request" and e.violations and
+          all(x.path.startswith("/input") for x in e.violations), e.details)
+client.tools.delete(TOOL)
+try:
+    client.tools.get(TOOL)
+    raise AssertionError("a deleted tool is still there")
+except sandboxd.NotFoundError:
+    pass
+
 print("[python] scenario passed", flush=True)

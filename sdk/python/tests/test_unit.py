@@ -335,6 +335,131 @@ class TestStreamsAndModels(Base):
         self.assertEqual(asyncio.run(main()), ("x", ["stdout", "exit"]))
 
 
+TOOL = {"name": "add", "profile": "container", "image": "python:3.12-slim", "generation": 1,
+        "digest": "sha256:" + "0" * 64, "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "manifest": {"apiVersion": "sandboxd/v1", "kind": "Tool", "metadata": {"name": "add"},
+                     "spec": {"sandbox_profile": "container", "image": "python:3.12-slim",
+                              "command": ["python3", "add.py"]}}}
+
+
+def violation(path, index=None):
+    v = {"path": path, "message": f"bad {path}", "message_i18n": {"en": f"bad {path}",
+                                                                  "fr": f"mauvais {path}"}}
+    if index is not None:
+        v["index"] = index
+    return v
+
+
+class TestContractsAndTools(Base):
+    def test_contracts(self):
+        self.srv.answers = [ok({"contracts": ["tool-manifest"]}),
+                            ok({"type": "object"}, ctype="application/schema+json"),
+                            ok({"valid": False, "violations": [violation("/spec/command"),
+                                                               violation("")]})]
+        self.assertEqual(self.client.contracts.list(), ["tool-manifest"])
+        self.assertEqual(self.client.contracts.get("tool-manifest"), {"type": "object"})
+        v = self.client.contracts.validate("tool-manifest", {"kind": "Tool"})
+        self.assertFalse(v.valid)
+        self.assertEqual([x.path for x in v.violations], ["/spec/command", ""])
+        self.assertEqual(v.violations[0].message_i18n["fr"], "mauvais /spec/command")
+        self.assertIsNone(v.violations[0].index)
+        r = self.srv.requests
+        self.assertEqual([x[:2] for x in r], [("GET", "/v1/contracts"),
+                                              ("GET", "/v1/contracts/tool-manifest"),
+                                              ("POST", "/v1/contracts/tool-manifest/validate")])
+        self.assertEqual(json.loads(r[2][3]), {"kind": "Tool"})
+
+    def test_apply_one_document_or_a_list(self):
+        m = sandboxd.ToolManifest.build("add", profile="container", image="python:3.12-slim",
+                                        command=["python3", "add.py"],
+                                        input_schema={"type": "object"})
+        self.srv.answers = [ok({"dry_run": True, "results": [{"name": "add", "action": "created",
+                                                               "tool": TOOL}]}),
+                            ok({"dry_run": False, "results": [
+                                {"name": "add", "action": "unchanged", "tool": TOOL},
+                                {"name": "b", "action": "updated", "tool": dict(TOOL, name="b",
+                                                                                generation=2)}]})]
+        res = self.client.tools.apply(m, dry_run=True)
+        self.assertTrue(res.dry_run)
+        self.assertEqual((res.results[0].action, res.results[0].tool.generation), ("created", 1))
+        self.assertEqual(res.results[0].tool.manifest.spec["command"], ["python3", "add.py"])
+        self.assertEqual(res.results[0].tool.manifest.api_version, "sandboxd/v1")
+        doc = {"apiVersion": "sandboxd/v1", "kind": "Tool", "metadata": {"name": "b"},
+               "spec": {"sandbox_profile": "container", "image": "host", "command": ["true"]}}
+        res = self.client.tools.apply([m, doc])
+        self.assertEqual([(x.name, x.action) for x in res.results],
+                         [("add", "unchanged"), ("b", "updated")])
+        r = self.srv.requests
+        self.assertEqual(r[0][1], "/v1/manifests/apply?dry_run=true")
+        self.assertEqual(json.loads(r[0][3]), {
+            "apiVersion": "sandboxd/v1", "kind": "Tool", "metadata": {"name": "add"},
+            "spec": {"sandbox_profile": "container", "image": "python:3.12-slim",
+                     "command": ["python3", "add.py"], "input_schema": {"type": "object"}}})
+        self.assertEqual(r[1][1], "/v1/manifests/apply")
+        self.assertEqual(json.loads(r[1][3]), {"items": [m.to_dict(), doc]})
+
+    def test_violations_of_an_apply_and_of_an_input(self):
+        self.srv.answers = [envelope("invalid_request", 400, field="body",
+                                     violations=[violation("/spec/image", 0),
+                                                 violation("/metadata/name", 1)]),
+                            envelope("invalid_request", 400, field="input",
+                                     violations=[violation("/input/a")])]
+        with self.assertRaises(sandboxd.InvalidRequestError) as cm:
+            self.client.tools.apply([{"kind": "Tool"}, {"kind": "Tool"}])
+        self.assertEqual([(v.index, v.path) for v in cm.exception.violations],
+                         [(0, "/spec/image"), (1, "/metadata/name")])
+        with self.assertRaises(sandboxd.InvalidRequestError) as cm:
+            self.client.tools.invoke("add", {"a": "x"})
+        v = cm.exception.violations
+        self.assertEqual((v[0].path, v[0].message, v[0].index), ("/input/a", "bad /input/a", None))
+        self.assertEqual(len(self.srv.requests), 2, "a 400 was retried")
+        self.assertEqual(sandboxd.APIError(400, "x", "m").violations, [])
+
+    def test_list_iter_get_delete(self):
+        self.srv.answers = [ok({"tools": [TOOL], "next_cursor": "add"}),
+                            ok({"tools": [dict(TOOL, name="b")], "next_cursor": None}),
+                            ok(TOOL), (204, {}, b""), envelope("not_found", 404)]
+        self.assertEqual([t.name for t in self.client.tools.iter(page_size=1)], ["add", "b"])
+        t = self.client.tools.get("add")
+        self.assertEqual((t.name, t.profile, t.digest[:7]), ("add", "container", "sha256:"))
+        self.client.tools.delete("add")
+        with self.assertRaises(sandboxd.NotFoundError):
+            self.client.tools.get("add")
+        self.assertEqual([x[:2] for x in self.srv.requests], [
+            ("GET", "/v1/tools?limit=1"), ("GET", "/v1/tools?limit=1&cursor=add"),
+            ("GET", "/v1/tools/add"), ("DELETE", "/v1/tools/add"), ("GET", "/v1/tools/add")])
+
+    def test_invoke_and_run(self):
+        inv = {"id": "exe_1", "status": "queued", "profile": "container", "tool": "add",
+               "generation": 3}
+        self.srv.answers = [ok(inv, 202), ok(inv, 202), ok({"id": "exe_1", "status": "running"}),
+                            ok({"id": "exe_1", "status": "succeeded", "exit_code": 0,
+                                "stdout": "5\n", "metadata": {"tool": "add"}})]
+        got = self.client.tools.invoke("add", {"a": 2, "b": 3}, metadata={"run": "r1"})
+        self.assertEqual((got.id, got.tool, got.generation), ("exe_1", "add", 3))
+        ex = self.client.tools.run("add", {"a": 2, "b": 3})
+        self.assertEqual((ex.status, ex.stdout, ex.metadata["tool"]), ("succeeded", "5\n", "add"))
+        r = self.srv.requests
+        self.assertEqual([x[:2] for x in r], [
+            ("POST", "/v1/tools/add/invoke"), ("POST", "/v1/tools/add/invoke"),
+            ("GET", "/v1/sandbox/executions/exe_1?wait_s=30.0"),
+            ("GET", "/v1/sandbox/executions/exe_1?wait_s=30.0")])
+        self.assertEqual(json.loads(r[0][3]), {"input": {"a": 2, "b": 3},
+                                               "metadata": {"run": "r1"}})
+        self.assertEqual(json.loads(r[1][3]), {"input": {"a": 2, "b": 3}})
+
+    def test_run_bounded_by_its_timeout(self):
+        def running(h):
+            time.sleep(0.05)
+            return ok({"id": "exe_1", "status": "running"})
+        self.srv.answers = [ok({"id": "exe_1", "status": "queued", "profile": "p", "tool": "t",
+                                "generation": 1}, 202)] + [running] * 50
+        with self.assertRaises(sandboxd.TimeoutError):
+            self.client.tools.run("t", timeout=0.2)
+        self.assertEqual(json.loads(self.srv.requests[0][3]), {})
+
+
 class TestImportPaths(unittest.TestCase):
     def test_src_and_the_project_dir_both_import(self):
         import subprocess

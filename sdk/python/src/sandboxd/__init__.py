@@ -10,18 +10,20 @@ import contextlib
 from typing import Iterator, Optional
 
 from ._http import __version__, current_traceparent
-from .client import (Audit, BackgroundProcess, Client, ContextHandle, Contexts, Executions,
-                     Files_ as SessionFiles, Images, Processes, Sandbox, SandboxSession,
-                     Sessions)
+from .client import (Audit, BackgroundProcess, Client, ContextHandle, Contexts, Contracts,
+                     Executions, Files_ as SessionFiles, Images, Processes, Sandbox,
+                     SandboxSession, Sessions, Tools)
 from .errors import (APIError, BadGatewayError, ConflictError, ERRORS_BY_CODE, ForbiddenError,
                      InternalError, InvalidRequestError, MethodNotAllowedError, NotFoundError,
                      NotReadyError, PayloadTooLargeError, QuotaExceededError, RateLimitedError,
                      RuntimeUnavailableError, SandboxdError, TimeoutError, TransportError,
                      UnauthenticatedError)
 from .models import (ArchiveExtracted, AuditEvent, AuditVerdict, Context, ContextRunResult,
-                     DirEntry, ExecResult, Execution, ExecutionCreated, FileInfo, FileStat,
-                     FileWritten, Image, Limits, Network, Page, Process, ProcessOutput, Profile,
-                     ProfileList, Session, StreamEvent, UsageReport, WatchEvent)
+                     ContractValidation, DirEntry, ExecResult, Execution, ExecutionCreated,
+                     FileInfo, FileStat, FileWritten, Image, Limits, ManifestApplyResult,
+                     Network, Page, Process, ProcessOutput, Profile, ProfileList, Session,
+                     StreamEvent, Tool, ToolApplied, ToolInvoked, ToolManifest, UsageReport,
+                     Violation, WatchEvent)
 
 
 @contextlib.contextmanager

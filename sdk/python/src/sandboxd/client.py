@@ -1,7 +1,7 @@
 """client.py — the public API: Client and its resources (sandbox.execute
 and executions, sessions with exec/streams/processes/files/archives/watch/
-contexts, profiles, images, usage, audit), each a thin, typed layer over
-one operation of routes.ROUTES."""
+contexts, profiles, images, contracts, tools, usage, audit), each a thin,
+typed layer over one operation of routes.ROUTES."""
 import base64
 import time
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union)
@@ -9,9 +9,10 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 from . import errors
 from ._http import EventStream, Response, Transport, TraceparentSource
 from .models import (ArchiveExtracted, AuditEvent, AuditVerdict, Context, ContextRunResult,
-                     DirEntry, ExecResult, Execution, ExecutionCreated, FileStat, FileWritten,
-                     Image, Page, Process, ProcessOutput, ProfileList, Session, StreamEvent,
-                     UsageReport, WatchEvent)
+                     ContractValidation, DirEntry, ExecResult, Execution, ExecutionCreated,
+                     FileStat, FileWritten, Image, ManifestApplyResult, Page, Process,
+                     ProcessOutput, ProfileList, Session, StreamEvent, Tool, ToolInvoked,
+                     ToolManifest, UsageReport, WatchEvent)
 
 Files = Union[None, Mapping[str, Union[str, bytes]], Sequence[Mapping[str, Any]]]
 Command = Optional[Sequence[str]]
@@ -540,6 +541,111 @@ class ContextHandle:
         self._cs.delete(self.info.id)
 
 
+# ---- contracts and tools ---------------------------------------------------------
+
+class Contracts(_Resource):
+    """Named JSON Schema contracts (today `tool-manifest`, docs/contracts.md)
+    and validation against them; any tenant's key, nothing is stored."""
+
+    def list(self) -> List[str]:
+        """The contract names."""
+        return [str(n) for n in self._t.request("listContracts").json()["contracts"]]
+
+    def get(self, name: str) -> Dict[str, Any]:
+        """The contract's JSON Schema (draft-07), as served
+        (application/schema+json)."""
+        return self._t.request("getContract", {"name": name},
+                               headers={"Accept": "application/schema+json, application/json"}
+                               ).json()
+
+    def validate(self, name: str, document: Any) -> ContractValidation:
+        """Every violation of document (any JSON value: a dict, a list, a
+        ToolManifest, …) against the contract, each with the JSON pointer
+        of the value at fault.  A bad document is a result (`valid` False),
+        not an exception."""
+        if isinstance(document, ToolManifest):
+            document = document.to_dict()
+        if document is None:  # JSON null is a document too
+            r = self._t.request("validateContract", {"name": name}, body=b"null",
+                                content_type="application/json")
+        else:
+            r = self._t.request("validateContract", {"name": name}, json_body=document)
+        return ContractValidation.from_dict(r.json())
+
+
+Manifest = Union[ToolManifest, Mapping[str, Any]]
+
+
+def _manifest(m: Manifest) -> Dict[str, Any]:
+    return m.to_dict() if isinstance(m, ToolManifest) else dict(m)
+
+
+class Tools(_Resource):
+    """Tools applied from tool manifests and run as executions in their
+    `spec.sandbox_profile` (client.tools; docs/sdk/python.md, "Tools")."""
+
+    def apply(self, manifests: Union[Manifest, Sequence[Manifest]],
+              dry_run: bool = False) -> ManifestApplyResult:
+        """Creates or updates tools: one manifest (a ToolManifest or a
+        dict), or a list of 1 to 64 applied all or nothing.  Idempotent per
+        name: each result's `action` is created, updated or unchanged.
+        dry_run: check and report, store nothing.  A bad document raises
+        InvalidRequestError whose `.violations` lists every violation
+        (`index` the document, `path` in it)."""
+        body: Dict[str, Any]
+        if isinstance(manifests, (ToolManifest, Mapping)):
+            body = _manifest(manifests)
+        else:
+            body = {"items": [_manifest(m) for m in manifests]}
+        r = self._t.request("applyManifests", query={"dry_run": True if dry_run else None},
+                            json_body=body)
+        return ManifestApplyResult.from_dict(r.json())
+
+    def list(self, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Tool]:
+        """A page of the tenant's tools, in name order."""
+        d = self._t.request("listTools", query={"limit": limit, "cursor": cursor}).json()
+        return Page([Tool.from_dict(x) for x in d["tools"]], d["next_cursor"])
+
+    def iter(self, page_size: int = 200) -> Iterator[Tool]:
+        """Every tool of the tenant, in name order, following cursors."""
+        cursor = None
+        while True:
+            page = self.list(page_size, cursor)
+            yield from page.items
+            if not page.next_cursor:
+                return
+            cursor = str(page.next_cursor)
+
+    def get(self, name: str) -> Tool:
+        """The tool with its manifest (NotFoundError when there is none)."""
+        return Tool.from_dict(self._t.request("getTool", {"name": name}).json())
+
+    def delete(self, name: str) -> None:
+        """Deletes the tool; executions it started run on."""
+        self._t.request("deleteTool", {"name": name}, expect=(204,))
+
+    def invoke(self, name: str, input: Any = None,
+               metadata: Optional[Mapping[str, str]] = None) -> ToolInvoked:
+        """Queues an execution of the tool with this input (any JSON value
+        its input_schema accepts; None sends none: the daemon's default,
+        {}), which the program reads as JSON on its stdin.  Answers at once
+        with the execution's id.  An input the schema refuses raises
+        InvalidRequestError whose `.violations` have paths under /input."""
+        body = _body(input=input, metadata=dict(metadata) if metadata is not None else None)
+        r = self._t.request("invokeTool", {"name": name}, json_body=body, expect=(202,))
+        return ToolInvoked.from_dict(r.json())
+
+    def run(self, name: str, input: Any = None, *,
+            metadata: Optional[Mapping[str, str]] = None,
+            timeout: Optional[float] = None) -> Execution:
+        """invoke, then waits for the execution's final state (long-polls,
+        as sandbox.execute does) and returns it: its stdout, exit code,
+        collected files.  timeout: seconds for the whole wait (None: no
+        bound); past it raises sandboxd.TimeoutError."""
+        invoked = self.invoke(name, input, metadata)
+        return Executions(self._t).wait(invoked.id, timeout=timeout)
+
+
 # ---- images, usage, audit -------------------------------------------------------
 
 class Images(_Resource):
@@ -614,6 +720,8 @@ class Client:
                             traceparent=traceparent, on_retry=on_retry, **kw)
         self.sandbox = Sandbox(self._t)
         self.images = Images(self._t)
+        self.contracts = Contracts(self._t)
+        self.tools = Tools(self._t)
         self.audit = Audit(self._t)
 
     @property

@@ -1,7 +1,9 @@
 """errors.py — the exceptions of the SDK: one class per error-envelope code
 of the API (`{"error": {code, message, message_i18n, request_id, details}}`),
 plus the transport's own (timeouts, connection failures)."""
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
+
+from .models import Violation
 
 
 class SandboxdError(Exception):
@@ -40,6 +42,15 @@ class APIError(SandboxdError):
     def field(self) -> Optional[str]:
         """`details.field` of a validation error."""
         return self.details.get("field")
+
+    @property
+    def violations(self) -> List[Violation]:
+        """`details.violations`: every JSON Schema violation of a manifest
+        apply or a tool's input (each with `path`, `message`, and `index`
+        of the document in an apply); [] for other errors."""
+        vs = self.details.get("violations")
+        return [Violation.from_dict(v) for v in vs if isinstance(v, dict)] \
+            if isinstance(vs, list) else []
 
 
 class InvalidRequestError(APIError):

@@ -2,7 +2,8 @@
 docs/api/openapi.yaml named by each class's `__schema__`).  Every object
 keeps the whole JSON it came from in `raw`, so a field a newer daemon adds
 is never lost.  A trailing `_` in an attribute (`class_`, `from_`) stands
-for a Python keyword."""
+for a Python keyword; `_json_names` maps the few others whose JSON key is
+not a Python name (`api_version` ← `apiVersion`)."""
 import base64
 import dataclasses
 from dataclasses import dataclass, field
@@ -20,6 +21,12 @@ class Model:
     raw: Dict[str, Any]
     _nested: ClassVar[Dict[str, Any]] = {}
     _lists: ClassVar[Dict[str, Any]] = {}
+    _json_names: ClassVar[Dict[str, str]] = {}
+
+    @classmethod
+    def json_key(cls, attr: str) -> str:
+        """The JSON key of an attribute."""
+        return cls._json_names.get(attr) or (attr[:-1] if attr.endswith("_") else attr)
 
     @classmethod
     def from_dict(cls: Type[M], d: Dict[str, Any]) -> M:
@@ -29,7 +36,7 @@ class Model:
         for f in dataclasses.fields(cls):
             if f.name == "raw":
                 continue
-            key = f.name[:-1] if f.name.endswith("_") else f.name
+            key = cls.json_key(f.name)
             if key not in d:
                 continue
             v = d[key]
@@ -438,6 +445,123 @@ class AuditVerdict(Model):
     head_hash: str = ""
     first_broken_seq: Optional[int] = None
     problem: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Violation(Model):
+    """One JSON Schema violation: `path` is the JSON pointer of the value at
+    fault ("" for the whole document; under "/input" for a tool's input),
+    `message` in the request's language, `index` the document of an apply
+    it belongs to (None elsewhere).  The items of ContractValidation's
+    `violations` and of an error's `details.violations`."""
+    __schema__ = "Violation"
+    path: str = ""
+    message: str = ""
+    message_i18n: Dict[str, str] = field(default_factory=dict)
+    index: Optional[int] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ContractValidation(Model):
+    """POST /v1/contracts/{name}/validate: `valid` exactly when `violations` is empty."""
+    __schema__ = "ContractValidation"
+    _lists = {"violations": Violation}
+    valid: bool = False
+    violations: List[Violation] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ToolManifest(Model):
+    """A `tool-manifest` document (contracts/v1/tool-manifest.schema.json,
+    docs/contracts.md): `metadata` {name, labels} and `spec`
+    {sandbox_profile, image, command | language + entrypoint, input_schema,
+    limits, network, collect, timeout_s}.  Build one with
+    ToolManifest.build(…) (or pass a plain dict to tools.apply), or read
+    one from Tool.manifest."""
+    __schema__ = "ToolManifest"
+    _json_names = {"api_version": "apiVersion"}
+    metadata: Dict[str, Any] = field(default_factory=dict)
+    spec: Dict[str, Any] = field(default_factory=dict)
+    api_version: str = "sandboxd/v1"
+    kind: str = "Tool"
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, name: str, *, profile: str, image: str,
+              command: Optional[List[str]] = None, language: Optional[str] = None,
+              entrypoint: Optional[str] = None, input_schema: Optional[Dict[str, Any]] = None,
+              limits: Optional[Dict[str, Any]] = None, network: Optional[Dict[str, Any]] = None,
+              collect: Optional[List[str]] = None, timeout_s: Optional[float] = None,
+              labels: Optional[Dict[str, str]] = None) -> "ToolManifest":
+        """A manifest from keyword arguments (those left at None are not sent)."""
+        spec = {"sandbox_profile": profile, "image": image, "command": command,
+                "language": language, "entrypoint": entrypoint, "input_schema": input_schema,
+                "limits": limits, "network": network, "collect": collect, "timeout_s": timeout_s}
+        meta: Dict[str, Any] = {"name": name}
+        if labels is not None:
+            meta["labels"] = dict(labels)
+        return cls(metadata=meta, spec={k: v for k, v in spec.items() if v is not None})
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The document as JSON (what tools.apply sends)."""
+        return {"apiVersion": self.api_version, "kind": self.kind,
+                "metadata": dict(self.metadata), "spec": dict(self.spec)}
+
+
+@dataclass
+class Tool(Model):
+    """A tool of the tenant: its manifest as stored, `generation` (1 when
+    created, one more at each change) and `digest`."""
+    __schema__ = "Tool"
+    _nested = {"manifest": ToolManifest}
+    name: str = ""
+    profile: str = ""
+    image: str = ""
+    generation: int = 0
+    digest: str = ""
+    manifest: Optional[ToolManifest] = None
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ToolApplied(Model):
+    """What applying one document did: `action` created, updated or unchanged."""
+    __schema__ = "ToolApplied"
+    _nested = {"tool": Tool}
+    name: str = ""
+    action: str = ""
+    tool: Optional[Tool] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ManifestApplyResult(Model):
+    """POST /v1/manifests/apply: one result per document, in the order given."""
+    __schema__ = "ManifestApplyResult"
+    _lists = {"results": ToolApplied}
+    dry_run: bool = False
+    results: List[ToolApplied] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class ToolInvoked(Model):
+    """POST /v1/tools/{name}/invoke: the queued execution (`id`)."""
+    __schema__ = "ToolInvoked"
+    id: str = ""
+    status: str = ""
+    profile: str = ""
+    tool: str = ""
+    generation: int = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

@@ -48,6 +48,15 @@ ROUTES = {
     "pullImage": ("POST", "/v1/sandbox/images/pull"),
     "collectImageGarbage": ("POST", "/v1/sandbox/images/gc"),
     "deleteImage": ("DELETE", "/v1/sandbox/images/{ref*}"),
+    # contracts and tools
+    "listContracts": ("GET", "/v1/contracts"),
+    "getContract": ("GET", "/v1/contracts/{name}"),
+    "validateContract": ("POST", "/v1/contracts/{name}/validate"),
+    "applyManifests": ("POST", "/v1/manifests/apply"),
+    "listTools": ("GET", "/v1/tools"),
+    "getTool": ("GET", "/v1/tools/{name}"),
+    "deleteTool": ("DELETE", "/v1/tools/{name}"),
+    "invokeTool": ("POST", "/v1/tools/{name}/invoke"),
     # usage and audit
     "getUsage": ("GET", "/v1/sandbox/usage"),
     "listAuditEvents": ("GET", "/v1/audit"),
@@ -70,6 +79,8 @@ QUERY = {
     "getSessionArchive": ("path", "max_entries", "max_bytes"),
     "putSessionArchive": ("path", "max_entries", "max_bytes"),
     "watchSessionFiles": ("path", "recursive"),
+    "applyManifests": ("dry_run",),
+    "listTools": ("limit", "cursor"),
     "getUsage": ("group_by", "from", "to"),
     "listAuditEvents": ("tenant", "action", "after", "limit"),
 }
