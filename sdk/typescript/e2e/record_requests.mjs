@@ -18,7 +18,7 @@ const fakeFetch = async (url, init) => {
   seen.push({ op: routeOf(init.method, url), method: init.method, url, json });
   const body = { id: "exe_" + "0".repeat(24), status: "succeeded", pid: 7, ref: "r",
     digest: "sha256:" + "0".repeat(64), executions: [], sessions: [], next_cursor: null };
-  const status = { createExecution: 202, createSession: 201, createContext: 201 }[seen.at(-1).op] ??
+  const status = { createExecution: 202, createSession: 201, createContext: 201, invokeTool: 202 }[seen.at(-1).op] ??
     (json && json.background ? 202 : 200);
   return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
 };
@@ -44,4 +44,14 @@ await s.files.move("/work/a", "/work/b", { overwrite: true });
 await s.contexts.create("python");
 await s.contexts.run("ctx_" + "0".repeat(24), "1+1", { timeout_s: 3 });
 await c.images.pull("python:3.12-slim");
+await c.contracts.validate("tool-manifest", { apiVersion: "sandboxd/v1", kind: "Tool" });
+const manifest = { apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "add-numbers", labels: { team: "tools" } },
+  spec: { sandbox_profile: "container", image: "python:3.12-slim", command: ["python3", "-c", "print(1)"],
+    input_schema: { type: "object", required: ["a"] }, limits: { timeout_s: 30 }, network: { egress: "none" },
+    collect: ["/work/out/*"], timeout_s: 30 } };
+await c.tools.apply(manifest, { dryRun: true });
+await c.tools.apply([manifest, { apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "other" },
+  spec: { sandbox_profile: "container", image: "host", language: "python", entrypoint: "main.py" } }]);
+await c.tools.invoke("add-numbers", { a: 2, b: 3 }, { metadata: { run: "r1" } });
+await c.tools.run("add-numbers", [1, "x"]);
 process.stdout.write(JSON.stringify(seen));

@@ -157,4 +157,46 @@ assert.ok(page.items.length && page.items[0].seq >= 1);
 assert.ok((await admin.audit.verify()).ok);
 await assert.rejects(client.audit.verify(), ForbiddenError);
 
+step("contracts: a bad tool manifest's violations");
+assert.ok((await client.contracts.list()).includes("tool-manifest"));
+assert.deepEqual((await client.contracts.get("tool-manifest")).properties.kind, { const: "Tool" });
+const bad = { apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "Add_Numbers" },
+  spec: { sandbox_profile: "container", command: "python3" } };
+const verdict = await client.contracts.validate("tool-manifest", bad);
+const badPaths = verdict.violations.map((x) => x.path);
+assert.ok(!verdict.valid && badPaths.includes("/metadata/name") && badPaths.includes("/spec/command"), JSON.stringify(verdict));
+assert.ok(verdict.violations.every((x) => x.message && x.message_i18n.fr));
+
+step("tools: apply, apply again, list");
+const TOOL = "add-numbers-typescript";
+const manifest = {
+  apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: TOOL, labels: { sdk: "typescript" } },
+  spec: {
+    sandbox_profile: "container", image: "python:3.12-slim",
+    command: ["python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"],
+    input_schema: { type: "object", required: ["a", "b"], properties: { a: { type: "number" }, b: { type: "number" } } },
+  },
+};
+let applied = await client.tools.apply(manifest, { dryRun: true });
+assert.ok(applied.dry_run && applied.results[0].action === "created", JSON.stringify(applied));
+applied = await client.tools.apply(manifest);
+assert.deepEqual(applied.results.map((x) => [x.name, x.action, x.tool.generation]), [[TOOL, "created", 1]]);
+applied = await client.tools.apply(manifest);
+assert.deepEqual([applied.results[0].action, applied.results[0].tool.generation], ["unchanged", 1]);
+await assert.rejects(client.tools.apply([manifest, bad]), (e) => e instanceof InvalidRequestError &&
+  e.violations.length > 0 && e.violations.every((x) => x.index === 1) &&
+  e.violations.some((x) => x.path === "/metadata/name"));
+let tool;
+for await (const t of client.tools.iter()) if (t.name === TOOL) tool = t;
+assert.ok(tool && tool.profile === "container", JSON.stringify(tool));
+assert.deepEqual(tool.manifest.spec.input_schema.required, ["a", "b"]);
+
+step("tools: run, a bad input, delete");
+const ran = await client.tools.run(TOOL, { a: 2, b: 3 }, { waitTimeoutMs: 300000 });
+assert.deepEqual([ran.status, ran.exit_code, ran.stdout, ran.metadata.tool], ["succeeded", 0, "5\n", TOOL]);
+await assert.rejects(client.tools.invoke(TOOL, { a: "x" }), (e) => e instanceof InvalidRequestError &&
+  e.code === "invalid_request" && e.violations.length > 0 && e.violations.every((x) => x.path.startsWith("/input")));
+await client.tools.delete(TOOL);
+await assert.rejects(client.tools.get(TOOL), NotFoundError);
+
 console.log("[typescript] scenario passed");

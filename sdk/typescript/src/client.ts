@@ -1,15 +1,16 @@
 // client.ts — the public API: Client and its resources (sandbox.execute and
 // executions, sessions with exec / streams / processes / files / archives /
-// watch / contexts, profiles, images, usage, audit), each a thin, typed layer
-// over one operation of ROUTES.
+// watch / contexts, profiles, images, contracts, tools, usage, audit), each a
+// thin, typed layer over one operation of ROUTES.
 
 import { RequestTimeoutError, TransportError, errorFromBody } from "./errors.js";
 import { CallOptions, ClientOptions, Transport } from "./http.js";
 import type {
-  ArchiveExtracted, AuditEvent, AuditPage, AuditVerdict, Context, ContextRunResult, DirEntry,
-  DirListing, ExecResult, Execution, ExecutionCreated, ExecutionList, FileStat, FileWritten, Image,
-  InputFile, LimitsRequest, NetworkRequest, OutputChunk, Page, Process, ProcessOutput, ProfileList,
-  Session, SessionList, StreamEvent, UsageReport, WatchEvent,
+  ArchiveExtracted, AuditEvent, AuditPage, AuditVerdict, Context, ContextRunResult, ContractValidation,
+  DirEntry, DirListing, ExecResult, Execution, ExecutionCreated, ExecutionList, FileStat, FileWritten,
+  Image, InputFile, LimitsRequest, ManifestApplyResult, NetworkRequest, OutputChunk, Page, Process,
+  ProcessOutput, ProfileList, Session, SessionList, StreamEvent, Tool, ToolInvoked, ToolList,
+  ToolManifest, UsageReport, WatchEvent,
 } from "./models.js";
 
 const FINAL = new Set(["succeeded", "failed", "timeout", "oom_killed", "killed", "error"]);
@@ -498,6 +499,109 @@ export class ContextHandle {
   delete(opts?: CallOptions) { return this.cs.delete(this.id, opts); }
 }
 
+// ---- contracts and tools -------------------------------------------------------------
+
+/** Named JSON Schema contracts (today `tool-manifest`) and validation against them; nothing is stored. */
+export class Contracts {
+  constructor(private readonly t: Transport) {}
+
+  /** The contract names. */
+  async list(opts: CallOptions = {}): Promise<string[]> {
+    return (await this.t.json<{ contracts: string[] }>("listContracts", callOpts(opts))).contracts;
+  }
+
+  /** The contract's JSON Schema (draft-07), as served (application/schema+json). */
+  get(name: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.t.json("getContract", { ...callOpts(opts), params: { name },
+      accept: "application/schema+json, application/json" });
+  }
+
+  /**
+   * Every violation of `document` (any JSON value) against the contract, each
+   * with the JSON pointer of the value at fault.  A bad document is a result
+   * (`valid` false), not an error.
+   */
+  validate(name: string, document: unknown, opts: CallOptions = {}): Promise<ContractValidation> {
+    return this.t.json("validateContract", { ...callOpts(opts), params: { name }, json: document ?? null });
+  }
+}
+
+export interface ApplyOptions extends CallOptions {
+  /** Check and report the actions, store nothing. */
+  dryRun?: boolean;
+}
+
+export interface ToolInvokeOptions extends CallOptions {
+  /** Labels of the execution (the daemon adds `tool` and `tool_generation`). */
+  metadata?: Record<string, string>;
+}
+
+export interface ToolRunOptions extends ToolInvokeOptions {
+  /** Bound on the whole wait for the final state, in ms (default: none). */
+  waitTimeoutMs?: number;
+}
+
+/** Tools applied from tool manifests and run as executions in their `spec.sandbox_profile`. */
+export class Tools {
+  constructor(private readonly t: Transport) {}
+
+  /**
+   * Creates or updates tools: one manifest, or a list of 1 to 64 applied all
+   * or nothing.  Idempotent per name: each result's `action` is created,
+   * updated or unchanged.  A bad document throws InvalidRequestError whose
+   * `violations` list every violation (`index` the document, `path` in it).
+   */
+  apply(manifests: ToolManifest | ToolManifest[], opts: ApplyOptions = {}): Promise<ManifestApplyResult> {
+    return this.t.json("applyManifests", { ...callOpts(opts), query: { dry_run: opts.dryRun ? true : undefined },
+      json: Array.isArray(manifests) ? { items: manifests } : manifests });
+  }
+
+  /** A page of the tenant's tools, in name order. */
+  async list(opts: CallOptions & { limit?: number; cursor?: string } = {}): Promise<Page<Tool>> {
+    const d = await this.t.json<ToolList>("listTools", { ...callOpts(opts),
+      query: { limit: opts.limit, cursor: opts.cursor } });
+    return { items: d.tools, next_cursor: d.next_cursor };
+  }
+
+  /** Every tool of the tenant, in name order, following cursors. */
+  async *iter(opts: CallOptions & { pageSize?: number } = {}): AsyncGenerator<Tool> {
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.list({ ...opts, limit: opts.pageSize ?? 200, cursor });
+      for (const x of page.items) yield x;
+      if (!page.next_cursor) return;
+      cursor = page.next_cursor;
+    }
+  }
+
+  /** The tool with its manifest (NotFoundError when there is none). */
+  get(name: string, opts: CallOptions = {}): Promise<Tool> {
+    return this.t.json("getTool", { ...callOpts(opts), params: { name } });
+  }
+
+  /** Deletes the tool; executions it started run on. */
+  async delete(name: string, opts: CallOptions = {}): Promise<void> {
+    await this.t.request("deleteTool", { ...callOpts(opts), params: { name }, expect: [204] });
+  }
+
+  /**
+   * Queues an execution of the tool with this input (any JSON value its
+   * input_schema accepts; undefined sends none: the daemon's default, {}),
+   * which the program reads as JSON on its stdin.  An input the schema refuses
+   * throws InvalidRequestError whose `violations` have paths under /input.
+   */
+  invoke(name: string, input?: unknown, opts: ToolInvokeOptions = {}): Promise<ToolInvoked> {
+    return this.t.json("invokeTool", { ...callOpts(opts), params: { name },
+      json: clean({ input, metadata: opts.metadata }), expect: [202] });
+  }
+
+  /** invoke, then long-polls (as sandbox.execute does) until the execution is final; returns it. */
+  async run(name: string, input?: unknown, opts: ToolRunOptions = {}): Promise<Execution> {
+    const invoked = await this.invoke(name, input, opts);
+    return new Executions(this.t).wait(invoked.id, { ...callOpts(opts), timeoutMs: opts.waitTimeoutMs });
+  }
+}
+
 // ---- images, usage, audit -----------------------------------------------------------
 
 export class Images {
@@ -562,6 +666,8 @@ export class Audit {
 export class Client {
   readonly sandbox: Sandbox;
   readonly images: Images;
+  readonly contracts: Contracts;
+  readonly tools: Tools;
   readonly audit: Audit;
   private readonly t: Transport;
 
@@ -569,6 +675,8 @@ export class Client {
     this.t = new Transport(options);
     this.sandbox = new Sandbox(this.t);
     this.images = new Images(this.t);
+    this.contracts = new Contracts(this.t);
+    this.tools = new Tools(this.t);
     this.audit = new Audit(this.t);
   }
 

@@ -2,10 +2,14 @@
 // ({"error": {code, message, message_i18n, request_id, details}}), plus the
 // transport's own (timeouts, connection failures).
 
+import type { Violation } from "./models.js";
+
 export interface ErrorDetails {
   field?: string;
   limit?: string;
   value?: number;
+  /** Every JSON Schema violation of a manifest apply or a tool's input. */
+  violations?: Violation[];
   [k: string]: unknown;
 }
 
@@ -62,6 +66,16 @@ export class APIError extends SandboxdError {
   /** `details.field` of a validation error. */
   get field(): string | undefined {
     return typeof this.details.field === "string" ? this.details.field : undefined;
+  }
+
+  /**
+   * `details.violations`: every JSON Schema violation of a manifest apply or
+   * of a tool's input (`path`, `message`, `index` of the document in an
+   * apply); [] for other errors.
+   */
+  get violations(): Violation[] {
+    const v = this.details.violations;
+    return Array.isArray(v) ? v.filter((x) => x !== null && typeof x === "object") : [];
   }
 
   override toString(): string {

@@ -321,6 +321,91 @@ export interface AuditVerdict {
   problem: string | null;
 }
 
+/**
+ * One JSON Schema violation: `path` is the JSON pointer of the value at fault
+ * ("" for the whole document; under "/input" for a tool's input), `message`
+ * in the request's language.  The items of ContractValidation's `violations`
+ * and of an error's `details.violations`.
+ */
+export interface Violation {
+  path: string;
+  message: string;
+  message_i18n: { en: string; fr: string };
+  /** The document of an apply the violation belongs to (apply errors only). */
+  index?: number;
+}
+
+/** POST /v1/contracts/{name}/validate: `valid` exactly when `violations` is empty. */
+export interface ContractValidation {
+  valid: boolean;
+  violations: Violation[];
+}
+
+/** The spec of a tool manifest: `command`, or `language` + `entrypoint` (docs/contracts.md). */
+export interface ToolSpec {
+  sandbox_profile: string;
+  image: string;
+  command?: string[];
+  language?: "python" | "node" | "bash";
+  entrypoint?: string;
+  /** A draft-07 JSON Schema for the tool's input. */
+  input_schema?: Record<string, unknown>;
+  limits?: LimitsRequest;
+  network?: NetworkRequest;
+  /** Globs of files copied out after the run. */
+  collect?: string[];
+  timeout_s?: number;
+}
+
+/** A `tool-manifest` document (contracts/v1/tool-manifest.schema.json). */
+export interface ToolManifest {
+  apiVersion: "sandboxd/v1";
+  kind: "Tool";
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: ToolSpec;
+}
+
+/** A tool of the tenant, with its manifest as stored. */
+export interface Tool {
+  name: string;
+  /** The manifest's spec.sandbox_profile. */
+  profile: string;
+  image: string;
+  /** 1 when created; one more at each change. */
+  generation: number;
+  digest: string;
+  manifest: ToolManifest;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ToolList {
+  tools: Tool[];
+  next_cursor: string | null;
+}
+
+/** What applying one document did. */
+export interface ToolApplied {
+  name: string;
+  action: "created" | "updated" | "unchanged";
+  tool: Tool;
+}
+
+/** POST /v1/manifests/apply: one result per document, in the order given. */
+export interface ManifestApplyResult {
+  dry_run: boolean;
+  results: ToolApplied[];
+}
+
+/** POST /v1/tools/{name}/invoke: the queued execution. */
+export interface ToolInvoked {
+  id: string;
+  status: "queued";
+  profile: string;
+  tool: string;
+  generation: number;
+}
+
 /** An output chunk of a stream (`stdout` / `stderr` events). */
 export interface OutputChunk {
   data?: string;

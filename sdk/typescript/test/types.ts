@@ -2,7 +2,8 @@
 // usage type-checks against the built declarations (dist/*.d.ts), so a
 // change that breaks users' code at compile time fails here.  Never run.
 import {
-  APIError, Client, ExecResult, Execution, NotFoundError, RateLimitedError, StreamEvent,
+  APIError, Client, ExecResult, Execution, InvalidRequestError, ManifestApplyResult, NotFoundError, RateLimitedError,
+  StreamEvent, Tool, ToolManifest, Violation,
 } from "@sandboxd/sdk";
 
 declare const process: { stdout: { write(s: string): void } };
@@ -38,4 +39,25 @@ export async function session(): Promise<ExecResult | undefined> {
     if (e instanceof APIError) process.stdout.write(e.code + e.status + (e.field ?? ""));
   }
   return last;
+}
+
+export async function tools(c: Client): Promise<Execution> {
+  const v = await c.contracts.validate("tool-manifest", { kind: "Tool" });
+  const paths: string[] = v.violations.map((x: Violation) => x.path + x.message_i18n.fr);
+  void paths;
+  const m: ToolManifest = {
+    apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "add-numbers" },
+    spec: { sandbox_profile: "container", image: "python:3.12-slim", command: ["python3", "add.py"],
+      input_schema: { type: "object" }, limits: { timeout_s: 30 } },
+  };
+  const res: ManifestApplyResult = await c.tools.apply([m], { dryRun: true });
+  const gen: number = res.results[0].tool.generation;
+  void gen;
+  for await (const t of c.tools.iter({ pageSize: 50 })) { const x: Tool = t; void x.manifest.spec.image; }
+  try {
+    await c.tools.invoke("add-numbers", { a: "x" }, { metadata: { run: "1" } });
+  } catch (e) {
+    if (e instanceof InvalidRequestError) for (const x of e.violations) process.stdout.write(x.path + (x.index ?? ""));
+  }
+  return c.tools.run("add-numbers", { a: 2, b: 3 }, { waitTimeoutMs: 60000 });
 }

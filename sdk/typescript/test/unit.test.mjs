@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, beforeEach, describe, test } from "node:test";
 import {
-  APIError, AbortedError, Client, ERRORS_BY_CODE, InternalError, QuotaExceededError, RateLimitedError,
-  RequestTimeoutError, RuntimeUnavailableError, TransportError, decodeOutput, shouldRetry,
+  APIError, AbortedError, Client, ERRORS_BY_CODE, InternalError, InvalidRequestError, NotFoundError, QuotaExceededError,
+  RateLimitedError, RequestTimeoutError, RuntimeUnavailableError, TransportError, decodeOutput, shouldRetry,
 } from "@sandboxd/sdk";
 
 const envelope = (code, status, details = {}, headers = {}) => ({
@@ -219,5 +219,89 @@ describe("streams and helpers", () => {
     const [c] = mk({ maxRetries: 0 });
     answers = [envelope("rate_limited", 429, { limit: "requests_per_second", value: 1 }, { "Retry-After": "3" })];
     await assert.rejects(c.profiles(), (e) => e instanceof RateLimitedError && e.retryAfter === 3);
+  });
+});
+
+const TOOL = { name: "add", profile: "container", image: "python:3.12-slim", generation: 1, digest: "sha256:" + "0".repeat(64),
+  created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z",
+  manifest: { apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "add" },
+    spec: { sandbox_profile: "container", image: "python:3.12-slim", command: ["python3", "add.py"] } } };
+const violation = (path, index) => ({ path, message: `bad ${path}`, message_i18n: { en: `bad ${path}`, fr: `mauvais ${path}` },
+  ...(index === undefined ? {} : { index }) });
+
+describe("contracts and tools", () => {
+  test("contracts: list, get, validate", async () => {
+    const [c] = mk();
+    answers = [ok({ contracts: ["tool-manifest"] }), ok({ type: "object" }, 200, "application/schema+json"),
+      ok({ valid: false, violations: [violation("/spec/command"), violation("")] })];
+    assert.deepEqual(await c.contracts.list(), ["tool-manifest"]);
+    assert.deepEqual(await c.contracts.get("tool-manifest"), { type: "object" });
+    const v = await c.contracts.validate("tool-manifest", { kind: "Tool" });
+    assert.equal(v.valid, false);
+    assert.deepEqual(v.violations.map((x) => x.path), ["/spec/command", ""]);
+    assert.deepEqual(requests.map((r) => `${r.method} ${r.url}`),
+      ["GET /v1/contracts", "GET /v1/contracts/tool-manifest", "POST /v1/contracts/tool-manifest/validate"]);
+    assert.deepEqual(JSON.parse(requests[2].body), { kind: "Tool" });
+  });
+  test("apply one document or a list, dry run", async () => {
+    const [c] = mk();
+    const m = TOOL.manifest;
+    answers = [ok({ dry_run: true, results: [{ name: "add", action: "created", tool: TOOL }] }),
+      ok({ dry_run: false, results: [{ name: "add", action: "unchanged", tool: TOOL },
+        { name: "b", action: "updated", tool: { ...TOOL, name: "b", generation: 2 } }] })];
+    const r1 = await c.tools.apply(m, { dryRun: true });
+    assert.deepEqual([r1.dry_run, r1.results[0].action, r1.results[0].tool.manifest.spec.image], [true, "created", "python:3.12-slim"]);
+    const r2 = await c.tools.apply([m, { ...m, metadata: { name: "b" } }]);
+    assert.deepEqual(r2.results.map((x) => [x.name, x.action, x.tool.generation]), [["add", "unchanged", 1], ["b", "updated", 2]]);
+    assert.equal(requests[0].url, "/v1/manifests/apply?dry_run=true");
+    assert.deepEqual(JSON.parse(requests[0].body), m);
+    assert.equal(requests[1].url, "/v1/manifests/apply");
+    assert.deepEqual(JSON.parse(requests[1].body), { items: [m, { ...m, metadata: { name: "b" } }] });
+  });
+  test("violations of an apply and of an input", async () => {
+    const [c] = mk();
+    answers = [envelope("invalid_request", 400, { field: "body", violations: [violation("/spec/image", 0), violation("/metadata/name", 1)] }),
+      envelope("invalid_request", 400, { field: "input", violations: [violation("/input/a")] })];
+    await assert.rejects(c.tools.apply([{}, {}]), (e) => e instanceof InvalidRequestError &&
+      JSON.stringify(e.violations.map((v) => [v.index, v.path])) === JSON.stringify([[0, "/spec/image"], [1, "/metadata/name"]]));
+    await assert.rejects(c.tools.invoke("add", { a: "x" }), (e) => e instanceof InvalidRequestError &&
+      e.violations.length === 1 && e.violations[0].path === "/input/a" && e.violations[0].index === undefined &&
+      e.violations[0].message_i18n.fr === "mauvais /input/a");
+    assert.equal(requests.length, 2);
+    assert.deepEqual(new APIError(400, {}).violations, []);
+  });
+  test("list, iter, get, delete", async () => {
+    const [c] = mk();
+    answers = [ok({ tools: [TOOL], next_cursor: "add" }), ok({ tools: [{ ...TOOL, name: "b" }], next_cursor: null }),
+      ok(TOOL), { status: 204, headers: {}, body: "" }, envelope("not_found", 404)];
+    const names = [];
+    for await (const t of c.tools.iter({ pageSize: 1 })) names.push(t.name);
+    assert.deepEqual(names, ["add", "b"]);
+    assert.equal((await c.tools.get("add")).profile, "container");
+    await c.tools.delete("add");
+    await assert.rejects(c.tools.get("add"), NotFoundError);
+    assert.deepEqual(requests.map((r) => `${r.method} ${r.url}`), ["GET /v1/tools?limit=1", "GET /v1/tools?limit=1&cursor=add",
+      "GET /v1/tools/add", "DELETE /v1/tools/add", "GET /v1/tools/add"]);
+  });
+  test("invoke and run", async () => {
+    const [c] = mk();
+    const inv = { id: "exe_1", status: "queued", profile: "container", tool: "add", generation: 3 };
+    answers = [ok(inv, 202), ok(inv, 202), ok({ id: "exe_1", status: "running" }),
+      ok({ id: "exe_1", status: "succeeded", exit_code: 0, stdout: "5\n", metadata: { tool: "add" } })];
+    const got = await c.tools.invoke("add", { a: 2, b: 3 }, { metadata: { run: "r1" } });
+    assert.deepEqual([got.id, got.tool, got.generation], ["exe_1", "add", 3]);
+    const ex = await c.tools.run("add", { a: 2, b: 3 });
+    assert.deepEqual([ex.status, ex.stdout, ex.metadata.tool], ["succeeded", "5\n", "add"]);
+    assert.deepEqual(requests.map((r) => `${r.method} ${r.url}`), ["POST /v1/tools/add/invoke", "POST /v1/tools/add/invoke",
+      "GET /v1/sandbox/executions/exe_1?wait_s=30", "GET /v1/sandbox/executions/exe_1?wait_s=30"]);
+    assert.deepEqual(JSON.parse(requests[0].body), { input: { a: 2, b: 3 }, metadata: { run: "r1" } });
+    assert.deepEqual(JSON.parse(requests[1].body), { input: { a: 2, b: 3 } });
+  });
+  test("run is bounded by its wait timeout; no input sends none", async () => {
+    const [c] = mk();
+    const running = () => new Promise((r) => setTimeout(() => r(ok({ id: "exe_1", status: "running" })), 50));
+    answers = [ok({ id: "exe_1", status: "queued", profile: "p", tool: "t", generation: 1 }, 202), ...Array(50).fill(running)];
+    await assert.rejects(c.tools.run("t", undefined, { waitTimeoutMs: 200 }), RequestTimeoutError);
+    assert.deepEqual(JSON.parse(requests[0].body), {});
   });
 });
