@@ -9,12 +9,15 @@ import (
 )
 
 // Client is a sandboxd client; safe for concurrent use.  Its resources:
-// Sandbox (Execute, Executions, Sessions, Profiles), Images, Audit.
+// Sandbox (Execute, Executions, Sessions, Profiles), Images, Contracts,
+// Tools, Audit.
 type Client struct {
-	Sandbox *SandboxService
-	Images  *ImagesService
-	Audit   *AuditService
-	t       *transport
+	Sandbox   *SandboxService
+	Images    *ImagesService
+	Contracts *ContractsService
+	Tools     *ToolsService
+	Audit     *AuditService
+	t         *transport
 }
 
 // NewClient makes a client.  The base URL and API key default to
@@ -44,7 +47,8 @@ func newClient(cfg config, opts []Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{t: t, Images: &ImagesService{t}, Audit: &AuditService{t}}
+	c := &Client{t: t, Images: &ImagesService{t}, Audit: &AuditService{t},
+		Contracts: &ContractsService{t}, Tools: &ToolsService{t}}
 	c.Sandbox = &SandboxService{t: t, Executions: &ExecutionsService{t}, Sessions: &SessionsService{t}}
 	return c, nil
 }

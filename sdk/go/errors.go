@@ -79,6 +79,21 @@ func (e *APIError) Limit() string {
 	return s
 }
 
+// Violations is details.violations: every JSON Schema violation of a
+// manifest apply (Index the document, Path in it) or of a tool's input
+// (paths under "/input"); nil for other errors.
+func (e *APIError) Violations() []Violation {
+	raw, ok := e.Details["violations"]
+	if !ok {
+		return nil
+	}
+	var out []Violation
+	if b, err := json.Marshal(raw); err != nil || json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}
+
 // TransportError is a request that got no answer: the daemon could not be
 // reached, the connection broke, or the time ran out.  A timeout (the
 // client's per-request one or the caller's context deadline) unwraps to

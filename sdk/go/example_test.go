@@ -216,3 +216,62 @@ func ExampleContextWithTraceparent() {
 	r, _ := c.Sandbox.Sessions.Session("ses_…").Exec(ctx, []string{"sh", "-c", "echo $TRACEPARENT"}, nil)
 	fmt.Print(r.Stdout) // 00-4bf92f3577b34da6a3ce929d0e0e4736-…
 }
+
+func ExampleContractsService() {
+	ctx := context.Background()
+	c, _ := sandboxd.NewClient()
+	names, _ := c.Contracts.List(ctx) // [tool-manifest]
+	schema, _ := c.Contracts.Get(ctx, "tool-manifest")
+	fmt.Println(names, len(schema))
+	v, _ := c.Contracts.Validate(ctx, "tool-manifest", map[string]any{
+		"apiVersion": "sandboxd/v1", "kind": "Tool", "metadata": map[string]string{"name": "Add_Numbers"},
+		"spec": map[string]any{"sandbox_profile": "container", "command": "python3"}})
+	for _, x := range v.Violations {
+		fmt.Println(x.Path, x.Message) // /metadata/name …, /spec …, /spec/command …
+	}
+}
+
+func ExampleToolsService() {
+	ctx := context.Background()
+	c, _ := sandboxd.NewClient()
+	m := sandboxd.ToolManifest{ // APIVersion and Kind are filled in
+		Metadata: sandboxd.ToolMetadata{Name: "add-numbers"},
+		Spec: sandboxd.ToolSpec{
+			SandboxProfile: "container", Image: "python:3.12-slim",
+			Command: []string{"python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"},
+			InputSchema: map[string]any{"type": "object", "required": []string{"a", "b"},
+				"properties": map[string]any{"a": map[string]string{"type": "number"},
+					"b": map[string]string{"type": "number"}}},
+			Limits: &sandboxd.LimitsRequest{TimeoutS: 30},
+		},
+	}
+	res, err := c.Tools.Apply(ctx, []sandboxd.ToolManifest{m}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Results[0].Action, res.Results[0].Tool.Generation) // created 1 (then unchanged 1)
+
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	ex, err := c.Tools.Run(wctx, "add-numbers", map[string]int{"a": 2, "b": 3}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(ex.Stdout) // 5
+
+	_, err = c.Tools.Invoke(ctx, "add-numbers", map[string]string{"a": "x"}, nil)
+	var ae *sandboxd.APIError
+	if errors.Is(err, sandboxd.ErrInvalidRequest) && errors.As(err, &ae) {
+		for _, v := range ae.Violations() {
+			fmt.Println(v.Path, v.Message) // /input/a …, /input …
+		}
+	}
+	c.Tools.Each(ctx, nil, func(t *sandboxd.Tool) bool {
+		fmt.Println(t.Name, t.Profile, t.Generation)
+		return true
+	})
+	c.Tools.Delete(ctx, "add-numbers")
+	if _, err := c.Tools.Get(ctx, "add-numbers"); errors.Is(err, sandboxd.ErrNotFound) {
+		fmt.Println("gone")
+	}
+}

@@ -12,6 +12,7 @@ package sandboxd
 import (
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"unicode/utf8"
 )
 
@@ -34,6 +35,53 @@ type LimitsRequest struct {
 	Pids        int    `json:"pids,omitempty"`
 	TimeoutS    int    `json:"timeout_s,omitempty"`
 	OutputBytes string `json:"output_bytes,omitempty"`
+}
+
+// UnmarshalJSON reads limits as a stored tool manifest may hold them:
+// quantities as strings or JSON numbers (kept as their text), timeout_s
+// with a fraction (rounded up, as the daemon does).
+func (l *LimitsRequest) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*l = LimitsRequest{}
+	var err error
+	for k, v := range raw {
+		switch k {
+		case "cpu":
+			l.CPU, err = quantity(v)
+		case "memory":
+			l.Memory, err = quantity(v)
+		case "disk":
+			l.Disk, err = quantity(v)
+		case "output_bytes":
+			l.OutputBytes, err = quantity(v)
+		case "pids":
+			err = json.Unmarshal(v, &l.Pids)
+		case "timeout_s":
+			var f float64
+			err = json.Unmarshal(v, &f)
+			l.TimeoutS = int(math.Ceil(f))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quantity is a JSON string's value, or a JSON number's text.
+func quantity(v json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(v, &n); err != nil {
+		return "", err
+	}
+	return n.String(), nil
 }
 
 // NetworkRequest asks for an egress policy: "none", or "allowlist" with
@@ -570,6 +618,109 @@ type AuditVerdict struct {
 	HeadHash       string `json:"head_hash"`
 	FirstBrokenSeq *int64 `json:"first_broken_seq"`
 	Problem        string `json:"problem"`
+}
+
+// Violation is one JSON Schema violation: Path is the JSON pointer of the
+// value at fault ("" for the whole document; under "/input" for a tool's
+// input), Message in the client's language, Index the document of an
+// apply it belongs to (nil elsewhere).  The items of
+// ContractValidation.Violations and of APIError.Violations.
+type Violation struct {
+	Index       *int              `json:"index,omitempty"`
+	Path        string            `json:"path"`
+	Message     string            `json:"message"`
+	MessageI18n map[string]string `json:"message_i18n"`
+}
+
+// ContractValidation is the verdict of POST /v1/contracts/{name}/validate:
+// Valid exactly when Violations is empty.
+type ContractValidation struct {
+	Valid      bool        `json:"valid"`
+	Violations []Violation `json:"violations"`
+}
+
+// ToolManifest is a tool-manifest document
+// (contracts/v1/tool-manifest.schema.json, docs/contracts.md).  Tools.Apply
+// fills an empty APIVersion and Kind ("sandboxd/v1", "Tool").
+type ToolManifest struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   ToolMetadata `json:"metadata"`
+	Spec       ToolSpec     `json:"spec"`
+}
+
+// ToolMetadata names a tool (lower-case letters, digits and '-', at most
+// 63) and labels it.
+type ToolMetadata struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ToolSpec is what a tool runs: in SandboxProfile on Image, a Command, or
+// Language ("python", "node", "bash") and Entrypoint; InputSchema is a
+// draft-07 JSON Schema of its input; Collect globs the files kept after
+// the run.
+type ToolSpec struct {
+	SandboxProfile string          `json:"sandbox_profile"`
+	Image          string          `json:"image"`
+	Command        []string        `json:"command,omitempty"`
+	Language       string          `json:"language,omitempty"`
+	Entrypoint     string          `json:"entrypoint,omitempty"`
+	InputSchema    map[string]any  `json:"input_schema,omitempty"`
+	Limits         *LimitsRequest  `json:"limits,omitempty"`
+	Network        *NetworkRequest `json:"network,omitempty"`
+	Collect        []string        `json:"collect,omitempty"`
+	TimeoutS       float64         `json:"timeout_s,omitempty"`
+}
+
+// Tool is a tool of the tenant with its manifest as stored; Generation is
+// 1 when created, one more at each change.
+type Tool struct {
+	Name       string       `json:"name"`
+	Profile    string       `json:"profile"`
+	Image      string       `json:"image"`
+	Generation int          `json:"generation"`
+	Digest     string       `json:"digest"`
+	Manifest   ToolManifest `json:"manifest"`
+	CreatedAt  string       `json:"created_at"`
+	UpdatedAt  string       `json:"updated_at"`
+}
+
+// ToolList is one page of GET /v1/tools, in name order.
+type ToolList struct {
+	Tools      []Tool  `json:"tools"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ToolApplied is what applying one document did: Action "created",
+// "updated" or "unchanged".
+type ToolApplied struct {
+	Name   string `json:"name"`
+	Action string `json:"action"`
+	Tool   Tool   `json:"tool"`
+}
+
+// ManifestApplyResult is the answer of POST /v1/manifests/apply: one
+// result per document, in the order given.
+type ManifestApplyResult struct {
+	DryRun  bool          `json:"dry_run"`
+	Results []ToolApplied `json:"results"`
+}
+
+// ToolInvokeRequest is the body of POST /v1/tools/{name}/invoke: Input is
+// any JSON value (nil sends none: the daemon's default, {}).
+type ToolInvokeRequest struct {
+	Input    any               `json:"input,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// ToolInvoked is the answer of an invoke: the queued execution's ID.
+type ToolInvoked struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	Profile    string `json:"profile"`
+	Tool       string `json:"tool"`
+	Generation int    `json:"generation"`
 }
 
 // OutputChunk is the data of a stdout / stderr stream event.

@@ -50,7 +50,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		status = 204
 	case req.Method == "PUT" || strings.HasSuffix(rq.Path, "/contexts") || rq.Path == "/v1/sandbox/sessions" && req.Method == "POST":
 		status = 201
-	case rq.Path == "/v1/sandbox/executions" && req.Method == "POST",
+	case rq.Path == "/v1/sandbox/executions" && req.Method == "POST", strings.HasSuffix(rq.Path, "/invoke"),
 		strings.HasSuffix(rq.Path, "/exec") && bytes.Contains(mustJSON(rq.JSON), []byte(`"background":true`)):
 		status = 202
 	}
@@ -147,6 +147,27 @@ func main() {
 	e(c.Images.Pull(ctx, "python:3.12-slim", nil))
 	e(nil, c.Images.Delete(ctx, "127.0.0.1:5000/tools/jq:1"))
 	e(c.Images.GC(ctx))
+	e(c.Contracts.List(ctx))
+	e(c.Contracts.Get(ctx, "tool-manifest"))
+	e(c.Contracts.Validate(ctx, "tool-manifest", map[string]any{"apiVersion": "sandboxd/v1", "kind": "Tool"}))
+	m := sandboxd.ToolManifest{Metadata: sandboxd.ToolMetadata{Name: "add-numbers",
+		Labels: map[string]string{"team": "tools"}},
+		Spec: sandboxd.ToolSpec{SandboxProfile: "container", Image: "python:3.12-slim",
+			Command:     []string{"python3", "-c", "print(1)"},
+			InputSchema: map[string]any{"type": "object", "required": []string{"a"}},
+			Limits:      &sandboxd.LimitsRequest{CPU: "500m", TimeoutS: 30},
+			Network:     &sandboxd.NetworkRequest{Egress: "none"}, Collect: []string{"/work/out/*"}, TimeoutS: 30}}
+	other := sandboxd.ToolManifest{Metadata: sandboxd.ToolMetadata{Name: "other"},
+		Spec: sandboxd.ToolSpec{SandboxProfile: "container", Image: "host", Language: "python", Entrypoint: "main.py"}}
+	tl := c.Tools
+	e(tl.Apply(ctx, []sandboxd.ToolManifest{m}, &sandboxd.ApplyOptions{DryRun: true}))
+	e(tl.Apply(ctx, []sandboxd.ToolManifest{m, other}, nil))
+	e(tl.List(ctx, &sandboxd.ListOptions{Limit: 5, Cursor: "a"}))
+	e(tl.Get(ctx, "add-numbers"))
+	e(tl.Invoke(ctx, "add-numbers", map[string]int{"a": 2, "b": 3},
+		&sandboxd.InvokeOptions{Metadata: map[string]string{"run": "r1"}}))
+	e(tl.Run(ctx, "add-numbers", []any{1, "x"}, nil))
+	e(nil, tl.Delete(ctx, "add-numbers"))
 	e(c.Profiles(ctx))
 	e(c.Healthz(ctx))
 	e(c.Readyz(ctx))

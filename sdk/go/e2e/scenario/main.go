@@ -12,6 +12,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,7 +157,83 @@ func main() {
 	_, err = client.Audit.Verify(ctx)
 	check(errors.Is(err, sandboxd.ErrForbidden), "a tenant key verified the audit chain:", err)
 
+	tools(ctx, client)
+
 	fmt.Println("[go] scenario passed")
+}
+
+// tools runs the contracts and tools steps.
+func tools(ctx context.Context, client *sandboxd.Client) {
+	step("contracts: a bad tool manifest's violations")
+	check(strings.Contains(strings.Join(must(client.Contracts.List(ctx)), " "), "tool-manifest"), "contracts")
+	var schema struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	ok(json.Unmarshal(must(client.Contracts.Get(ctx, "tool-manifest")), &schema))
+	check(schema.Properties["kind"]["const"] == "Tool", schema)
+	bad := sandboxd.ToolManifest{Metadata: sandboxd.ToolMetadata{Name: "Add_Numbers"},
+		Spec: sandboxd.ToolSpec{SandboxProfile: "container", Command: []string{"python3"}}}
+	badDoc := map[string]any{"apiVersion": "sandboxd/v1", "kind": "Tool",
+		"metadata": map[string]string{"name": "Add_Numbers"},
+		"spec":     map[string]any{"sandbox_profile": "container", "command": "python3"}}
+	v := must(client.Contracts.Validate(ctx, "tool-manifest", badDoc))
+	paths := map[string]bool{}
+	for _, x := range v.Violations {
+		paths[x.Path] = true
+		check(x.Message != "" && x.MessageI18n["fr"] != "", x)
+	}
+	check(!v.Valid && paths["/metadata/name"] && paths["/spec/command"], v)
+
+	step("tools: apply, apply again, list")
+	const name = "add-numbers-go"
+	m := sandboxd.ToolManifest{
+		Metadata: sandboxd.ToolMetadata{Name: name, Labels: map[string]string{"sdk": "go"}},
+		Spec: sandboxd.ToolSpec{SandboxProfile: "container", Image: "python:3.12-slim",
+			Command: []string{"python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"},
+			InputSchema: map[string]any{"type": "object", "required": []string{"a", "b"},
+				"properties": map[string]any{"a": map[string]string{"type": "number"},
+					"b": map[string]string{"type": "number"}}}},
+	}
+	res := must(client.Tools.Apply(ctx, []sandboxd.ToolManifest{m}, &sandboxd.ApplyOptions{DryRun: true}))
+	check(res.DryRun && res.Results[0].Action == "created", res)
+	res = must(client.Tools.Apply(ctx, []sandboxd.ToolManifest{m}, nil))
+	check(!res.DryRun && len(res.Results) == 1 && res.Results[0].Name == name &&
+		res.Results[0].Action == "created" && res.Results[0].Tool.Generation == 1, res)
+	res = must(client.Tools.Apply(ctx, []sandboxd.ToolManifest{m}, nil))
+	check(res.Results[0].Action == "unchanged" && res.Results[0].Tool.Generation == 1, res)
+	_, err := client.Tools.Apply(ctx, []sandboxd.ToolManifest{m, bad}, nil)
+	var ae *sandboxd.APIError
+	check(errors.Is(err, sandboxd.ErrInvalidRequest) && errors.As(err, &ae) && len(ae.Violations()) > 0, err)
+	named := false
+	for _, x := range ae.Violations() {
+		check(x.Index != nil && *x.Index == 1, x)
+		named = named || x.Path == "/metadata/name"
+	}
+	check(named, ae.Violations())
+	var found *sandboxd.Tool
+	ok(client.Tools.Each(ctx, nil, func(t *sandboxd.Tool) bool {
+		if t.Name == name {
+			found = t
+		}
+		return true
+	}))
+	check(found != nil && found.Profile == "container" &&
+		fmt.Sprint(found.Manifest.Spec.InputSchema["required"]) == "[a b]", found)
+
+	step("tools: run, a bad input, delete")
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	ex := must(client.Tools.Run(rctx, name, map[string]int{"a": 2, "b": 3}, nil))
+	check(ex.Status == "succeeded" && intIs(ex.ExitCode, 0) && ex.Stdout == "5\n" && ex.Metadata["tool"] == name, ex)
+	_, err = client.Tools.Invoke(ctx, name, map[string]string{"a": "x"}, nil)
+	check(errors.Is(err, sandboxd.ErrInvalidRequest) && errors.As(err, &ae) && ae.Code == "invalid_request" &&
+		len(ae.Violations()) > 0, err)
+	for _, x := range ae.Violations() {
+		check(strings.HasPrefix(x.Path, "/input"), x)
+	}
+	ok(client.Tools.Delete(ctx, name))
+	_, err = client.Tools.Get(ctx, name)
+	check(errors.Is(err, sandboxd.ErrNotFound), "a deleted tool is still there:", err)
 }
 
 // session runs the session steps on s (deleted by the caller).
