@@ -27,15 +27,21 @@ import dev.sandboxd.SessionPatch;
 import dev.sandboxd.StreamEvent;
 import dev.sandboxd.TraceScope;
 import dev.sandboxd.WatchEvent;
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxd.model.ContextRunResult;
+import dev.sandboxd.model.ContractValidation;
 import dev.sandboxd.model.ExecResult;
 import dev.sandboxd.model.Execution;
 import dev.sandboxd.model.ExecutionCreated;
 import dev.sandboxd.model.Image;
+import dev.sandboxd.model.ManifestApplyResult;
 import dev.sandboxd.model.ProfileList;
 import dev.sandboxd.model.PulledImage;
 import dev.sandboxd.model.Session;
+import dev.sandboxd.model.Tool;
+import dev.sandboxd.model.ToolManifest;
 import dev.sandboxd.model.UsageReport;
+import dev.sandboxd.model.Violation;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -222,6 +228,56 @@ public class Scenario {
         check(admin.audit().verify().ok(), "audit chain");
         expect(ForbiddenException.class, () -> client.audit().verify());
 
+        tools(client);
+
         System.out.println("[java] scenario passed");
+    }
+
+    static void tools(SandboxdClient client) throws Exception {
+        step("contracts: a bad tool manifest's violations");
+        check(client.contracts().list().contains("tool-manifest"), "contracts");
+        check(client.contracts().get("tool-manifest").path("properties").path("kind").path("const").asText()
+            .equals("Tool"), "schema");
+        Map<String, Object> bad = Map.of("apiVersion", "sandboxd/v1", "kind", "Tool",
+            "metadata", Map.of("name", "Add_Numbers"), "spec", Map.of("sandbox_profile", "container", "command", "python3"));
+        ContractValidation v = client.contracts().validate("tool-manifest", bad);
+        List<String> paths = v.violations().stream().map(Violation::path).collect(Collectors.toList());
+        check(!v.valid() && paths.contains("/metadata/name") && paths.contains("/spec/command"), v);
+        check(v.violations().stream().allMatch(x -> !x.message().isEmpty() && x.messageI18n().get("fr") != null), v);
+
+        step("tools: apply, apply again, list");
+        String name = "add-numbers-java";
+        ToolManifest m = ToolManifest.builder(name).label("sdk", "java").profile("container").image("python:3.12-slim")
+            .command("python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])")
+            .inputSchema(Map.of("type", "object", "required", List.of("a", "b"),
+                "properties", Map.of("a", Map.of("type", "number"), "b", Map.of("type", "number"))))
+            .build();
+        ManifestApplyResult res = client.tools().apply(m, true);
+        check(res.dryRun() && res.results().get(0).action().equals("created"), res);
+        res = client.tools().apply(m);
+        check(!res.dryRun() && res.results().size() == 1 && res.results().get(0).name().equals(name)
+            && res.results().get(0).action().equals("created") && res.results().get(0).tool().generation() == 1, res);
+        res = client.tools().apply(m);
+        check(res.results().get(0).action().equals("unchanged") && res.results().get(0).tool().generation() == 1, res);
+        ToolManifest badManifest = ToolManifest.builder("Add_Numbers").profile("container").command("python3").build();
+        InvalidRequestException ir = expect(InvalidRequestException.class,
+            () -> client.tools().apply(List.of(m, badManifest)));
+        check(!ir.violations().isEmpty() && ir.violations().stream().allMatch(x -> Objects.equals(x.index(), 1))
+            && ir.violations().stream().anyMatch(x -> x.path().equals("/metadata/name")), ir.violations());
+        Tool found = null;
+        for (Tool t : client.tools().iterate()) if (t.name().equals(name)) found = t;
+        check(found != null && found.profile().equals("container"), found);
+        JsonNode required = found.manifest().spec().inputSchema().path("required");
+        check(required.size() == 2 && required.get(0).asText().equals("a"), found);
+
+        step("tools: run, a bad input, delete");
+        Execution ex = client.tools().run(name, Map.of("a", 2, "b", 3), Duration.ofMinutes(5));
+        check(ex.status().equals("succeeded") && ex.exitCode() == 0 && ex.stdout().equals("5\n")
+            && name.equals(ex.metadata().get("tool")), ex);
+        ir = expect(InvalidRequestException.class, () -> client.tools().invoke(name, Map.of("a", "x")));
+        check(ir.code().equals("invalid_request") && !ir.violations().isEmpty()
+            && ir.violations().stream().allMatch(x -> x.path().startsWith("/input")), ir.violations());
+        client.tools().delete(name);
+        expect(NotFoundException.class, () -> client.tools().get(name));
     }
 }

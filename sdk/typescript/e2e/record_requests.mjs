@@ -15,7 +15,7 @@ const routeOf = (method, url) => {
 };
 const fakeFetch = async (url, init) => {
   const json = init.body === undefined || typeof init.body !== "string" ? undefined : JSON.parse(init.body);
-  seen.push({ op: routeOf(init.method, url), method: init.method, url, json });
+  seen.push({ op: routeOf(init.method, url), method: init.method, url, json: json ?? null });
   const body = { id: "exe_" + "0".repeat(24), status: "succeeded", pid: 7, ref: "r",
     digest: "sha256:" + "0".repeat(64), executions: [], sessions: [], next_cursor: null };
   const status = { createExecution: 202, createSession: 201, createContext: 201, invokeTool: 202 }[seen.at(-1).op] ??

@@ -5,7 +5,9 @@ package dev.sandboxd;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.MissingNode;
+import dev.sandboxd.model.Violation;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 
@@ -67,6 +69,17 @@ public class ApiException extends SandboxdException {
     public String field() {
         JsonNode f = details.get("field");
         return f != null && f.isTextual() ? f.asText() : null;
+    }
+
+    /**
+     * {@code details.violations}: every JSON Schema violation of a manifest
+     * apply ({@code index} the document, {@code path} in it) or of a tool's
+     * input (paths under "/input"); empty for other errors.
+     */
+    public List<Violation> violations() {
+        JsonNode v = details.get("violations");
+        if (v == null || !v.isArray()) return List.of();
+        return List.of(Transport.convert(v, Violation[].class));
     }
 
     /** The Retry-After header in seconds, or null. */

@@ -56,6 +56,14 @@ public final class Routes {
         Map.entry("pullImage", new Route("POST", "/v1/sandbox/images/pull")),
         Map.entry("collectImageGarbage", new Route("POST", "/v1/sandbox/images/gc")),
         Map.entry("deleteImage", new Route("DELETE", "/v1/sandbox/images/{ref*}")),
+        Map.entry("listContracts", new Route("GET", "/v1/contracts")),
+        Map.entry("getContract", new Route("GET", "/v1/contracts/{name}")),
+        Map.entry("validateContract", new Route("POST", "/v1/contracts/{name}/validate")),
+        Map.entry("applyManifests", new Route("POST", "/v1/manifests/apply")),
+        Map.entry("listTools", new Route("GET", "/v1/tools")),
+        Map.entry("getTool", new Route("GET", "/v1/tools/{name}")),
+        Map.entry("deleteTool", new Route("DELETE", "/v1/tools/{name}")),
+        Map.entry("invokeTool", new Route("POST", "/v1/tools/{name}/invoke")),
         Map.entry("getUsage", new Route("GET", "/v1/sandbox/usage")),
         Map.entry("listAuditEvents", new Route("GET", "/v1/audit")),
         Map.entry("verifyAudit", new Route("GET", "/v1/audit/verify")));
@@ -75,6 +83,8 @@ public final class Routes {
         Map.entry("getSessionArchive", List.of("path", "max_entries", "max_bytes")),
         Map.entry("putSessionArchive", List.of("path", "max_entries", "max_bytes")),
         Map.entry("watchSessionFiles", List.of("path", "recursive")),
+        Map.entry("applyManifests", List.of("dry_run")),
+        Map.entry("listTools", List.of("limit", "cursor")),
         Map.entry("getUsage", List.of("group_by", "from", "to")),
         Map.entry("listAuditEvents", List.of("tenant", "action", "after", "limit")));
 }

@@ -1,5 +1,6 @@
 // SandboxdClient.java — the entry point: a builder-configured client and its
-// resources (sandbox executions and sessions, profiles, images, usage, audit).
+// resources (sandbox executions and sessions, profiles, images, contracts,
+// tools, usage, audit).
 package dev.sandboxd;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -32,6 +33,8 @@ public final class SandboxdClient {
     private final Transport t;
     private final Sandbox sandbox;
     private final Images images;
+    private final Contracts contracts;
+    private final Tools tools;
     private final Audit audit;
 
     private SandboxdClient(Builder cfg) {
@@ -39,6 +42,8 @@ public final class SandboxdClient {
         this.t = new Transport(this.cfg);
         this.sandbox = new Sandbox(t);
         this.images = new Images(t);
+        this.contracts = new Contracts(t);
+        this.tools = new Tools(t);
         this.audit = new Audit(t);
     }
 
@@ -69,6 +74,16 @@ public final class SandboxdClient {
     /** The host's image store. */
     public Images images() {
         return images;
+    }
+
+    /** The JSON Schema contracts (tool-manifest) and validation against them. */
+    public Contracts contracts() {
+        return contracts;
+    }
+
+    /** Tools applied from tool manifests, invoked as executions. */
+    public Tools tools() {
+        return tools;
     }
 
     /** The audit chain (admin keys). */

@@ -476,6 +476,13 @@ final class Transport {
         return JSON.createObjectNode();
     }
 
+    /** Any value as JSON (a JsonNode as is; null is JSON null). */
+    static JsonNode tree(Object value) {
+        if (value instanceof JsonNode) return (JsonNode) value;
+        JsonNode n = JSON.valueToTree(value);
+        return n == null ? JSON.nullNode() : n;
+    }
+
     /** Sets key to value (a String, number, boolean, List, Map or JsonNode); null leaves it out. */
     static ObjectNode put(ObjectNode o, String key, Object value) {
         if (value != null) o.set(key, JSON.valueToTree(value));

@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxd.FakeServer.Reply;
 import dev.sandboxd.model.Execution;
+import dev.sandboxd.model.ToolManifest;
 import java.lang.reflect.RecordComponent;
 import java.nio.file.Path;
 import java.util.List;
@@ -58,6 +59,7 @@ public final class ContractDump {
                 String op = operation(s.method(), s.path());
                 int status = switch (op) {
                     case "createExecution", "execInSession" -> s.text().contains("\"background\"") || op.equals("createExecution") ? 202 : 200;
+                    case "invokeTool" -> 202;
                     case "createSession", "createContext" -> 201;
                     default -> 200;
                 };
@@ -84,6 +86,17 @@ public final class ContractDump {
             s.contexts().create("python");
             s.contexts().run("ctx_" + "0".repeat(24), "1+1", 3);
             c.images().pull("python:3.12-slim");
+            c.contracts().validate("tool-manifest", Map.of("apiVersion", "sandboxd/v1", "kind", "Tool"));
+            ToolManifest m = ToolManifest.builder("add-numbers").label("team", "tools").profile("container")
+                .image("python:3.12-slim").command("python3", "-c", "print(1)")
+                .inputSchema(Map.of("type", "object", "required", List.of("a")))
+                .limits(new LimitsRequest().cpu("500m").timeoutS(30).toJson()).network(NetworkRequest.none().toJson())
+                .collect("/work/out/*").timeoutS(30.0).build();
+            c.tools().apply(m, true);
+            c.tools().apply(List.of(m, ToolManifest.builder("other").profile("container").image("host")
+                .language("python").entrypoint("main.py").build()));
+            c.tools().invoke("add-numbers", Map.of("a", 2, "b", 3), Map.of("run", "r1"));
+            c.tools().run("add-numbers", List.of(1, "x"));
             ArrayNode out = Transport.JSON.createArrayNode();
             for (FakeServer.Seen x : srv.seen) {
                 boolean json = "application/json".equals(x.header("Content-Type"));

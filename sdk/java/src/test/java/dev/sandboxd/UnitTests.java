@@ -13,7 +13,13 @@ import dev.sandboxd.Check.Body;
 import dev.sandboxd.FakeServer.Reply;
 import dev.sandboxd.model.CapturedOutput;
 import dev.sandboxd.model.ExecResult;
+import dev.sandboxd.model.ContractValidation;
 import dev.sandboxd.model.Execution;
+import dev.sandboxd.model.ManifestApplyResult;
+import dev.sandboxd.model.Tool;
+import dev.sandboxd.model.ToolInvoked;
+import dev.sandboxd.model.ToolManifest;
+import dev.sandboxd.model.Violation;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -43,6 +49,22 @@ public final class UnitTests {
         + "\"signal\":null,\"stdout\":\"AAE=\",\"stdout_encoding\":\"base64\",\"stderr\":\"\",\"files\":[],"
         + "\"an_unknown_field\":1}";
     static final String PROFILES = "{\"profiles\":[],\"default\":\"container\"}";
+    static final String TOOL = "{\"name\":\"add\",\"profile\":\"container\",\"image\":\"python:3.12-slim\","
+        + "\"generation\":1,\"digest\":\"sha256:00\",\"created_at\":\"2026-01-01T00:00:00Z\","
+        + "\"updated_at\":\"2026-01-01T00:00:00Z\",\"manifest\":{\"apiVersion\":\"sandboxd/v1\",\"kind\":\"Tool\","
+        + "\"metadata\":{\"name\":\"add\"},\"spec\":{\"sandbox_profile\":\"container\",\"image\":\"python:3.12-slim\","
+        + "\"command\":[\"python3\",\"add.py\"],\"limits\":{\"cpu\":0.5}}}}";
+
+    static String violation(String path, Integer index) {
+        return "{" + (index == null ? "" : "\"index\":" + index + ",") + "\"path\":\"" + path + "\",\"message\":\"bad "
+            + path + "\",\"message_i18n\":{\"en\":\"bad " + path + "\",\"fr\":\"mauvais " + path + "\"}}";
+    }
+
+    static List<String> requests(FakeServer srv) {
+        List<String> out = new ArrayList<>();
+        for (FakeServer.Seen x : srv.seen) out.add(x.method() + " " + x.path() + (x.query() == null ? "" : "?" + x.query()));
+        return out;
+    }
 
     static {
         test("rate_limited is retried after Retry-After", () -> {
@@ -285,6 +307,120 @@ public final class UnitTests {
             Execution ex = Transport.convert(Transport.JSON.readTree(EXEC), Execution.class);
             eq(2, ex.stdoutBytes().length);
             eq("é", new String(CapturedOutput.decode("é", "utf-8"), StandardCharsets.UTF_8));
+        });
+    }
+
+    static {
+        test("contracts: list, get, validate", () -> {
+            try (FakeServer srv = new FakeServer()) {
+                srv.reply(Reply.json(200, "{\"contracts\":[\"tool-manifest\"]}"),
+                    Reply.json(200, "{\"type\":\"object\"}").header("Content-Type", "application/schema+json"),
+                    Reply.json(200, "{\"valid\":false,\"violations\":[" + violation("/spec/command", null) + ","
+                        + violation("", null) + "]}"));
+                SandboxdClient c = client(srv);
+                eq(List.of("tool-manifest"), c.contracts().list());
+                eq("object", c.contracts().get("tool-manifest").path("type").asText());
+                ContractValidation v = c.contracts().validate("tool-manifest", Map.of("kind", "Tool"));
+                check(!v.valid(), v);
+                eq("/spec/command", v.violations().get(0).path());
+                eq("mauvais /spec/command", v.violations().get(0).messageI18n().get("fr"));
+                eq(null, v.violations().get(0).index());
+                eq(List.of("GET /v1/contracts", "GET /v1/contracts/tool-manifest",
+                    "POST /v1/contracts/tool-manifest/validate"), requests(srv));
+                eq("{\"kind\":\"Tool\"}", srv.last().text());
+            }
+        });
+        test("apply one manifest or a list, dry run", () -> {
+            try (FakeServer srv = new FakeServer()) {
+                srv.reply(Reply.json(200, "{\"dry_run\":true,\"results\":[{\"name\":\"add\",\"action\":\"created\",\"tool\":"
+                        + TOOL + "}]}"),
+                    Reply.json(200, "{\"dry_run\":false,\"results\":[{\"name\":\"add\",\"action\":\"unchanged\",\"tool\":"
+                        + TOOL + "},{\"name\":\"b\",\"action\":\"updated\",\"tool\":{\"name\":\"b\",\"generation\":2}}]}"));
+                SandboxdClient c = client(srv);
+                ToolManifest m = ToolManifest.builder("add").profile("container").image("python:3.12-slim")
+                    .command("python3", "add.py").inputSchema(Map.of("type", "object")).build();
+                ManifestApplyResult r = c.tools().apply(m, true);
+                check(r.dryRun(), r);
+                eq("created", r.results().get(0).action());
+                eq(1, r.results().get(0).tool().generation());
+                eq("add.py", r.results().get(0).tool().manifest().spec().command().get(1));
+                eq(0.5, r.results().get(0).tool().manifest().spec().limits().path("cpu").asDouble());
+                r = c.tools().apply(List.of(m, ToolManifest.builder("b").profile("container").image("host")
+                    .command("true").build()));
+                eq("unchanged", r.results().get(0).action());
+                eq(2, r.results().get(1).tool().generation());
+                eq("dry_run=true", srv.seen.get(0).query());
+                eq(Transport.JSON.readTree("{\"apiVersion\":\"sandboxd/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"add\"},"
+                    + "\"spec\":{\"sandbox_profile\":\"container\",\"image\":\"python:3.12-slim\","
+                    + "\"command\":[\"python3\",\"add.py\"],\"input_schema\":{\"type\":\"object\"}}}"),
+                    Transport.JSON.readTree(srv.seen.get(0).body()));
+                eq(null, srv.seen.get(1).query());
+                JsonNode items = Transport.JSON.readTree(srv.seen.get(1).body()).get("items");
+                eq(2, items.size());
+                eq("b", items.get(1).path("metadata").path("name").asText());
+            }
+        });
+        test("violations of an apply and of an input", () -> {
+            try (FakeServer srv = new FakeServer()) {
+                srv.reply(Reply.error(400, "invalid_request", "{\"field\":\"body\",\"violations\":["
+                        + violation("/spec/image", 0) + "," + violation("/metadata/name", 1) + "]}"),
+                    Reply.error(400, "invalid_request", "{\"field\":\"input\",\"violations\":["
+                        + violation("/input/a", null) + "]}"));
+                SandboxdClient c = client(srv);
+                InvalidRequestException e = expect(InvalidRequestException.class, () -> c.tools().apply(
+                    List.of(ToolManifest.builder("a").build(), ToolManifest.builder("b").build())));
+                List<Violation> vs = e.violations();
+                eq(2, vs.size());
+                eq(0, vs.get(0).index());
+                eq("/metadata/name", vs.get(1).path());
+                e = expect(InvalidRequestException.class, () -> c.tools().invoke("add", Map.of("a", "x")));
+                eq("/input/a", e.violations().get(0).path());
+                eq(null, e.violations().get(0).index());
+                eq("bad /input/a", e.violations().get(0).message());
+                eq(2, srv.seen.size());
+                srv.reply(Reply.error(404, "not_found", "{}"));
+                eq(List.of(), expect(NotFoundException.class, () -> c.tools().get("x")).violations());
+            }
+        });
+        test("tools: list, iterate, get, delete", () -> {
+            try (FakeServer srv = new FakeServer()) {
+                srv.reply(Reply.json(200, "{\"tools\":[" + TOOL + "],\"next_cursor\":\"add\"}"),
+                    Reply.json(200, "{\"tools\":[{\"name\":\"b\"}],\"next_cursor\":null}"), Reply.json(200, TOOL),
+                    Reply.json(204, ""), Reply.error(404, "not_found", "{}"));
+                SandboxdClient c = client(srv);
+                List<String> names = new ArrayList<>();
+                for (Tool x : c.tools().iterate()) names.add(x.name());
+                eq(List.of("add", "b"), names);
+                eq("container", c.tools().get("add").profile());
+                c.tools().delete("add");
+                expect(NotFoundException.class, () -> c.tools().get("add"));
+                eq(List.of("GET /v1/tools?limit=200", "GET /v1/tools?limit=200&cursor=add", "GET /v1/tools/add",
+                    "DELETE /v1/tools/add", "GET /v1/tools/add"), requests(srv));
+            }
+        });
+        test("invoke and run", () -> {
+            try (FakeServer srv = new FakeServer()) {
+                String inv = "{\"id\":\"exe_1\",\"status\":\"queued\",\"profile\":\"container\",\"tool\":\"add\",\"generation\":3}";
+                srv.reply(Reply.json(202, inv), Reply.json(202, inv), Reply.json(200, "{\"id\":\"exe_1\",\"status\":\"running\"}"),
+                    Reply.json(200, "{\"id\":\"exe_1\",\"status\":\"succeeded\",\"exit_code\":0,\"stdout\":\"5\\n\","
+                        + "\"metadata\":{\"tool\":\"add\"}}"));
+                SandboxdClient c = client(srv);
+                ToolInvoked got = c.tools().invoke("add", Map.of("a", 2), Map.of("run", "r1"));
+                eq("exe_1", got.id());
+                eq(3, got.generation());
+                Execution ex = c.tools().run("add", null);
+                eq("succeeded", ex.status());
+                eq("5\n", ex.stdout());
+                eq("add", ex.metadata().get("tool"));
+                eq(List.of("POST /v1/tools/add/invoke", "POST /v1/tools/add/invoke",
+                    "GET /v1/sandbox/executions/exe_1?wait_s=30", "GET /v1/sandbox/executions/exe_1?wait_s=30"),
+                    requests(srv));
+                eq("{\"input\":{\"a\":2},\"metadata\":{\"run\":\"r1\"}}", srv.seen.get(0).text());
+                eq("{}", srv.seen.get(1).text());
+                srv.reply(Reply.json(202, inv));
+                srv.fallback(x -> Reply.json(200, "{\"id\":\"exe_1\",\"status\":\"running\"}").pause(50));
+                expect(SandboxdTimeoutException.class, () -> c.tools().run("add", Map.of(), Duration.ofMillis(300)));
+            }
         });
     }
 
