@@ -581,6 +581,8 @@ def render(rows, facts, profiles):
         if line:
             L.append(line)
     L.append("")
+    import sdkbench
+    L += sdkbench.section(rows)
     L += _e2b_section(rows)
     L += _network_section(rows, facts)
     L += _gvisor_section(rows, facts, profiles)

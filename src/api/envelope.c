@@ -66,6 +66,18 @@ void sbx_envelope_lang(const char *accept_language, char out[3])
   }
 }
 
+void sbx_envelope_localise(json_t *violations, const char *lang)
+{
+  size_t i;
+  json_t *v;
+  const char *l = strcmp(lang, "fr") == 0 ? "fr" : "en";
+  json_array_foreach(violations, i, v)
+  {
+    json_t *text = json_object_get(json_object_get(v, "message_i18n"), l);
+    json_object_set(v, "message", text);
+  }
+}
+
 json_t *sbx_envelope_build(const struct sbx_error *err, const char *lang, const char *request_id)
 {
   int i = find(err->code);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/envelope.h"
 #include "api/handlers.h"
 #include "core/core.h"
 
@@ -30,25 +31,13 @@ int sbx_h_contract_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error
   return 0;
 }
 
-/* "message" is the request's language; both stay in message_i18n. */
-static void localise(json_t *violations, const char *lang)
-{
-  size_t i;
-  json_t *v;
-  json_array_foreach(violations, i, v)
-  {
-    json_t *text = json_object_get(json_object_get(v, "message_i18n"), lang);
-    json_object_set(v, "message", text);
-  }
-}
-
 int sbx_h_contract_validate(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   json_t *result = sbx_core_contract_validate(r->core, r->params[0], r->body ? r->body : "",
                                               r->body_len, err);
   if (!result)
     return -1;
-  localise(json_object_get(result, "violations"), strcmp(r->lang, "fr") == 0 ? "fr" : "en");
+  sbx_envelope_localise(json_object_get(result, "violations"), r->lang);
   sbx_resp_json(out, 200, result);
   return 0;
 }

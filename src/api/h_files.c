@@ -100,12 +100,6 @@ static json_t *stat_json(const char *path, const struct sbx_stat *st)
   return o;
 }
 
-static bool flag(struct sbx_req *r, const char *name)
-{
-  const char *v = sbx_req_query(r, name);
-  return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 /* ?max_depth=N (1..64), absent → 0 (the ceiling). */
 static int depth_arg(struct sbx_req *r, unsigned *out, struct sbx_error *err)
 {
@@ -127,7 +121,7 @@ static int get_listing(struct sbx_req *r, struct sbx_live_session *ls, const cha
   struct sbx_dirent *ents = NULL;
   size_t n = 0;
   int rc;
-  if (flag(r, "recursive")) {
+  if (sbx_req_flag(r, "recursive")) {
     unsigned depth;
     rc = depth_arg(r, &depth, err) < 0
              ? -1
@@ -167,15 +161,15 @@ int sbx_h_files_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *e
   const char *path = path_arg(r, err);
   if (!path)
     return -1;
-  if (flag(r, "list") && flag(r, "stat"))
+  if (sbx_req_flag(r, "list") && sbx_req_flag(r, "stat"))
     return sbx_err_field(err, "stat", "list and stat cannot be combined");
   struct sbx_live_session *ls =
       sbx_session_acquire_cap(r->core, &r->who, r->params[0], SBX_CAP_FILES, err);
   if (!ls)
     return -1;
-  int rc = flag(r, "list")   ? get_listing(r, ls, path, out, err)
-           : flag(r, "stat") ? get_stat(ls, path, out, err)
-                             : get_bytes(ls, path, out, err);
+  int rc = sbx_req_flag(r, "list")   ? get_listing(r, ls, path, out, err)
+           : sbx_req_flag(r, "stat") ? get_stat(ls, path, out, err)
+                                     : get_bytes(ls, path, out, err);
   sbx_session_release(r->core, ls);
   return rc;
 }
@@ -187,7 +181,7 @@ int sbx_h_files_mkdir(struct sbx_req *r, struct sbx_resp *out, struct sbx_error 
   if (!path)
     return -1;
   const char *m = sbx_req_query(r, "mode");
-  unsigned mode = 0, flags = flag(r, "parents") ? SBX_MKDIR_PARENTS : 0;
+  unsigned mode = 0, flags = sbx_req_flag(r, "parents") ? SBX_MKDIR_PARENTS : 0;
   if (m) {
     char *end;
     long v = strtol(m, &end, 8);

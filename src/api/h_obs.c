@@ -143,6 +143,9 @@ static const struct {
     {"image_pull", "image.pull"},
     {"image_gc", "image.gc"},
     {"image_delete", "image.delete"},
+    {"tool_apply", "tool.apply"},
+    {"tool_delete", "tool.delete"},
+    {"tool_invoke", "tool.invoke"},
     /* The E2B-compatible surface (api/e2b*.c): the same actions as ours. */
     {"e2b_create", "sandbox.session.create"},
     {"e2b_kill", "sandbox.session.delete"},
@@ -188,19 +191,27 @@ static bool is_policy_refusal(const struct sbx_error *err)
   }
 }
 
-/* The object acted on: the new object's id for creates, else the route's
- * parameters ("ses_…", "ses_…/42"). */
+/* The object acted on: the new object's id for creates, the names an
+ * apply wrote ("a,b"), else the route's parameters ("ses_…", "ses_…/42"). */
 static void target_of(struct sbx_req *r, const struct sbx_resp *resp, char *buf, size_t len)
 {
-  const char *id = resp && resp->kind == SBX_RESP_JSON
-                       ? json_string_value(json_object_get(resp->json, "id"))
-                       : NULL;
+  json_t *body = resp && resp->kind == SBX_RESP_JSON ? resp->json : NULL;
+  const char *id = json_string_value(json_object_get(body, "id"));
+  json_t *results = json_object_get(body, "results"), *one;
   buf[0] = '\0';
   if (id && r->nparams == 0) {
     snprintf(buf, len, "%s", id);
     return;
   }
-  size_t n = 0;
+  size_t k, n = 0;
+  json_array_foreach(results, k, one)
+  {
+    const char *name = json_string_value(json_object_get(one, "name"));
+    if (name && n < len)
+      n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", name);
+  }
+  if (n)
+    return;
   for (int i = 0; i < r->nparams && n < len; i++)
     n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "/" : "", r->params[i]);
 }

@@ -32,12 +32,6 @@ static void sink_end(void *ctx, const char *why)
   sbx_sse_unref(s);
 }
 
-static bool flag(struct sbx_req *r, const char *name)
-{
-  const char *v = sbx_req_query(r, name);
-  return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 int sbx_h_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
   const char *dir = sbx_req_query(r, "path");
@@ -54,8 +48,8 @@ int sbx_h_watch(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
                                 .gone = sink_gone,
                                 .end = sink_end,
                                 .ctx = s};
-  if (sbx_session_watch(r->core, &r->who, r->params[0], dir, flag(r, "recursive"), &sink, err) <
-      0) {
+  if (sbx_session_watch(r->core, &r->who, r->params[0], dir, sbx_req_flag(r, "recursive"), &sink,
+                        err) < 0) {
     tmp.stream_free(tmp.stream_ctx);
     sbx_sse_unref(s);
     return -1;

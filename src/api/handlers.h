@@ -41,6 +41,12 @@ int sbx_h_context_restart(struct sbx_req *r, struct sbx_resp *out, struct sbx_er
 int sbx_h_contract_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_contract_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_contract_validate(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+/* Tools from tool manifests (h_tools.c). */
+int sbx_h_tool_apply(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_tool_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_tool_get(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_tool_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_tool_invoke(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 /* The image store (h_images.c). */
 int sbx_h_image_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_image_pull(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);

@@ -42,6 +42,10 @@ struct sbx_req {
   uint64_t start_ns;
   int status_sent;       /* for metrics/logs */
   struct sbx_span *span; /* the request's server span (obs/trace.h), ended at completion */
+  /* Set by a handler that fails with more to say than sbx_error holds:
+   * members added to the error envelope's details (e.g. "violations");
+   * owned, released with the request. */
+  json_t *error_details;
 };
 
 enum sbx_resp_kind {
@@ -81,6 +85,8 @@ struct sbx_resp {
 const char *sbx_req_header(struct sbx_req *r, const char *name);
 /* Query argument (URL-decoded), NULL if absent. */
 const char *sbx_req_query(struct sbx_req *r, const char *name);
+/* ?name=true or ?name=1. */
+bool sbx_req_flag(struct sbx_req *r, const char *name);
 /* Every request header / query argument in arrival order (value NULL for
  * "?flag" without "="); for the ports proxy, which forwards them. */
 typedef void (*sbx_kv_fn)(void *ctx, const char *name, const char *value);

@@ -68,6 +68,12 @@ const char *sbx_req_query(struct sbx_req *r, const char *name)
   return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+bool sbx_req_flag(struct sbx_req *r, const char *name)
+{
+  const char *v = sbx_req_query(r, name);
+  return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
 struct kv_iter {
   sbx_kv_fn fn;
   void *ctx;
@@ -184,8 +190,11 @@ void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_er
     sbx_e2b_error(r, out, err);
     return;
   }
-  sbx_resp_json(out, sbx_envelope_status(err->code),
-                sbx_envelope_build(err, r->lang, r->request_id));
+  json_t *env = sbx_envelope_build(err, r->lang, r->request_id);
+  if (r->error_details)
+    json_object_update(json_object_get(json_object_get(env, "error"), "details"),
+                       r->error_details);
+  sbx_resp_json(out, sbx_envelope_status(err->code), env);
 }
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -649,6 +658,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
               (unsigned long long)us, r->request_id);
   }
   free(r->body);
+  json_decref(r->error_details);
   free(a->target);
   free(a);
   *con_cls = NULL;

@@ -227,7 +227,28 @@ int sbx_files_remove(struct sbx_live_session *ls, const char *path, struct sbx_e
 int sbx_ports_connect(struct sbx_live_session *ls, unsigned port, unsigned timeout_ms,
                       int *fd_out, struct sbx_error *err);
 
+/* Tools (core/tools.c, docs/tools.md).  apply and invoke answer NULL
+ * with err; for a 400 that lists JSON Schema violations, *violations is
+ * also set (each {index?, path, message_i18n}; the caller's to release). */
+json_t *sbx_tools_apply(struct sbx_core *core, const struct sbx_principal *who, const char *body,
+                        size_t len, bool dry_run, json_t **violations, struct sbx_error *err);
+json_t *sbx_tool_get(struct sbx_core *core, const struct sbx_principal *who, const char *name,
+                     struct sbx_error *err);
+/* limit >= 1; cursor: the last name of the previous page, NULL to start. */
+json_t *sbx_tool_list(struct sbx_core *core, const struct sbx_principal *who, const char *cursor,
+                      int limit, struct sbx_error *err);
+int sbx_tool_delete(struct sbx_core *core, const struct sbx_principal *who, const char *name,
+                    struct sbx_error *err);
+/* Queues the execution: {id, status, profile, tool, generation}. */
+json_t *sbx_tool_invoke(struct sbx_core *core, const struct sbx_principal *who, const char *name,
+                        const char *body, size_t len, json_t **violations,
+                        struct sbx_error *err);
+
 /* Executions (core/execution.c). */
+/* The checks create makes of a request's own fields (profile, image,
+ * limits against the profile's ceilings, network, files, command),
+ * without admitting or storing anything. */
+int sbx_execution_check(struct sbx_core *core, json_t *body, struct sbx_error *err);
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
                          json_t **out, struct sbx_error *err);
 /* wait_s > 0 long-polls until the status is final or the time is up. */

@@ -285,11 +285,23 @@ static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, js
   return 0;
 }
 
+int sbx_execution_check(struct sbx_core *core, json_t *body, struct sbx_error *err)
+{
+  struct exec_plan plan;
+  int rc = plan_parse(core, body, &plan, err);
+  plan_free(&plan);
+  return rc;
+}
+
 int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
                          json_t **out, struct sbx_error *err)
 {
   struct exec_plan plan;
-  int rc = plan_parse(core, body, &plan, err) < 0 ? -1 : plan_admit(core, &plan, err);
+  int rc = plan_parse(core, body, &plan, err);
+  if (rc == 0)
+    rc = sbx_quota_profile_check(core, who, plan.rq.profile->name, "profile", err);
+  if (rc == 0)
+    rc = plan_admit(core, &plan, err);
   struct sbx_execution_row row = {.tenant_id = who->tenant_id};
   sbx_random_id("exe", row.id, sizeof row.id);
   if (rc == 0)

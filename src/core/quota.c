@@ -251,6 +251,45 @@ int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who, un
   return exceeded(err, "requests_per_second", rps);
 }
 
+static bool list_has(const char *list, const char *name)
+{
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0)
+      return true;
+    p += len + (end != NULL);
+  }
+  return false;
+}
+
+int sbx_quota_profile_check(struct sbx_core *core, const struct sbx_principal *who,
+                            const char *profile, const char *field, struct sbx_error *err)
+{
+  struct sbx_quota *q = core->quota;
+  if (!q)
+    return 0;
+  char allowed[SBX_QUOTA_PROFILES_MAX] = "";
+  struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);
+  if (t)
+    memcpy(allowed, t->lim.profiles, sizeof allowed);
+  unlock_tenant(q, who->tenant_id);
+  if (!t)
+    return oom(err);
+  if (!allowed[0] || list_has(allowed, profile))
+    return 0;
+  sbx_err_set(err, SBX_E_FORBIDDEN, 0,
+              "this tenant may not use profile '%s'; it may use: %s (allowed_profiles)", profile,
+              allowed);
+  sbx_err_fr(err,
+             "Ce locataire ne peut pas utiliser le profil « %s » ; il peut utiliser : %s "
+             "(allowed_profiles)",
+             profile, allowed);
+  snprintf(err->field, sizeof err->field, "%s", field);
+  return -1;
+}
+
 static unsigned live_sessions(struct sbx_core *core, int64_t tenant)
 {
   unsigned n = 0;

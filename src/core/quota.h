@@ -1,6 +1,6 @@
 /* quota.h — per-tenant quotas and rate limits.
  *
- * Four limits per tenant, each 0 = unlimited:
+ * Four limits per tenant, each 0 = unlimited, and the profiles it may use:
  *   sessions             live sessions                  (quota_sessions)
  *   executions           queued + running executions    (quota_executions)
  *   cpu_seconds_per_day  CPU seconds since 00:00 UTC of executions and of
@@ -8,6 +8,8 @@
  *                        contexts: core/session_cpu.c)  (quota_cpu_seconds_per_day)
  *   requests_per_second  a token bucket refilled at rate_limit_rps, holding
  *                        at most rate_limit_burst       (rate_limit_*)
+ *   profiles             the profiles its sessions, executions and tools
+ *                        may name (allowed_profiles; all when unset)
  * Defaults come from [server]; a [tenant.NAME] section overrides any of them
  * for that tenant (docs/configuration.md).
  *
@@ -40,7 +42,11 @@ enum {
   SBX_QUOTA_SET_CPU = 4,
   SBX_QUOTA_SET_RPS = 8,
   SBX_QUOTA_SET_BURST = 16,
+  SBX_QUOTA_SET_PROFILES = 32,
 };
+/* The profiles a tenant may use: names separated by ",", as configured
+ * (spaces dropped); "" = every profile. */
+#define SBX_QUOTA_PROFILES_MAX 512
 struct sbx_quota_limits {
   unsigned set;
   int64_t sessions;
@@ -48,6 +54,7 @@ struct sbx_quota_limits {
   double cpu_seconds_per_day;
   double rps;
   double burst;
+  char profiles[SBX_QUOTA_PROFILES_MAX];
 };
 
 struct sbx_quota_tenant {
@@ -83,9 +90,10 @@ struct sbx_quota_config {
 /* Every limit unset (same as a zeroed struct). */
 void sbx_quota_config_defaults(struct sbx_quota_config *c);
 /* One setting: tenant NULL for [server] (quota_sessions, quota_executions,
- * quota_cpu_seconds_per_day, rate_limit_rps, rate_limit_burst), else for
- * [tenant.NAME] (the same keys, or without their prefix: sessions,
- * executions, cpu_seconds_per_day, rps, burst).  Returns 1 when handled,
+ * quota_cpu_seconds_per_day, rate_limit_rps, rate_limit_burst,
+ * allowed_profiles), else for [tenant.NAME] (the same keys, or without
+ * their prefix: sessions, executions, cpu_seconds_per_day, rps, burst,
+ * profiles).  Returns 1 when handled,
  * 0 when key is not a quota setting (the caller decides), -1 on a bad
  * value. */
 int sbx_quota_config_set(struct sbx_quota_config *c, const char *tenant, const char *key,
@@ -130,6 +138,10 @@ int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who,
 void sbx_quota_exec_track(struct sbx_core *core, int64_t tenant_id, const char *id);
 /* id reached a final status (or was never queued); idempotent. */
 void sbx_quota_exec_end(struct sbx_core *core, int64_t tenant_id, const char *id);
+/* The tenant may use the profile named `profile` (sessions, executions,
+ * tool manifests): 0, or -1 with SBX_E_FORBIDDEN naming field. */
+int sbx_quota_profile_check(struct sbx_core *core, const struct sbx_principal *who,
+                            const char *profile, const char *field, struct sbx_error *err);
 /* Session exec: 429 once the CPU-seconds of the day are used up. */
 int sbx_quota_cpu_check(struct sbx_core *core, const struct sbx_principal *who,
                         struct sbx_error *err);

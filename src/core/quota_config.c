@@ -70,12 +70,47 @@ static int res_config_set(struct sbx_res_config *r, const char *key, const char 
   return 1;
 }
 
+/* "a, b,c" → "a,b,c": names of letters, digits, '-', '_' and '.'. */
+static int profiles_set(struct sbx_quota_limits *l, const char *what, const char *value,
+                        struct sbx_error *err)
+{
+  char out[SBX_QUOTA_PROFILES_MAX];
+  size_t n = 0;
+  bool name_started = false;
+  for (const char *p = value; *p; p++) {
+    char ch = *p;
+    if (ch == ' ' || ch == '\t')
+      continue;
+    bool ok = ch == ',' ? name_started
+                        : (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                              (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';
+    if (!ok || n + 1 >= sizeof out)
+      return sbx_err_set(err, SBX_E_INVALID, 0,
+                         "%s: profile names separated by commas (at most %d bytes), got '%s'",
+                         what, SBX_QUOTA_PROFILES_MAX - 1, value);
+    name_started = ch != ',';
+    out[n++] = ch;
+  }
+  if (n && out[n - 1] == ',')
+    n--;
+  out[n] = '\0';
+  memcpy(l->profiles, out, n + 1);
+  l->set |= SBX_QUOTA_SET_PROFILES;
+  return 1;
+}
+
 int sbx_quota_config_set(struct sbx_quota_config *c, const char *tenant, const char *key,
                          const char *value, struct sbx_error *err)
 {
   int r = tenant ? 0 : res_config_set(&c->res, key, value, err);
   if (r != 0)
     return r;
+  if (strcmp(key, "allowed_profiles") == 0 || (tenant && strcmp(key, "profiles") == 0)) {
+    struct sbx_quota_limits *l = tenant ? tenant_limits(c, tenant) : &c->defaults;
+    if (!l)
+      return sbx_err_set(err, SBX_E_INVALID, 0, "[tenant.%s]: too many tenant sections", tenant);
+    return profiles_set(l, key, value, err);
+  }
   static const struct {
     const char *key, *alias;
     bool whole;
@@ -137,6 +172,8 @@ static void overlay(struct sbx_quota_limits *to, const struct sbx_quota_limits *
     to->rps = from->rps;
   if (from->set & SBX_QUOTA_SET_BURST)
     to->burst = from->burst;
+  if (from->set & SBX_QUOTA_SET_PROFILES)
+    memcpy(to->profiles, from->profiles, sizeof to->profiles);
   to->set |= from->set;
 }
 

@@ -350,9 +350,10 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
                                              cr.rq.profile->name, cr.rq.metadata, false);
   int rc = -1;
-  /* Waits while the profile is probing; the network fails closed before
-   * any work; then a session-quota reservation. */
-  if (sbx_core_profile_ready(core, cr.rq.profile, err) == 0 &&
+  /* A profile the tenant may use; waits while it is probing; the network
+   * fails closed before any work; then a session-quota reservation. */
+  if (sbx_quota_profile_check(core, who, cr.rq.profile->name, "profile", err) == 0 &&
+      sbx_core_profile_ready(core, cr.rq.profile, err) == 0 &&
       sbx_core_net_check(cr.rq.profile, cr.rq.policy, err) == 0 &&
       sbx_quota_session_begin(core, who, err) == 0) {
     rc = session_build(core, who, &cr, &row, out, err);

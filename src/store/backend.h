@@ -18,7 +18,8 @@
   X(execution_insert) X(execution_get) X(execution_list) X(execution_start)               \
   X(execution_finish) X(execution_file_get) X(execution_list_status) X(execution_count)   \
   X(audit_append) X(audit_list) X(audit_scan)                                             \
-  X(usage_insert) X(usage_query) X(outbox_due) X(outbox_mark)
+  X(usage_insert) X(usage_query) X(outbox_due) X(outbox_mark)                             \
+  X(tool_put) X(tool_get) X(tool_list) X(tool_delete) X(tool_count)
 /* clang-format on */
 
 /* The columns of each table, in the order both backends select them
@@ -40,6 +41,8 @@
 #define AUD_COLS                                                                                \
   "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, "                     \
   "prev_hash, hash"
+#define TOOL_COLS                                                                               \
+  "tenant_id, name, profile, image, digest, manifest_json, generation, created_at, updated_at"
 #define USE_COLS                                                                                \
   "id, tenant_id, tenant_name, kind, source_id, profile, status, project, agent, run,"          \
   " cpu_seconds, memory_mb_seconds, duration_seconds, created_at, delivery, attempts,"          \
@@ -47,10 +50,11 @@
 
 /* The tables the backends' list ops page through (each backend's list.c),
  * with what differs between them: the row type and the callback. */
-enum sbx_store_table { SBX_STORE_SESSIONS, SBX_STORE_EXECUTIONS };
+enum sbx_store_table { SBX_STORE_SESSIONS, SBX_STORE_EXECUTIONS, SBX_STORE_TOOLS };
 union sbx_store_cb {
   sbx_session_cb session;
   sbx_execution_cb execution;
+  sbx_tool_cb tool;
 };
 /* A backend's list kind (struct sq_kind, pg_kind) for TABLE (SESSIONS,
  * EXECUTIONS): rows decoded by from, statements in slots SLOTS_CURSOR and
@@ -61,7 +65,7 @@ union sbx_store_cb {
     .cursor_sql = B##_CURSOR_SQL(name), .page_slot = SLOTS##_LIST,                              \
     .page_sql = B##_PAGE_SQL(cols, name)                                                        \
   }
-/* "sessions", "executions" (messages). */
+/* "sessions", "executions", "tools" (messages). */
 const char *sbx_store_table_name(enum sbx_store_table t);
 size_t sbx_store_row_size(enum sbx_store_table t);
 /* Calls the table's callback in cb with row. */

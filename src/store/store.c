@@ -87,28 +87,51 @@ void sbx_execution_row_free(struct sbx_execution_row *r)
   r->nfiles = 0;
 }
 
+void sbx_tool_row_free(struct sbx_tool_row *r)
+{
+  if (!r)
+    return;
+  free(r->manifest_json);
+  r->manifest_json = NULL;
+}
+
 const char *sbx_store_table_name(enum sbx_store_table t)
 {
-  return t == SBX_STORE_SESSIONS ? "sessions" : "executions";
+  static const char *const names[] = {"sessions", "executions", "tools"};
+  return names[t];
 }
 
 size_t sbx_store_row_size(enum sbx_store_table t)
 {
-  return t == SBX_STORE_SESSIONS ? sizeof(struct sbx_session_row)
-                                 : sizeof(struct sbx_execution_row);
+  static const size_t sizes[] = {sizeof(struct sbx_session_row),
+                                 sizeof(struct sbx_execution_row), sizeof(struct sbx_tool_row)};
+  return sizes[t];
 }
 
 int sbx_store_row_call(enum sbx_store_table t, union sbx_store_cb cb, void *ctx, const void *row)
 {
-  return t == SBX_STORE_SESSIONS ? cb.session(ctx, row) : cb.execution(ctx, row);
+  switch (t) {
+  case SBX_STORE_SESSIONS:
+    return cb.session(ctx, row);
+  case SBX_STORE_EXECUTIONS:
+    return cb.execution(ctx, row);
+  default:
+    return cb.tool(ctx, row);
+  }
 }
 
 void sbx_store_row_free(enum sbx_store_table t, void *row)
 {
-  if (t == SBX_STORE_SESSIONS)
+  switch (t) {
+  case SBX_STORE_SESSIONS:
     sbx_session_row_free(row);
-  else
+    break;
+  case SBX_STORE_EXECUTIONS:
     sbx_execution_row_free(row);
+    break;
+  default:
+    sbx_tool_row_free(row);
+  }
 }
 
 int sbx_store_explain_no_change(int found, const char *status, const char *wanted,

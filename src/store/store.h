@@ -1,5 +1,5 @@
 /* store.h — the storage seam: a table of domain operations (tenants, API
- * keys, sessions, executions and their collected files), so the SQLite
+ * keys, sessions, executions and their collected files, tools), so the SQLite
  * backend (store/sqlite/) and the PostgreSQL backend (a later issue) are
  * interchangeable.  Every query that touches a tenant's objects takes the
  * tenant id and filters by it: another tenant's object is "not found".
@@ -152,6 +152,23 @@ struct sbx_usage_row {
 };
 typedef int (*sbx_usage_cb)(void *ctx, const struct sbx_usage_row *row);
 
+/* A tool applied from a tool manifest (core/tools.c): the tenant's own
+ * namespace of names. */
+struct sbx_tool_row {
+  int64_t tenant_id;
+  char name[64];
+  char profile[64];
+  char image[2048];    /* spec.image: at most 512 characters of UTF-8 */
+  char digest[72];     /* "sha256:" + 64 hex of manifest_json */
+  char *manifest_json; /* malloc'd in rows the store returns; the caller's on put */
+  int64_t generation;  /* 1 when created, + 1 at each change */
+  int64_t created_at;
+  int64_t updated_at;
+};
+typedef int (*sbx_tool_cb)(void *ctx, const struct sbx_tool_row *row);
+/* What tool_put did to one row. */
+enum sbx_tool_action { SBX_TOOL_CREATED, SBX_TOOL_UPDATED, SBX_TOOL_UNCHANGED };
+
 /* One group of usage_query. */
 struct sbx_usage_group {
   char key[128];
@@ -291,6 +308,26 @@ struct sbx_store_ops {
    * last_error (truncated to 255 bytes).  NOT_FOUND if no such record. */
   int (*outbox_mark)(struct sbx_store *st, const char *id, bool delivered,
                      int64_t next_attempt_at, const char *error, struct sbx_error *err);
+
+  /* Tools.  tool_put applies n rows of one tenant in one transaction (all
+   * or none): a new name is inserted with generation 1, a known name whose
+   * digest differs is updated (generation + 1), the same digest is left
+   * alone.  It fills each row's generation, created_at and updated_at and
+   * actions[i].  Rows need tenant_id == tenant_id, name, profile, image,
+   * digest, manifest_json. */
+  int (*tool_put)(struct sbx_store *st, int64_t tenant_id, struct sbx_tool_row *rows, size_t n,
+                  enum sbx_tool_action *actions, struct sbx_error *err);
+  int (*tool_get)(struct sbx_store *st, int64_t tenant_id, const char *name,
+                  struct sbx_tool_row *out, struct sbx_error *err);
+  /* Own tenant, in name order (bytewise), names after `after` ("" = from
+   * the start), at most limit rows (<= 0: no limit). */
+  int (*tool_list)(struct sbx_store *st, int64_t tenant_id, const char *after, int limit,
+                   sbx_tool_cb cb, void *ctx, struct sbx_error *err);
+  /* NOT_FOUND when the tenant has no tool of that name. */
+  int (*tool_delete)(struct sbx_store *st, int64_t tenant_id, const char *name,
+                     struct sbx_error *err);
+  int (*tool_count)(struct sbx_store *st, int64_t tenant_id, int64_t *count,
+                    struct sbx_error *err);
 };
 
 extern const struct sbx_store_ops sbx_store_sqlite;
@@ -319,5 +356,6 @@ void sbx_store_close(struct sbx_store_handle *h);
 
 void sbx_session_row_free(struct sbx_session_row *r);
 void sbx_execution_row_free(struct sbx_execution_row *r);
+void sbx_tool_row_free(struct sbx_tool_row *r);
 
 #endif

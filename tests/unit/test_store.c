@@ -147,6 +147,7 @@ int main(void)
   test_execution_cancel_and_lists();
   test_concurrent_writers();
   test_cancel_finish_race();
+  test_tools();
   CHECK_OK(OPS->ping(ST, err));
   sbx_store_close(&h);
   sbx_rm_rf(dir);

@@ -468,6 +468,7 @@ int main(void)
   test_execution_cancel_and_lists();
   test_concurrent_writers();
   test_cancel_finish_race();
+  test_tools();
   test_rls_direct();
   test_reconnect();
   test_audit_chain();

@@ -1,5 +1,5 @@
 /* list.c — the SQLite list ops' one path, shared by sessions and
- * executions: a tenant's rows newest first in pages keyed by
+ * executions (and tools' rows): a tenant's rows newest first in pages keyed by
  * (created_at, id), every tenant's rows in one status, and counts.  Rows
  * are collected under the store lock and handed to the caller's callback
  * after it is released, so a callback may call the store again.  And the
@@ -8,9 +8,8 @@
 
 #include "store/sqlite/sqlite_int.h"
 
-/* Rows of s (already bound, first step not taken) into rows. */
-static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *s,
-                   struct sq_rows *rows, struct sbx_error *err)
+int sq_rows_collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *s,
+                    struct sq_rows *rows, struct sbx_error *err)
 {
   int rc = sq_step(s);
   for (; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
@@ -26,10 +25,9 @@ static int collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *
   return 0;
 }
 
-/* Runs the callback over the collected rows (outside the lock) and frees
- * them.  It returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
-static int deliver(const struct sq_kind *k, struct sq_rows *rows, int ret, union sbx_store_cb cb,
-                   void *ctx, struct sbx_error *err)
+/* The callback returns 0 to go on, > 0 to stop, < 0 to stop with an error. */
+int sq_rows_deliver(const struct sq_kind *k, struct sq_rows *rows, int ret,
+                    union sbx_store_cb cb, void *ctx, struct sbx_error *err)
 {
   for (size_t i = 0; i < rows->n; i++) {
     void *r = (char *)rows->v + i * rows->elem;
@@ -64,7 +62,7 @@ static int page_locked(struct sbx_store *st, const struct sq_kind *k, int64_t te
   sq_bind_text(s, 3, after && *after ? after : NULL);
   sqlite3_bind_int64(s, 4, after_t);
   sqlite3_bind_int(s, 5, limit > 0 ? limit : -1);
-  return collect(st, k, s, rows, err);
+  return sq_rows_collect(st, k, s, rows, err);
 }
 
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
@@ -73,7 +71,7 @@ int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_i
 {
   struct sq_rows rows = {.elem = sbx_store_row_size(k->table)};
   int ret = page_locked(st, k, tenant_id, status, after, limit, &rows, err);
-  return deliver(k, &rows, ret, cb, ctx, err);
+  return sq_rows_deliver(k, &rows, ret, cb, ctx, err);
 }
 
 int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot,
@@ -89,10 +87,10 @@ int sq_list_all(struct sbx_store *st, const struct sq_kind *k, enum sq_slot slot
     if (ret == 0) {
       if (status)
         sq_bind_text(s, 1, status);
-      ret = collect(st, k, s, &rows, err);
+      ret = sq_rows_collect(st, k, s, &rows, err);
     }
   }
-  return deliver(k, &rows, ret, cb, ctx, err);
+  return sq_rows_deliver(k, &rows, ret, cb, ctx, err);
 }
 
 int sq_count(struct sbx_store *st, enum sq_slot slot, const char *sql, int64_t tenant_id,

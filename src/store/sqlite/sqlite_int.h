@@ -59,6 +59,12 @@ enum sq_slot {
   SQ_OUT_DUE,
   SQ_OUT_DELIVERED,
   SQ_OUT_RETRY,
+  SQ_TOOL_INSERT,
+  SQ_TOOL_UPDATE,
+  SQ_TOOL_GET,
+  SQ_TOOL_LIST,
+  SQ_TOOL_DELETE,
+  SQ_TOOL_COUNT,
   SQ_NSLOTS
 };
 
@@ -162,6 +168,13 @@ struct sq_kind {
   " ORDER BY created_at DESC, id DESC LIMIT ?5"
 #define SQ_COUNT_SQL(table)                                                                     \
   "SELECT COUNT(*) FROM " table " WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2)"
+
+/* Rows of s (bound, first step not taken) decoded by k into rows; then
+ * handed to cb outside the lock and freed (ret: the collect's outcome). */
+int sq_rows_collect(struct sbx_store *st, const struct sq_kind *k, sqlite3_stmt *s,
+                    struct sq_rows *rows, struct sbx_error *err);
+int sq_rows_deliver(const struct sq_kind *k, struct sq_rows *rows, int ret,
+                    union sbx_store_cb cb, void *ctx, struct sbx_error *err);
 
 /* The contract of session_list/execution_list in store/store.h, for k. */
 int sq_list_page(struct sbx_store *st, const struct sq_kind *k, int64_t tenant_id,
