@@ -245,7 +245,7 @@ static json_t *dispatch_request(struct sbx_req *r, const char *method, json_t *i
   if (!strcmp(method, "ping"))
     return rpc_result(id, json_object());
   if (!strcmp(method, "tools/list"))
-    return rpc_result(id, json_pack("{s:o}", "tools", sbx_mcp_tools_list()));
+    return rpc_result(id, json_pack("{s:o}", "tools", sbx_mcp_tools_list(r)));
   if (!strcmp(method, "tools/call"))
     return tools_call(r, id, params);
   char msg[200];

@@ -17,7 +17,7 @@ int sbx_h_mcp_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *er
 int sbx_h_mcp_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 
 /* The tools array of a tools/list result (new reference). */
-json_t *sbx_mcp_tools_list(void);
+json_t *sbx_mcp_tools_list(struct sbx_req *r);
 
 /* Runs tool `name` with `args` (borrowed object) as r's principal and
  * returns a CallToolResult (new reference): a failure of the tool — bad

@@ -45,12 +45,15 @@ static json_t *text_result(json_t *structured, bool is_error)
   return res;
 }
 
-static json_t *error_result(const struct sbx_error *err)
+/* violations (taken, may be NULL): what the arguments broke of a schema. */
+static json_t *error_result(const struct sbx_error *err, json_t *violations)
 {
   json_t *e = json_pack("{s:s, s:s}", "code", sbx_envelope_code_name(err->code), "message",
                         err->msg[0] ? err->msg : "internal error");
   if (err->field[0])
     json_object_set_new(e, "field", json_string(err->field));
+  if (violations)
+    json_object_set_new(e, "violations", violations);
   return text_result(json_pack("{s:o}", "error", e), true);
 }
 
@@ -179,16 +182,10 @@ static json_t *run_body(json_t *args, struct sbx_error *err)
   return body;
 }
 
-static json_t *tool_run_code(struct sbx_req *r, json_t *args, struct sbx_error *err)
+/* The final state of a queued execution ex (consumed), collected files
+ * inlined. */
+static json_t *wait_final(struct sbx_req *r, json_t *ex, struct sbx_error *err)
 {
-  json_t *body = run_body(args, err), *ex = NULL;
-  if (!body)
-    return NULL;
-  int rc = sbx_execution_create(r->core, &r->who, body, &ex, err);
-  json_decref(body);
-  audit_as(r, "execution_create", NULL, rc < 0 ? NULL : ex, rc < 0 ? err : NULL);
-  if (rc < 0)
-    return NULL;
   char id[128];
   snprintf(id, sizeof id, "%s", json_string_value(json_object_get(ex, "id")));
   uint64_t deadline = sbx_now_ns() + (uint64_t)(RUN_WAIT_MAX_S * 1e9);
@@ -200,6 +197,72 @@ static json_t *tool_run_code(struct sbx_req *r, json_t *args, struct sbx_error *
   }
   inline_files(r, id, ex);
   return ex;
+}
+
+static json_t *tool_run_code(struct sbx_req *r, json_t *args, struct sbx_error *err)
+{
+  json_t *body = run_body(args, err), *ex = NULL;
+  if (!body)
+    return NULL;
+  int rc = sbx_execution_create(r->core, &r->who, body, &ex, err);
+  json_decref(body);
+  audit_as(r, "execution_create", NULL, rc < 0 ? NULL : ex, rc < 0 ? err : NULL);
+  return rc < 0 ? NULL : wait_final(r, ex, err);
+}
+
+/* ---- the tenant's own tools (applied from tool manifests) ---- */
+
+#define APPLIED_TOOLS_LISTED 1000 /* a tenant has at most this many */
+
+/* MCP's description of one tool (a Tool object of the API): its manifest's
+ * metadata.description, else a sentence naming its profile; its input
+ * schema, else any object (MCP arguments are always an object). */
+static json_t *applied_tool_json(json_t *tool)
+{
+  json_t *m = json_object_get(tool, "manifest");
+  const char *name = json_string_value(json_object_get(tool, "name"));
+  const char *desc =
+      json_string_value(json_object_get(json_object_get(m, "metadata"), "description"));
+  char fallback[256];
+  snprintf(fallback, sizeof fallback, "Tool %s (profile %s), applied from a tool manifest.",
+           name, json_string_value(json_object_get(tool, "profile")));
+  json_t *schema = json_object_get(json_object_get(m, "spec"), "input_schema");
+  return json_pack("{s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b}}", "name", name, "description",
+                   desc ? desc : fallback, "inputSchema",
+                   json_is_object(schema) ? json_incref(schema)
+                                          : json_pack("{s:s}", "type", "object"),
+                   "annotations", "title", name, "readOnlyHint", 0, "destructiveHint", 0,
+                   "openWorldHint", 0);
+}
+
+/* Appends the tenant's tools to arr (a store failure lists the built-in
+ * tools only: tools/list must answer). */
+static void list_applied(struct sbx_req *r, json_t *arr)
+{
+  struct sbx_error err = {0};
+  _cleanup_json_ json_t *page =
+      sbx_tool_list(r->core, &r->who, NULL, APPLIED_TOOLS_LISTED, &err);
+  size_t i;
+  json_t *t;
+  json_array_foreach(json_object_get(page, "tools"), i, t)
+      json_array_append_new(arr, applied_tool_json(t));
+}
+
+/* tools/call of an applied tool: invoked with the arguments as its input
+ * and waited for, as run_code is; the final execution, or NULL with err
+ * (and *violations when the arguments break the tool's schema). */
+static json_t *call_applied(struct sbx_req *r, const char *name, json_t *args,
+                            json_t **violations, struct sbx_error *err)
+{
+  _cleanup_json_ json_t *req = json_pack("{s:O}", "input", args);
+  _cleanup_free_ char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  if (!body) {
+    sbx_err_sys(err, ENOMEM, "tool %s", name);
+    return NULL;
+  }
+  json_t *ex = sbx_tool_invoke(r->core, &r->who, name, body, strlen(body), violations, err);
+  audit_as(r, "tool_invoke", name, ex, ex ? NULL : err);
+  return ex ? wait_final(r, ex, err) : NULL;
 }
 
 /* ---- sessions ---- */
@@ -509,7 +572,7 @@ static const struct tool {
      tool_session_delete, false, true},
 };
 
-json_t *sbx_mcp_tools_list(void)
+json_t *sbx_mcp_tools_list(struct sbx_req *r)
 {
   json_t *arr = json_array();
   for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
@@ -522,6 +585,7 @@ json_t *sbx_mcp_tools_list(void)
                                          t->title, "readOnlyHint", t->read_only,
                                          "destructiveHint", t->destructive, "openWorldHint", 0));
   }
+  list_applied(r, arr);
   return arr;
 }
 
@@ -542,7 +606,17 @@ json_t *sbx_mcp_tool_call(struct sbx_req *r, const char *name, json_t *args)
     json_t *res = tools[i].fn(r, args, &err);
     if (!res && err.code == SBX_E_NONE)
       sbx_err_set(&err, SBX_E_INTERNAL, 0, "internal error");
-    return res ? text_result(res, is_service_error(res)) : error_result(&err);
+    return res ? text_result(res, is_service_error(res)) : error_result(&err, NULL);
   }
-  return NULL;
+  struct sbx_error err = {0};
+  _cleanup_json_ json_t *known = sbx_tool_get(r->core, &r->who, name, &err);
+  if (!known)
+    return err.code == SBX_E_NOT_FOUND ? NULL : error_result(&err, NULL);
+  json_t *violations = NULL;
+  json_t *res = call_applied(r, name, args, &violations, &err);
+  if (res)
+    return text_result(res, is_service_error(res));
+  if (violations) /* the model reads which argument was wrong */
+    sbx_envelope_localise(violations, r->lang);
+  return error_result(&err, violations);
 }

@@ -329,3 +329,36 @@ test('session_exec with a progress token streams its output as progress notifica
     await call(c, 'session_delete', { session_id: s.id });
   }
 });
+
+test('a tenant\'s applied tools are its MCP tools: listed with their schema, called with validated arguments, audited', async () => {
+  const name = `add-${Date.now().toString(36)}`;
+  const manifest = { apiVersion: 'sandboxd/v1', kind: 'Tool',
+    metadata: { name, description: 'Adds a and b.' },
+    spec: { sandbox_profile: 'container', image: 'host',
+      command: ['python3', '-c', 'import json,sys; d=json.load(sys.stdin); print(d["a"]+d["b"])'],
+      input_schema: { type: 'object', required: ['a', 'b'],
+        properties: { a: { type: 'number' }, b: { type: 'number' } } } } };
+  const applied = await fetch(d.url + '/v1/manifests/apply', { method: 'POST', body: JSON.stringify(manifest),
+    headers: { Authorization: `Bearer ${alice}`, 'Content-Type': 'application/json' } });
+  assert.equal(applied.status, 200, await applied.text());
+  const { c } = await connect(alice);
+  const { tools } = await c.listTools();
+  const tool = tools.find((x) => x.name === name);
+  assert.ok(tool, JSON.stringify(tools.map((x) => x.name)));
+  assert.equal(tool.description, 'Adds a and b.');
+  assert.deepEqual(tool.inputSchema, manifest.spec.input_schema);
+  const r = ok(await call(c, name, { a: 40, b: 2 }));
+  assert.equal(r.status, 'succeeded');
+  assert.equal(r.stdout, '42\n');
+  assert.equal(r.metadata.tool, name);
+  // Arguments its schema refuses: a tool error listing them, nothing run.
+  const e = failed(await call(c, name, { a: 'forty' }), 'invalid_request');
+  assert.deepEqual(e.violations.map((v) => v.path).sort(), ['/input', '/input/a']);
+  // Another tenant neither sees nor calls it.
+  const { c: b } = await connect(bob);
+  assert.ok(!(await b.listTools()).tools.some((x) => x.name === name));
+  await assert.rejects(b.callTool({ name, arguments: { a: 1, b: 2 } }), McpError);
+  const audit = await fetch(d.url + `/v1/audit?action=tool.invoke&limit=200`, { headers: { Authorization: `Bearer ${admin}` } });
+  const events = (await audit.json()).events.filter((ev) => ev.target === name);
+  assert.ok(events.some((ev) => ev.outcome === 'ok'), JSON.stringify(events));
+});

@@ -217,6 +217,21 @@ static void test_quota_config(void)
   CHECK(err.code == SBX_E_INVALID && strstr(err.msg, "fds_per_tenant"));
   CHECK(sbx_quota_config_set(&c, NULL, "output_memory", "lots", &err) == -1);
   CHECK(sbx_quota_config_set(&c, "bob", "fds_per_tenant", "5", &err) == 0); /* not per tenant */
+
+  /* The profiles a tenant may use: [server]'s list, a tenant's own over it. */
+  CHECK(sbx_quota_config_resolve(&c, "alice", 1000).profiles[0] == '\0'); /* unset: all */
+  CHECK(sbx_quota_config_set(&c, NULL, "profiles", "a", &err) == 0); /* alias: tenants only */
+  CHECK(sbx_quota_config_set(&c, NULL, "allowed_profiles", " container , gvisor,", &err) == 1);
+  CHECK(sbx_quota_config_set(&c, "bob", "profiles", "process", &err) == 1);
+  CHECK(strcmp(sbx_quota_config_resolve(&c, "alice", 1000).profiles, "container,gvisor") == 0);
+  CHECK(strcmp(sbx_quota_config_resolve(&c, "bob", 1000).profiles, "process") == 0);
+  CHECK(sbx_quota_config_set(&c, "eve", "profiles", "a;rm -rf", &err) == -1);
+  CHECK(err.code == SBX_E_INVALID && strstr(err.msg, "profiles"));
+  CHECK(sbx_quota_config_set(&c, "eve", "profiles", ",a", &err) == -1);
+  char long_list[600];
+  memset(long_list, 'x', sizeof long_list - 1);
+  long_list[sizeof long_list - 1] = '\0';
+  CHECK(sbx_quota_config_set(&c, "eve", "profiles", long_list, &err) == -1);
 }
 
 int main(void)
