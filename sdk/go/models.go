@@ -650,10 +650,11 @@ type ToolManifest struct {
 }
 
 // ToolMetadata names a tool (lower-case letters, digits and '-', at most
-// 63) and labels it.
+// 63), says what it does (Description: MCP clients show it) and labels it.
 type ToolMetadata struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
 }
 
 // ToolSpec is what a tool runs: in SandboxProfile on Image, a Command, or

@@ -201,7 +201,7 @@ def python_bodies():
     c.contracts.validate("tool-manifest", {"apiVersion": "sandboxd/v1", "kind": "Tool"})
     manifest = sandboxd.ToolManifest.build(
         "add-numbers", profile="container", image="python:3.12-slim",
-        command=["python3", "-c", "print(1)"], labels={"team": "tools"},
+        command=["python3", "-c", "print(1)"], labels={"team": "tools"}, description="Adds a and b.",
         input_schema={"type": "object", "required": ["a"]}, limits={"timeout_s": 30},
         network={"egress": "none"}, collect=["/work/out/*"], timeout_s=30)
     c.tools.apply(manifest, dry_run=True)

@@ -202,7 +202,7 @@ manifest = sandboxd.ToolManifest.build(
     command=["python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"],
     input_schema={"type": "object", "required": ["a", "b"],
                   "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
-    labels={"sdk": "python"})
+    description="Adds a and b.", labels={"sdk": "python"})
 res = client.tools.apply(manifest, dry_run=True)
 check(res.dry_run and res.results[0].action == "created", res)
 res = client.tools.apply(manifest)
@@ -218,7 +218,8 @@ except sandboxd.InvalidRequestError as e:
           "/metadata/name" in {x.path for x in e.violations}, e.details)
 tools = {t.name: t for t in client.tools.iter()}
 check(TOOL in tools and tools[TOOL].profile == "container" and
-      tools[TOOL].manifest.spec["input_schema"]["required"] == ["a", "b"], tools)
+      tools[TOOL].manifest.spec["input_schema"]["required"] == ["a", "b"] and
+      tools[TOOL].manifest.metadata["description"] == "Adds a and b.", tools)
 
 step("tools: run, a bad input, delete")
 ex = client.tools.run(TOOL, {"a": 2, "b": 3}, timeout=300)

@@ -247,7 +247,7 @@ public class Scenario {
 
         step("tools: apply, apply again, list");
         String name = "add-numbers-java";
-        ToolManifest m = ToolManifest.builder(name).label("sdk", "java").profile("container").image("python:3.12-slim")
+        ToolManifest m = ToolManifest.builder(name).description("Adds a and b.").label("sdk", "java").profile("container").image("python:3.12-slim")
             .command("python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])")
             .inputSchema(Map.of("type", "object", "required", List.of("a", "b"),
                 "properties", Map.of("a", Map.of("type", "number"), "b", Map.of("type", "number"))))
@@ -268,7 +268,8 @@ public class Scenario {
         for (Tool t : client.tools().iterate()) if (t.name().equals(name)) found = t;
         check(found != null && found.profile().equals("container"), found);
         JsonNode required = found.manifest().spec().inputSchema().path("required");
-        check(required.size() == 2 && required.get(0).asText().equals("a"), found);
+        check(required.size() == 2 && required.get(0).asText().equals("a")
+            && "Adds a and b.".equals(found.manifest().metadata().description()), found);
 
         step("tools: run, a bad input, delete");
         Execution ex = client.tools().run(name, Map.of("a", 2, "b", 3), Duration.ofMinutes(5));

@@ -45,7 +45,7 @@ await s.contexts.create("python");
 await s.contexts.run("ctx_" + "0".repeat(24), "1+1", { timeout_s: 3 });
 await c.images.pull("python:3.12-slim");
 await c.contracts.validate("tool-manifest", { apiVersion: "sandboxd/v1", kind: "Tool" });
-const manifest = { apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "add-numbers", labels: { team: "tools" } },
+const manifest = { apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: "add-numbers", description: "Adds a and b.", labels: { team: "tools" } },
   spec: { sandbox_profile: "container", image: "python:3.12-slim", command: ["python3", "-c", "print(1)"],
     input_schema: { type: "object", required: ["a"] }, limits: { timeout_s: 30 }, network: { egress: "none" },
     collect: ["/work/out/*"], timeout_s: 30 } };

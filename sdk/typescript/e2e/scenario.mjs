@@ -170,7 +170,7 @@ assert.ok(verdict.violations.every((x) => x.message && x.message_i18n.fr));
 step("tools: apply, apply again, list");
 const TOOL = "add-numbers-typescript";
 const manifest = {
-  apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: TOOL, labels: { sdk: "typescript" } },
+  apiVersion: "sandboxd/v1", kind: "Tool", metadata: { name: TOOL, description: "Adds a and b.", labels: { sdk: "typescript" } },
   spec: {
     sandbox_profile: "container", image: "python:3.12-slim",
     command: ["python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"],
@@ -190,6 +190,7 @@ let tool;
 for await (const t of client.tools.iter()) if (t.name === TOOL) tool = t;
 assert.ok(tool && tool.profile === "container", JSON.stringify(tool));
 assert.deepEqual(tool.manifest.spec.input_schema.required, ["a", "b"]);
+assert.equal(tool.manifest.metadata.description, "Adds a and b.");
 
 step("tools: run, a bad input, delete");
 const ran = await client.tools.run(TOOL, { a: 2, b: 3 }, { waitTimeoutMs: 300000 });

@@ -361,7 +361,8 @@ export interface ToolSpec {
 export interface ToolManifest {
   apiVersion: "sandboxd/v1";
   kind: "Tool";
-  metadata: { name: string; labels?: Record<string, string> };
+  /** description: what the tool does, for the people and models choosing it (MCP clients show it). */
+  metadata: { name: string; description?: string; labels?: Record<string, string> };
   spec: ToolSpec;
 }
 

@@ -150,7 +150,7 @@ func main() {
 	e(c.Contracts.List(ctx))
 	e(c.Contracts.Get(ctx, "tool-manifest"))
 	e(c.Contracts.Validate(ctx, "tool-manifest", map[string]any{"apiVersion": "sandboxd/v1", "kind": "Tool"}))
-	m := sandboxd.ToolManifest{Metadata: sandboxd.ToolMetadata{Name: "add-numbers",
+	m := sandboxd.ToolManifest{Metadata: sandboxd.ToolMetadata{Name: "add-numbers", Description: "Adds a and b.",
 		Labels: map[string]string{"team": "tools"}},
 		Spec: sandboxd.ToolSpec{SandboxProfile: "container", Image: "python:3.12-slim",
 			Command:     []string{"python3", "-c", "print(1)"},

@@ -187,7 +187,8 @@ func tools(ctx context.Context, client *sandboxd.Client) {
 	step("tools: apply, apply again, list")
 	const name = "add-numbers-go"
 	m := sandboxd.ToolManifest{
-		Metadata: sandboxd.ToolMetadata{Name: name, Labels: map[string]string{"sdk": "go"}},
+		Metadata: sandboxd.ToolMetadata{Name: name, Description: "Adds a and b.",
+			Labels: map[string]string{"sdk": "go"}},
 		Spec: sandboxd.ToolSpec{SandboxProfile: "container", Image: "python:3.12-slim",
 			Command: []string{"python3", "-c", "import json,sys; d=json.load(sys.stdin); print(d['a']+d['b'])"},
 			InputSchema: map[string]any{"type": "object", "required": []string{"a", "b"},
@@ -218,7 +219,8 @@ func tools(ctx context.Context, client *sandboxd.Client) {
 		return true
 	}))
 	check(found != nil && found.Profile == "container" &&
-		fmt.Sprint(found.Manifest.Spec.InputSchema["required"]) == "[a b]", found)
+		fmt.Sprint(found.Manifest.Spec.InputSchema["required"]) == "[a b]" &&
+		found.Manifest.Metadata.Description == "Adds a and b.", found)
 
 	step("tools: run, a bad input, delete")
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)

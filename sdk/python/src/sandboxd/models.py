@@ -476,7 +476,7 @@ class ContractValidation(Model):
 @dataclass
 class ToolManifest(Model):
     """A `tool-manifest` document (contracts/v1/tool-manifest.schema.json,
-    docs/contracts.md): `metadata` {name, labels} and `spec`
+    docs/contracts.md): `metadata` {name, description, labels} and `spec`
     {sandbox_profile, image, command | language + entrypoint, input_schema,
     limits, network, collect, timeout_s}.  Build one with
     ToolManifest.build(…) (or pass a plain dict to tools.apply), or read
@@ -495,12 +495,16 @@ class ToolManifest(Model):
               entrypoint: Optional[str] = None, input_schema: Optional[Dict[str, Any]] = None,
               limits: Optional[Dict[str, Any]] = None, network: Optional[Dict[str, Any]] = None,
               collect: Optional[List[str]] = None, timeout_s: Optional[float] = None,
+              description: Optional[str] = None,
               labels: Optional[Dict[str, str]] = None) -> "ToolManifest":
-        """A manifest from keyword arguments (those left at None are not sent)."""
+        """A manifest from keyword arguments (those left at None are not
+        sent); description says what the tool does (MCP clients show it)."""
         spec = {"sandbox_profile": profile, "image": image, "command": command,
                 "language": language, "entrypoint": entrypoint, "input_schema": input_schema,
                 "limits": limits, "network": network, "collect": collect, "timeout_s": timeout_s}
         meta: Dict[str, Any] = {"name": name}
+        if description is not None:
+            meta["description"] = description
         if labels is not None:
             meta["labels"] = dict(labels)
         return cls(metadata=meta, spec={k: v for k, v in spec.items() if v is not None})

@@ -87,7 +87,7 @@ public final class ContractDump {
             s.contexts().run("ctx_" + "0".repeat(24), "1+1", 3);
             c.images().pull("python:3.12-slim");
             c.contracts().validate("tool-manifest", Map.of("apiVersion", "sandboxd/v1", "kind", "Tool"));
-            ToolManifest m = ToolManifest.builder("add-numbers").label("team", "tools").profile("container")
+            ToolManifest m = ToolManifest.builder("add-numbers").description("Adds a and b.").label("team", "tools").profile("container")
                 .image("python:3.12-slim").command("python3", "-c", "print(1)")
                 .inputSchema(Map.of("type", "object", "required", List.of("a")))
                 .limits(new LimitsRequest().cpu("500m").timeoutS(30).toJson()).network(NetworkRequest.none().toJson())

@@ -27,9 +27,12 @@ public record ToolManifest(
         Metadata metadata,
         Spec spec) {
 
-    /** The tool's name (lower-case letters, digits and '-', at most 63) and labels. */
+    /**
+     * The tool's name (lower-case letters, digits and '-', at most 63), what it
+     * does (description: MCP clients show it) and labels.
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record Metadata(String name, Map<String, String> labels) {
+    public record Metadata(String name, String description, Map<String, String> labels) {
     }
 
     /**
@@ -64,6 +67,7 @@ public record ToolManifest(
     public static final class Builder {
         private static final ObjectMapper JSON = new ObjectMapper();
         private final String name;
+        private String description;
         private Map<String, String> labels;
         private String profile;
         private String image;
@@ -82,6 +86,12 @@ public record ToolManifest(
 
         private static JsonNode tree(Object v) {
             return v == null ? null : v instanceof JsonNode ? (JsonNode) v : JSON.valueToTree(v);
+        }
+
+        /** metadata.description: what the tool does. */
+        public Builder description(String description) {
+            this.description = description;
+            return this;
         }
 
         public Builder label(String key, String value) {
@@ -151,7 +161,7 @@ public record ToolManifest(
 
         public ToolManifest build() {
             return new ToolManifest("sandboxd/v1", "Tool",
-                new Metadata(name, labels == null ? null : Map.copyOf(labels)),
+                new Metadata(name, description, labels == null ? null : Map.copyOf(labels)),
                 new Spec(profile, image, command, language, entrypoint, inputSchema, limits, network, collect,
                     timeoutS));
         }
