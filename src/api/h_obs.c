@@ -231,6 +231,11 @@ static json_t *request_details(struct sbx_req *r, const struct sbx_resp *resp)
       json_object_set(d, "exit_code", v);
     if ((v = json_object_get(j, "profile")) && json_is_string(v))
       json_object_set(d, "profile", v);
+    /* What a route named by its parameters made (a tool's execution). */
+    if ((v = json_object_get(j, "id")) && json_is_string(v) && r->nparams > 0)
+      json_object_set(d, "id", v);
+    if ((v = json_object_get(j, "dry_run")) && json_is_true(v))
+      json_object_set(d, "dry_run", v);
   } else if (resp && resp->kind == SBX_RESP_STREAM) {
     json_object_set_new(d, "stream", json_true());
   }

@@ -33,13 +33,15 @@ static void violation(json_t *list, long index, const char *path, const char *en
   json_array_append_new(list, v);
 }
 
-/* 400 naming how many violations details.violations lists. */
-static int violations_error(json_t *list, const char *what, struct sbx_error *err)
+/* 400 naming how many violations details.violations lists; what and
+ * what_fr say of what. */
+static int violations_error(json_t *list, const char *what, const char *what_fr,
+                            struct sbx_error *err)
 {
   size_t n = json_array_size(list);
   sbx_err_set(err, SBX_E_INVALID, 0, "%s: %zu violation%s (details.violations lists them)", what,
               n, n == 1 ? "" : "s");
-  return sbx_err_fr(err, "%s : %zu violation%s (details.violations les liste)", what, n,
+  return sbx_err_fr(err, "%s : %zu violation%s (details.violations les liste)", what_fr, n,
                     n == 1 ? "" : "s");
 }
 
@@ -388,7 +390,7 @@ json_t *sbx_tools_apply(struct sbx_core *core, const struct sbx_principal *who, 
   }
   if (json_array_size(found)) {
     *violations = found;
-    violations_error(found, "tool manifests refused", err);
+    violations_error(found, "tool manifests refused", "manifestes d'outil refusés", err);
     return NULL;
   }
   json_decref(found);
@@ -532,7 +534,7 @@ json_t *sbx_tool_invoke(struct sbx_core *core, const struct sbx_principal *who, 
            check_input(row.manifest_json, text, found, err) == 0) {
     if (json_array_size(found)) {
       *violations = json_incref(found);
-      violations_error(found, "input refused", err);
+      violations_error(found, "input refused", "entrée refusée", err);
     } else {
       out = run_tool(core, who, manifest, &row, req, err);
     }

@@ -145,6 +145,7 @@ def test_input_is_validated_against_the_tools_schema(alice):
     vs = violations(r)
     assert vs[0]["message"] == vs[0]["message_i18n"]["fr"] != vs[0]["message_i18n"]["en"]
     assert r.json()["error"]["message"] == r.json()["error"]["message_i18n"]["fr"]
+    assert r.json()["error"]["message"].startswith("entrée refusée : 1 violation")
     # No input at all is {} (b and a missing), not a way around the schema.
     r = alice.post(f"/v1/tools/{name}/invoke")
     assert [v["path"] for v in violations(r)] == ["/input", "/input"]
@@ -327,8 +328,11 @@ def test_apply_invoke_and_delete_are_audited(daemon, alice, admin):
         evs = admin.get("/v1/audit", params={"action": action, "limit": 200}).json()["events"]
         seen[action] = [ev for ev in evs if name in json.dumps(ev)]
         assert seen[action] and all(ev["outcome"] == "ok" for ev in seen[action]), (action, evs)
-    assert any(ev["details"].get("status") == "queued" for ev in seen["tool.invoke"])
-    assert inv["id"]
+    assert any(ev["details"].get("status") == "queued" and ev["details"].get("id") == inv["id"]
+               for ev in seen["tool.invoke"]), seen["tool.invoke"]
+    assert apply(alice, manifest(name), dry_run="1").status_code == 200
+    evs = admin.get("/v1/audit", params={"action": "tool.apply", "limit": 200}).json()["events"]
+    assert any(ev["target"] == name and ev["details"].get("dry_run") is True for ev in evs)
 
 
 def test_a_tenant_has_at_most_1000_tools(fresh_tenant):
