@@ -3,7 +3,7 @@
 #   make run      install missing packages, build, start a dev daemon on 127.0.0.1:8080
 #   make test     install missing packages, build (-Werror), run every suite, incl. ASan+UBSan
 #                 the driver-facing integration files on gvisor (make test-gvisor) and
-#                 on microVMs (make test-microvm), the
+#                 on microVMs (make test-microvm), the wasm profile (make test-wasm), the
 #                 real E2B SDKs against the E2B-compatible API (make test-compat), the
 #                 Python, TypeScript, Go and Java SDKs (make test-sdk), the MCP server (make test-mcp)
 #                 and the .deb (make test-deb)
@@ -26,7 +26,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-microvm test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format \
+        test-microvm test-wasm test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format \
         format-check microvm-assets
 
 all: $(BUILD)/build.ninja
@@ -46,7 +46,7 @@ run: deps all
 
 # Every suite, each timed (scripts/run-suites.sh prints the table at the end).
 SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-microvm \
-          test-compat test-sdk test-mcp test-deb test-hosts
+          test-wasm test-compat test-sdk test-mcp test-deb test-hosts
 test: deps all
 	@./scripts/run-suites.sh $(SUITES)
 
@@ -98,6 +98,15 @@ test-microvm: microvm-assets
 	SANDBOXD_TEST_PROFILES=microvm SANDBOXD_TEST_REQUIRE_PROFILES=1 \
 	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider -m 'not slow' \
 	  $(MICROVM_TESTS:%=tests/integration/test_%.py) $(MICROVM_CASES) tests/microvm
+
+# The wasm profile (docs/wasm.md): the engine's runner under Node on its own
+# (tests/wasm), then the API on the wasm profile (tests/integration/test_wasm.py),
+# with modules built by clang --target=wasm32-wasi.
+test-wasm: all
+	node --test tests/wasm/
+	SANDBOXD_TEST_PROFILES=wasm SANDBOXD_TEST_REQUIRE_PROFILES=1 \
+	  SANDBOXD_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/integration/test_wasm.py
 
 # The E2B-compatible surface driven by the real e2b / @e2b/code-interpreter
 # SDKs, installed with npm ci from tests/compat/package-lock.json

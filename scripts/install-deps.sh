@@ -45,6 +45,9 @@ PACKAGES=(
   clang-format
   # the host lab (tests/hosts/): QEMU and its virtiofsd (qemu-system-common)
   qemu-system-x86 qemu-system-common
+  # the wasm driver's tests build WASI modules: clang --target=wasm32-wasi with
+  # Debian's wasi-libc, its compiler runtime and lld (docs/wasm.md)
+  wasi-libc libclang-rt-14-dev-wasm32 lld
   # the microvm driver's assets (scripts/microvm-assets.py, docs/microvm.md): mksquashfs
   # for the root filesystem image; gcc -static (above, libc6-dev) for tests/microvm's init
   squashfs-tools
@@ -70,6 +73,18 @@ fetch_microvm_kernel() {
   return 0
 }
 
+# The wasm engine's packages (Pyodide, QuickJS) from npm into
+# /usr/local/lib/sandboxd/wasm, pinned by scripts/wasm-deps/package-lock.json;
+# a no-op once they are there.  Without them the wasm profile still runs WASI
+# modules and says python/javascript are unavailable.
+install_wasm_packages() {
+  if [ "$(id -u)" -ne 0 ]; then
+    return 0
+  fi
+  "$(dirname "$0")/wasm-deps.sh" || echo "install-deps: the wasm engine's packages could not" \
+    "be installed (scripts/wasm-deps.sh); python and javascript stay unavailable on wasm" >&2
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -78,6 +93,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   fetch_microvm_kernel
+  install_wasm_packages
   exit 0
 fi
 
@@ -91,3 +107,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fetch_microvm_kernel
+install_wasm_packages

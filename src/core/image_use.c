@@ -301,9 +301,8 @@ static int resolve_interpreter(const struct sbx_image *img, struct sbx_exec_spec
   static const char *const python[] = {"python3", "python", NULL};
   static const char *const node[] = {"node", "nodejs", NULL};
   static const char *const bash[] = {"bash", "sh", NULL};
-  const char *const *names = !strcmp(spec->language, "python") ? python
-                             : !strcmp(spec->language, "node") ? node
-                                                               : bash;
+  bool js = !strcmp(spec->language, "node") || !strcmp(spec->language, "javascript");
+  const char *const *names = !strcmp(spec->language, "python") ? python : js ? node : bash;
   char *path = find_interpreter(img, spec->language, names);
   if (!path) {
     sbx_err_field(err, "language",

@@ -100,7 +100,7 @@ void sbx_profile_defaults(struct sbx_profile *p, const char *name, const char *d
 }
 
 /* How many profiles add_builtins makes. */
-#define NBUILTIN 6
+#define NBUILTIN 7
 
 static void add_builtins(struct sbx_profile *out, size_t *n)
 {
@@ -116,6 +116,8 @@ static void add_builtins(struct sbx_profile *out, size_t *n)
   out[*n - 1].pool_size = 0;
   sbx_profile_defaults(&out[(*n)++], "kata", "microvm");
   out[*n - 1].pool_size = 0;
+  /* WebAssembly in an engine inside the container wall (runtime/drivers/wasm.c). */
+  sbx_profile_defaults(&out[(*n)++], "wasm", "wasm");
   sbx_profile_defaults(&out[(*n)++], "process", "process");
   out[*n - 1].pool_size = 0;
 }

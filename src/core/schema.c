@@ -126,6 +126,8 @@ static const struct {
     {"python", "python3", "-c", ".py"},
     {"node", "node", "-e", ".js"},
     {"bash", "bash", "-c", ".sh"},
+    /* The same as node: the wasm profile runs it on QuickJS, the others on Node. */
+    {"javascript", "node", "-e", ".js"},
 };
 
 static int parse_language(json_t *lang, json_t *code, struct sbx_exec_spec *out,
@@ -138,8 +140,8 @@ static int parse_language(json_t *lang, json_t *code, struct sbx_exec_spec *out,
   while (i < nl && strcmp(languages[i].language, l) != 0)
     i++;
   if (i == nl)
-    return bad_value(err, "language", "must be one of python, node, bash",
-                     "doit être python, node ou bash");
+    return bad_value(err, "language", "must be one of python, node, bash, javascript",
+                     "doit être python, node, bash ou javascript");
   if (!code)
     return bad_value(err, "code", "is required with language", "est requis avec language");
   const char *c = plain_string(code, 16u << 20, "code", err);

@@ -119,6 +119,9 @@ static const struct {
     {"microvm_initrd", "SANDBOXD_MICROVM_INITRD", 0, PATH_VALUE},
     {"microvm_rootfs", "SANDBOXD_MICROVM_ROOTFS", 0, PATH_VALUE},
     {"microvm_helper", "SANDBOXD_MICROVM_HELPER", 0, PATH_VALUE},
+    /* the wasm driver (docs/wasm.md): its engine and the engine's packages */
+    {"wasm_node", "SANDBOXD_WASM_NODE", 0, PATH_VALUE},
+    {"wasm_modules", "SANDBOXD_WASM_MODULES", 0, PATH_VALUE},
 };
 
 /* A name (cgroup directory, runsc platform): no path, no option syntax. */

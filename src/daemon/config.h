@@ -17,7 +17,7 @@ struct sbx_core_setting; /* core/core.h */
 
 /* Driver settings ([driver] in the config file, SANDBOXD_* in the
  * environment), handed to the drivers in sbx_driver_env. */
-#define SBX_CONFIG_DRIVER_KEYS 15
+#define SBX_CONFIG_DRIVER_KEYS 17
 /* ... and image_layer_idmap, a [server] setting the container driver reads */
 #define SBX_CONFIG_DRIVER_SETTINGS (SBX_CONFIG_DRIVER_KEYS + 1)
 

@@ -65,6 +65,16 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
                              const int fds[4], struct sbxi_pty *pty /* NULL: pipes */,
                              const struct sbxi_code *code /* NULL: none */);
 
+/* engine.c: an engine sandbox (sbx-init --engine PROG --engine-arg A …).
+ * The runner is started by sbxi_engine_ensure (again after it died:
+ * sbxi_engine_reaped from the SIGCHLD handler); an EXEC's workload becomes
+ * sbxi_engine_client instead of exec'ing argv. */
+bool sbxi_engine_on(void);
+int sbxi_engine_arg(char *arg); /* -1: too many */
+void sbxi_engine_reaped(pid_t pid);
+void sbxi_engine_ensure(void);
+_Noreturn void sbxi_engine_client(char **argv, char **env);
+
 /* SIGKILLs every descendant of this process, reaping each, until none is
  * left.  If main > 0 and is reaped here its wait status goes to *main_status
  * and *main_reaped is set. */

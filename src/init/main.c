@@ -62,7 +62,10 @@ static void parse_args(int argc, char **argv, struct args *a)
     }
     if (!strcmp(argv[i], "--root"))
       a->root = argv[++i];
-    else if (!strcmp(argv[i], "--uid"))
+    else if (!strcmp(argv[i], "--engine") || !strcmp(argv[i], "--engine-arg")) {
+      if (sbxi_engine_arg(argv[++i]) < 0)
+        die("too many --engine-arg");
+    } else if (!strcmp(argv[i], "--uid"))
       a->uid = parse_id(argv[++i]);
     else if (!strcmp(argv[i], "--gid"))
       a->gid = parse_id(argv[++i]);
@@ -132,8 +135,9 @@ static void drop_ids(const struct args *a)
 static void on_sigchld(int sig)
 {
   int saved = errno;
-  while (waitpid(-1, NULL, WNOHANG) > 0)
-    ;
+  pid_t pid;
+  while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+    sbxi_engine_reaped(pid);
   errno = saved;
 }
 
@@ -206,6 +210,7 @@ static void serve_one(const struct sbxi *in)
   memcpy(&h, buf, sizeof h);
   char *payload = buf + sizeof h;
   if (h.type == SBX_MSG_EXEC) {
+    sbxi_engine_ensure(); /* started again if it died (its OOM kill, say) */
     handle_exec(in, &h, payload, fds, nfds);
     return;
   }
@@ -328,6 +333,7 @@ int main(int argc, char **argv)
   umask(022);
   setup_signals();
 
+  sbxi_engine_ensure(); /* warm before the first exec asks */
   send_ready(&in, a.fd_in);
   serve(&in);
   return 0;

@@ -164,6 +164,9 @@
 
 #define SBX_PROTO_VERSION 1
 #define SBX_PROTO_CHAN_FD 3
+/* An engine sandbox's runner listens on this abstract unix socket
+ * (init/engine.c, docs/wasm.md). */
+#define SBX_PROTO_ENGINE_SOCKET "sbx-engine"
 
 /* Limits shared by both ends. */
 #define SBX_PROTO_MAX_INLINE (60u * 1024)        /* one datagram */

@@ -134,6 +134,8 @@ static _Noreturn void workload(char **argv, char **env, const int fds[4], int cw
     cloexec_open_fds(errfd);
   if (!e) {
     reset_signals();
+    if (sbxi_engine_on())
+      sbxi_engine_client(argv, env);
     environ = env; /* execvp searches the PATH of this environment */
     execvp(argv[0], argv);
     e = errno;

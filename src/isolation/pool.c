@@ -127,7 +127,7 @@ static void *refill_main(void *arg)
     pthread_mutex_unlock(&lock);
     struct sbx_iso_box *box = NULL;
     struct sbx_error err = {0};
-    int r = build_fn(leaf, disk, &box, &err);
+    int r = build_fn(leaf, profile, disk, &box, &err);
     pthread_mutex_lock(&lock);
     if (r < 0) {
       sbx_warn("pool", "building a warm sandbox for '%s': %s", profile, err.msg);

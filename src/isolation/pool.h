@@ -25,9 +25,10 @@ struct sbx_iso_box;
 void sbx_container_pool_configure(unsigned size);
 unsigned sbx_container_pool_size(void);
 
-/* Builds one ready entry (box + sbx-init handshake); set by the driver. */
-typedef int (*sbx_pool_build_fn)(const char *leaf, uint64_t disk_bytes, struct sbx_iso_box **out,
-                                 struct sbx_error *err);
+/* Builds one ready entry (box + sbx-init handshake) for a key's profile;
+ * set by the driver. */
+typedef int (*sbx_pool_build_fn)(const char *leaf, const char *profile, uint64_t disk_bytes,
+                                 struct sbx_iso_box **out, struct sbx_error *err);
 
 /* Starts the refill thread (idempotent). */
 int sbx_pool_start(sbx_pool_build_fn build, struct sbx_error *err);

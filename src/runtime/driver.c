@@ -27,10 +27,7 @@ static struct {
 static size_t nrefused;
 
 static const struct sbx_driver *const builtins[] = {
-    &sbx_drv_container,
-    &sbx_drv_gvisor,
-    &sbx_drv_microvm,
-    &sbx_drv_process,
+    &sbx_drv_container, &sbx_drv_gvisor, &sbx_drv_microvm, &sbx_drv_wasm, &sbx_drv_process,
 };
 
 static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;

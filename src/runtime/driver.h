@@ -281,6 +281,7 @@ extern const struct sbx_driver sbx_drv_process;
 extern const struct sbx_driver sbx_drv_container;
 extern const struct sbx_driver sbx_drv_gvisor;
 extern const struct sbx_driver sbx_drv_microvm;
+extern const struct sbx_driver sbx_drv_wasm;
 
 /* Registry: the built-in drivers are registered on first use; another
  * (microvm, wasm, a test's) is added with sbx_driver_register before the

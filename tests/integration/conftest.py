@@ -90,6 +90,17 @@ else:
     os.environ.setdefault("SANDBOXD_MICROVM_ACCEL", "off")
 
 
+def wanted_wasm():
+    return "wasm" in wanted_profiles()
+
+
+# Every daemon keeps wasm sandboxes warm, each with a Node runner: only the
+# runs that test the driver pay for them; the others see it unavailable.
+NO_WASM_NODE = "/nonexistent/node-not-wanted-by-this-test-run"
+if not wanted_wasm():
+    os.environ.setdefault("SANDBOXD_WASM_NODE", NO_WASM_NODE)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def test_database():
     """SANDBOXD_TEST_DATABASE=postgres: every daemon gets its own database

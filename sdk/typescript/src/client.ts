@@ -51,7 +51,7 @@ export interface ExecutionRequest extends CallOptions {
   image?: string;
   profile?: string;
   command?: string[];
-  language?: "python" | "node" | "bash";
+  language?: "python" | "node" | "bash" | "javascript";
   code?: string;
   /** Input files: a list of InputFile, or {path: text | bytes}. */
   files?: FilesInput;

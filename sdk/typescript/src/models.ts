@@ -346,7 +346,7 @@ export interface ToolSpec {
   sandbox_profile: string;
   image: string;
   command?: string[];
-  language?: "python" | "node" | "bash";
+  language?: "python" | "node" | "bash" | "javascript";
   entrypoint?: string;
   /** A draft-07 JSON Schema for the tool's input. */
   input_schema?: Record<string, unknown>;

@@ -15,8 +15,14 @@
  * pool never pins an image's layers against the store's GC.  destroy() freezes and kills
  * the whole cgroup, reaps sbx-init, removes the cgroup and closes the
  * channel: processes die with the pid namespace, mounts with the mount
- * namespace, the netns with its last process. */
+ * namespace, the netns with its last process.
+ *
+ * The wasm driver (wasm.c) builds the same sandboxes with an engine in
+ * them (container_int.h): sbx-init gets the engine's argv and the runner's
+ * script as its stdin, and a profile registered with an engine has its
+ * pooled sandboxes built that way too. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,7 @@
 #include "isolation/iso.h"
 #include "isolation/pool.h"
 #include "runtime/driver.h"
+#include "runtime/drivers/container_int.h"
 #include "runtime/drivers/iso_limits.h"
 
 #define HANDSHAKE_MS 5000
@@ -46,20 +53,54 @@
 
 static int init_memfd = -1;
 
+/* Profiles whose sandboxes run an engine (registered by the wasm driver). */
+#define ENGINE_PROFILES 16
+static struct {
+  char profile[64];
+  const struct sbx_ctr_engine *engine;
+} engines[ENGINE_PROFILES];
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct ctr_priv {
   struct sbx_iso_box *box;
   bool pooled;
 };
 
-/* image: the request's (its layers and User; NULL for the host pack). */
+void sbx_ctr_engine_profile(const char *profile, const struct sbx_ctr_engine *engine)
+{
+  pthread_mutex_lock(&engines_lock);
+  size_t i = 0;
+  while (i < ENGINE_PROFILES && engines[i].engine && strcmp(engines[i].profile, profile) != 0)
+    i++;
+  if (i < ENGINE_PROFILES) {
+    snprintf(engines[i].profile, sizeof engines[i].profile, "%s", profile);
+    engines[i].engine = engine;
+  }
+  pthread_mutex_unlock(&engines_lock);
+}
+
+static const struct sbx_ctr_engine *engine_of(const char *profile)
+{
+  const struct sbx_ctr_engine *e = NULL;
+  pthread_mutex_lock(&engines_lock);
+  for (size_t i = 0; i < ENGINE_PROFILES && engines[i].engine && !e; i++)
+    if (strcmp(engines[i].profile, profile) == 0)
+      e = engines[i].engine;
+  pthread_mutex_unlock(&engines_lock);
+  return e;
+}
+
+/* image: the request's (its layers and User; NULL for the host pack);
+ * engine: what sbx-init also runs (NULL: nothing). */
 static int build_box(const char *leaf, const struct sbx_limits *lim,
-                     const struct sbx_sandbox_spec *image, struct sbx_iso_box **out,
-                     struct sbx_error *err)
+                     const struct sbx_sandbox_spec *image, const struct sbx_ctr_engine *engine,
+                     struct sbx_iso_box **out, struct sbx_error *err)
 {
   struct sbx_iso_spec spec = {.leaf = leaf,
                               .limits = sbx_drv_iso_limits(lim),
                               .exec_fd = init_memfd,
-                              .stdio = {-1, -1, -1}};
+                              .argv = engine ? engine->init_argv : NULL,
+                              .stdio = {engine ? engine->stdin_fd : -1, -1, -1}};
   if (image) {
     spec.layers = image->layers;
     spec.nlayers = image->nlayers;
@@ -78,13 +119,13 @@ static int build_box(const char *leaf, const struct sbx_limits *lim,
   return 0;
 }
 
-static int build_pooled(const char *leaf, uint64_t disk, struct sbx_iso_box **out,
-                        struct sbx_error *err)
+static int build_pooled(const char *leaf, const char *profile, uint64_t disk,
+                        struct sbx_iso_box **out, struct sbx_error *err)
 {
   struct sbx_limits lim = {.memory_bytes = POOL_IDLE_MEMORY,
                            .pids = POOL_IDLE_PIDS,
                            .disk_bytes = disk};
-  return build_box(leaf, &lim, NULL, out, err);
+  return build_box(leaf, &lim, NULL, engine_of(profile), out, err);
 }
 
 /* The isolation primitives' host settings, from the daemon's driver
@@ -111,7 +152,7 @@ static void configure(const struct sbx_driver_env *env)
   sbx_overlay_set_layer_idmap(!idmap || strcmp(idmap, "off") != 0);
 }
 
-static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
+static int setup_once(const struct sbx_driver_env *env, char *why, size_t whylen)
 {
   struct sbx_error err = {0};
   if (!env || !env->init_path || !env->state_dir) {
@@ -134,12 +175,34 @@ static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
   return 0;
 }
 
-static void ctr_prewarm(const char *profile, const struct sbx_limits *limits)
+/* Both drivers probe it (in their own threads): the first does the work,
+ * the other gets the same verdict. */
+int sbx_ctr_setup(const struct sbx_driver_env *env, char *why, size_t whylen)
+{
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static int done = 0, rc = -1;
+  static char reason[256];
+  pthread_mutex_lock(&lock);
+  if (!done) {
+    rc = setup_once(env, reason, sizeof reason);
+    done = 1;
+  }
+  snprintf(why, whylen, "%s", rc < 0 ? reason : "");
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+static int ctr_probe(const struct sbx_driver_env *env, char *why, size_t whylen)
+{
+  return sbx_ctr_setup(env, why, whylen);
+}
+
+void sbx_ctr_prewarm(const char *profile, const struct sbx_limits *limits)
 {
   sbx_pool_want(profile, limits->disk_bytes ? limits->disk_bytes : SBX_ISO_DEFAULT_DISK);
 }
 
-static unsigned ctr_pool_idle(const char *profile, const struct sbx_limits *limits)
+unsigned sbx_ctr_pool_idle(const char *profile, const struct sbx_limits *limits)
 {
   return sbx_pool_idle(profile, limits->disk_bytes ? limits->disk_bytes : SBX_ISO_DEFAULT_DISK);
 }
@@ -195,8 +258,9 @@ static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint
   return box;
 }
 
-static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
-                      struct sbx_error *err)
+int sbx_ctr_create(const struct sbx_driver *drv, const struct sbx_sandbox_spec *spec,
+                   const struct sbx_ctr_engine *engine, struct sbx_sandbox **out,
+                   struct sbx_error *err)
 {
   if (init_memfd < 0)
     return sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0, "container driver not probed");
@@ -213,12 +277,12 @@ static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **
   if (!priv->box) {
     struct sbx_limits lim = spec->limits;
     lim.disk_bytes = disk;
-    if (build_box(spec->id, &lim, spec, &priv->box, err) < 0) {
+    if (build_box(spec->id, &lim, spec, engine, &priv->box, err) < 0) {
       free(priv);
       return -1;
     }
   }
-  struct sbx_sandbox *sb = sbx_sandbox_alloc(&sbx_drv_container, spec);
+  struct sbx_sandbox *sb = sbx_sandbox_alloc(drv, spec);
   if (!sb) {
     sbx_iso_box_destroy(priv->box);
     free(priv);
@@ -235,7 +299,13 @@ static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **
   return 0;
 }
 
-static void ctr_destroy(struct sbx_sandbox *sb)
+static int ctr_create(const struct sbx_sandbox_spec *spec, struct sbx_sandbox **out,
+                      struct sbx_error *err)
+{
+  return sbx_ctr_create(&sbx_drv_container, spec, NULL, out, err);
+}
+
+void sbx_ctr_destroy(struct sbx_sandbox *sb)
 {
   if (!sb)
     return;
@@ -248,7 +318,7 @@ static void ctr_destroy(struct sbx_sandbox *sb)
   sbx_sandbox_free(sb); /* closes the channel */
 }
 
-static int ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
+int sbx_ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
 {
   struct ctr_priv *priv = sb->priv;
   if (!priv || !priv->box)
@@ -256,7 +326,7 @@ static int ctr_usage(struct sbx_sandbox *sb, struct sbx_usage *out)
   return sbx_drv_cg_usage(&priv->box->cg, out);
 }
 
-static int ctr_memory(struct sbx_sandbox *sb, struct sbx_memory *out)
+int sbx_ctr_memory(struct sbx_sandbox *sb, struct sbx_memory *out)
 {
   struct ctr_priv *priv = sb->priv;
   if (!priv || !priv->box)
@@ -264,7 +334,7 @@ static int ctr_memory(struct sbx_sandbox *sb, struct sbx_memory *out)
   return sbx_drv_cg_memory(&priv->box->cg, out);
 }
 
-static int ctr_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
+int sbx_ctr_oom_kills(struct sbx_sandbox *sb, uint64_t *out)
 {
   struct ctr_priv *priv = sb->priv;
   if (!priv || !priv->box)
@@ -301,13 +371,13 @@ const struct sbx_driver sbx_drv_container = {
             /* spec.layers become a copy-on-write root (isolation/overlay.c) */
             SBX_CAP_IMAGES,
     .probe = ctr_probe,
-    .prewarm = ctr_prewarm,
-    .pool_idle = ctr_pool_idle,
+    .prewarm = sbx_ctr_prewarm,
+    .pool_idle = sbx_ctr_pool_idle,
     .create = ctr_create,
-    .destroy = ctr_destroy,
-    .usage = ctr_usage,
-    .oom_kills = ctr_oom_kills,
-    .memory = ctr_memory,
+    .destroy = sbx_ctr_destroy,
+    .usage = sbx_ctr_usage,
+    .oom_kills = sbx_ctr_oom_kills,
+    .memory = sbx_ctr_memory,
     .recover = ctr_recover,
     .shutdown = ctr_shutdown,
 };
