@@ -532,6 +532,18 @@ test('python: a script file with arguments, stdin, and files under /work', { ski
   assert.match(missing.stderr, /can't open file '\/work\/nope\.py': \[Errno 44\] No such file or directory/);
 });
 
+test('python: -m, a program on stdin, -V', { skip: noPython }, async () => {
+  fs.writeFileSync(path.join(root, 'work', 'modmain.py'), 'import sys\nprint("module", __name__, sys.argv[1:])\n');
+  const m = await job(['python3', '-m', 'modmain', 'x']);
+  assert.equal(m.code, 0, m.stderr);
+  assert.equal(m.stdout, "module __main__ ['x']\n");
+  const s = await job(['python3'], { stdin: 'import sys\nprint("from stdin", sys.argv)\n' });
+  assert.equal(s.code, 0, s.stderr);
+  assert.equal(s.stdout, "from stdin ['']\n");
+  const v = await job(['/usr/bin/python3', '-V']);
+  assert.equal(v.stdout, 'Python 3.13.2\n');
+});
+
 test('python: warm print(1)', { skip: noPython }, async (t) => {
   const m = await measure('python print(1)', ['python3', '-c', 'print(1)'], 50);
   t.diagnostic(`warm python3 -c 'print(1)', connect to reply: ${fmtT(m)}`);
@@ -581,6 +593,13 @@ test('js: argv, env, process.exit, a script file; no host access', { skip: noJs 
   assert.equal(caught.stdout, '');
   const g = await job(['node', '-e', 'console.log(typeof require, typeof fetch, typeof WebAssembly, typeof process.binding, typeof std, typeof os)']);
   assert.equal(g.stdout, 'undefined undefined undefined undefined undefined undefined\n');
+});
+
+test('js: a program on stdin, process.stdout.write', { skip: noJs }, async () => {
+  const r = await job(['node'], { stdin: 'process.stdout.write("no newline"); process.stderr.write("e")' });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'no newline');
+  assert.equal(r.stderr, 'e');
 });
 
 test('js: state does not carry over between runs', { skip: noJs }, async () => {
