@@ -3,6 +3,6 @@
 
 int main(void)
 {
-	printf("hello from wasm\n");
-	return 0;
+  printf("hello from wasm\n");
+  return 0;
 }

@@ -3,10 +3,10 @@
 
 int main(void)
 {
-	volatile unsigned long n = 0;
+  volatile unsigned long n = 0;
 
-	printf("looping\n");
-	fflush(stdout);
-	for (;;)
-		n++;
+  printf("looping\n");
+  fflush(stdout);
+  for (;;)
+    n++;
 }
