@@ -162,13 +162,24 @@ int sbx_pool_start(sbx_pool_build_fn build, struct sbx_error *err)
   return e ? sbx_err_sys(err, e, "pool: starting the refill thread") : 0;
 }
 
+/* A profile some key of which was wanted (prewarmed): its other disk
+ * sizes are learnt from requests; a profile never wanted (pool_size 0)
+ * is never pooled. */
+static bool profile_pooled_locked(const char *profile)
+{
+  for (int k = 0; k < nkeys; k++)
+    if (!strcmp(keys[k].profile, profile ? profile : ""))
+      return true;
+  return false;
+}
+
 struct sbx_iso_box *sbx_pool_take(const char *profile, uint64_t disk_bytes)
 {
   struct sbx_iso_box *box = NULL;
   pthread_mutex_lock(&lock);
   last_take_ms = sbx_now_ms();
   if (running && cur_size() > 0) {
-    struct pool_key *pk = find_key(profile, disk_bytes, true);
+    struct pool_key *pk = find_key(profile, disk_bytes, profile_pooled_locked(profile));
     if (pk && pk->n > 0)
       box = pk->idle[--pk->n];
     pthread_cond_broadcast(&wake);
@@ -179,8 +190,10 @@ struct sbx_iso_box *sbx_pool_take(const char *profile, uint64_t disk_bytes)
 
 void sbx_pool_want(const char *profile, uint64_t disk_bytes)
 {
+  /* Remembered even while the thread is stopped (a recovery restarts it):
+   * it fills the key once it runs. */
   pthread_mutex_lock(&lock);
-  if (running && cur_size() > 0 && find_key(profile, disk_bytes, true))
+  if (find_key(profile, disk_bytes, true))
     pthread_cond_broadcast(&wake);
   pthread_mutex_unlock(&lock);
 }
@@ -213,7 +226,7 @@ void sbx_pool_stop(void)
     while (keys[k].n)
       drop[ndrop++] = keys[k].idle[--keys[k].n];
   }
-  nkeys = 0;
+  /* The keys stay: a restart after recovery keeps the same profiles warm. */
   pthread_mutex_unlock(&lock);
   for (int i = 0; i < ndrop; i++)
     sbx_iso_box_destroy(drop[i]);
