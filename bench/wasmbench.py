@@ -39,7 +39,7 @@ import time
 import urllib.request
 
 from daemon import Daemon, Failed, first_line, settle
-from mvbench import wait_idle
+from mvbench import _fmt, wait_idle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -159,6 +159,15 @@ def engine_ready(d, note, sid, body, want):
         return "unavailable: the runner answers %s" % e
 
 
+def profiles(d, want):
+    """The daemon's profiles by name; Failed unless want is available."""
+    profs = {p["name"]: p for p in d.must("GET", "/v1/sandbox/profiles")["profiles"]}
+    p = profs.get(want)
+    if not p or not p.get("available"):
+        raise Failed("profile %s: %s" % (want, (p or {}).get("reason", "not offered")))
+    return profs
+
+
 def wasm_part(b):
     """Fills b.rows['wasm.*'] and b.facts['wasm']."""
     t_part = time.time()
@@ -232,10 +241,8 @@ def wasm_part(b):
     try:
         try:
             d.start()
-            profs = {p["name"]: p for p in d.must("GET", "/v1/sandbox/profiles")["profiles"]}
-            p = profs.get("wasm")
-            if not p or not p.get("available"):
-                raise Failed("profile wasm: %s" % (p or {}).get("reason", "not offered"))
+            profs = profiles(d, "wasm")
+            p = profs["wasm"]
             facts["note"] = note = p.get("platform_note") or p.get("note") or ""
             t0 = time.monotonic()
             try:
@@ -253,10 +260,7 @@ def wasm_part(b):
             return fail(KEYS, "wasm daemon: " + str(e))
         try:
             dc.start()
-            cprofs = {x["name"]: x for x in dc.must("GET", "/v1/sandbox/profiles")["profiles"]}
-            p = cprofs.get("wasm-cold")
-            if not p or not p.get("available"):
-                raise Failed("profile wasm-cold: %s" % (p or {}).get("reason", "not offered"))
+            profiles(dc, "wasm-cold")
         except Failed as e:
             fail(("wasm.module_cold",), "daemon without pools: " + str(e))
         cp = profs.get("container")
@@ -365,14 +369,6 @@ def wasm_part(b):
 
 
 # ---- the report --------------------------------------------------------------
-
-def _fmt(x):
-    if x is None:
-        return "—"
-    if x >= 1e6:
-        return "%.2f s" % (x / 1e6)
-    return "%.2f ms" % (x / 1000) if x >= 1000 else "%.0f µs" % x
-
 
 def _p50(rows, key):
     r = rows.get(key) or {}
