@@ -323,6 +323,9 @@ static int live_publish(struct sbx_core *core, struct sbx_live_session *ls,
   return 0;
 }
 
+static void end_session(struct sbx_core *core, struct sbx_live_session *ls, const char *status,
+                        enum sbx_reason why);
+
 static int session_build(struct sbx_core *core, const struct sbx_principal *who,
                          struct create_req *cr, struct sbx_session_row *row, json_t **out,
                          struct sbx_error *err)
@@ -335,8 +338,15 @@ static int session_build(struct sbx_core *core, const struct sbx_principal *who,
     return -1;
   }
   sbx_info("session", "created %s tenant=%s profile=%s", ls->id, who->tenant, ls->profile->name);
-  *out = session_json(core, row);
-  return 0;
+  if ((*out = session_json(core, row)))
+    return 0;
+  /* Nobody would learn its id: a session the caller cannot see must not
+   * run on (out of memory building the answer). */
+  pthread_mutex_lock(&core->sess_lock);
+  live_kill_locked(core, ls, SBX_RS_RUNTIME_UNAVAILABLE);
+  pthread_mutex_unlock(&core->sess_lock);
+  end_session(core, ls, "failed", SBX_RS_RUNTIME_UNAVAILABLE);
+  return sbx_err_sys(err, ENOMEM, "session %s", row->id);
 }
 
 int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,

@@ -174,22 +174,34 @@ static void send_all(int s, const char *p, size_t n)
   }
 }
 
-/* The message of {"refused": "…"} (JSON-escaped quotes and backslashes
- * undone; anything else printed as sent). */
-static void print_refusal(const char *reply)
+/* The message of {"refused": "…"}, its JSON escapes undone (\uXXXX
+ * outside printable ASCII shown as '?'); false when the reply refuses
+ * nothing. */
+static bool print_refusal(const char *reply)
 {
   const char *m = strstr(reply, "\"refused\":\"");
   if (!m)
-    return;
+    return false;
   char out[REPLY_MAX];
   size_t n = 0;
   for (m += 11; *m && *m != '"' && n + 1 < sizeof out; m++) {
-    if (*m == '\\' && m[1])
-      m++;
-    out[n++] = *m;
+    char c = *m;
+    if (c == '\\' && m[1]) {
+      c = *++m;
+      if (c == 'u') {
+        unsigned v = 0;
+        for (int i = 0; i < 4 && m[1]; i++, m++)
+          v = v * 16 + (unsigned)(m[1] <= '9' ? m[1] - '0' : (m[1] | 32) - 'a' + 10);
+        c = v >= 0x20 && v < 0x7f ? (char)v : '?';
+      } else {
+        c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+      }
+    }
+    out[n++] = c;
   }
   out[n] = '\0';
   dprintf(2, "sandboxd: %s\n", out);
+  return true;
 }
 
 /* The job's three pipes: the runner reads pipes[0][0] as stdin and
@@ -297,10 +309,11 @@ _Noreturn void sbxi_engine_client(char **argv, char **env)
   r.sock = connect_runner();
   send_all(r.sock, q.buf, q.len);
   char line[REPLY_MAX];
-  if (!read_line(r.sock, line, sizeof line) || !strstr(line, "\"started\""))
-    fail(strstr(line, "\"exit\":") ? (print_refusal(line), "the wasm engine refused the job")
-                                   : "the wasm engine stopped before the run",
-         strstr(line, "\"exit\":") ? 127 : 137);
+  if (!read_line(r.sock, line, sizeof line) || !strstr(line, "\"started\"")) {
+    if (print_refusal(line)) /* not a program this engine runs */
+      _exit(127);
+    fail("the wasm engine stopped before the run", 137);
+  }
   /* The runner holds its ends now: ours go, so EOF means the job's. */
   close(r.pipes[0][0]);
   close(r.pipes[1][1]);

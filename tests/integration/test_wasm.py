@@ -95,15 +95,17 @@ int main(void) {
     "grow": r'''
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+static char *blocks[4096]; /* kept: the compiler may not drop what is reachable */
 int main(void) {
   size_t total = 0;
-  for (;;) {
-    char *p = malloc(16 << 20);
+  for (int i = 0; i < 4096; i++) {
+    volatile char *p = malloc(16 << 20);
     if (!p) { printf("malloc failed after %zu MiB\n", total >> 20); return 42; }
-    memset(p, 1, 16 << 20);
+    for (size_t off = 0; off < (16u << 20); off += 4096) p[off] = (char)off;
+    blocks[i] = (char *)p;
     total += 16 << 20;
   }
+  return 0;
 }''',
     "flood": r'''
 #include <stdio.h>
@@ -306,7 +308,8 @@ def test_javascript_on_quickjs(alice, wsession, wasm_profile):
     assert r["exit_code"] == 1 and "TypeError" in r["stderr"], r
     # No host objects: what Node would offer is not there.
     r = run(alice, wsession, None, language="javascript",
-            code="console.log(typeof process, typeof require, typeof fetch)")
-    assert r["stdout"] == "undefined undefined undefined\n", r
+            code="console.log(typeof require, typeof fetch, typeof process.binding,"
+                 " typeof process.versions, typeof WebAssembly)")
+    assert r["stdout"] == "undefined undefined undefined undefined undefined\n", r
     r = run(alice, wsession, None, language="javascript", code="for(;;){}", timeout_s=1)
     assert r["status"] == "timeout", r

@@ -27,6 +27,18 @@ static const struct sq_kind tools = {.table = SBX_STORE_TOOLS, .from_row = tool_
 
 #define TOOL_GET_SQL "SELECT " TOOL_COLS " FROM tools WHERE tenant_id = ? AND name = ?"
 
+/* ?1 … ?7 of both the insert and the update. */
+static void bind_tool(sqlite3_stmt *s, const struct sbx_tool_row *t, int64_t now)
+{
+  sqlite3_bind_int64(s, 1, t->tenant_id);
+  sq_bind_text(s, 2, t->name);
+  sq_bind_text(s, 3, t->profile);
+  sq_bind_text(s, 4, t->image);
+  sq_bind_text(s, 5, t->digest);
+  sq_bind_text(s, 6, t->manifest_json);
+  sqlite3_bind_int64(s, 7, now);
+}
+
 /* Inserts or updates one row (lock and transaction held); *action says which. */
 static int put_one(struct sbx_store *st, struct sbx_tool_row *t, int64_t now,
                    enum sbx_tool_action *action, struct sbx_error *err)
@@ -37,13 +49,7 @@ static int put_one(struct sbx_store *st, struct sbx_tool_row *t, int64_t now,
               " ON CONFLICT (tenant_id, name) DO NOTHING",
               &ins, err) < 0)
     return -1;
-  sqlite3_bind_int64(ins, 1, t->tenant_id);
-  sq_bind_text(ins, 2, t->name);
-  sq_bind_text(ins, 3, t->profile);
-  sq_bind_text(ins, 4, t->image);
-  sq_bind_text(ins, 5, t->digest);
-  sq_bind_text(ins, 6, t->manifest_json);
-  sqlite3_bind_int64(ins, 7, now);
+  bind_tool(ins, t, now);
   if (sq_exec_stmt(st, ins, "insert tool", err) < 0)
     return -1;
   *action = SBX_TOOL_CREATED;
@@ -54,13 +60,7 @@ static int put_one(struct sbx_store *st, struct sbx_tool_row *t, int64_t now,
                 " WHERE tenant_id = ?1 AND name = ?2 AND digest <> ?5",
                 &upd, err) < 0)
       return -1;
-    sqlite3_bind_int64(upd, 1, t->tenant_id);
-    sq_bind_text(upd, 2, t->name);
-    sq_bind_text(upd, 3, t->profile);
-    sq_bind_text(upd, 4, t->image);
-    sq_bind_text(upd, 5, t->digest);
-    sq_bind_text(upd, 6, t->manifest_json);
-    sqlite3_bind_int64(upd, 7, now);
+    bind_tool(upd, t, now);
     if (sq_exec_stmt(st, upd, "update tool", err) < 0)
       return -1;
     *action = sqlite3_changes(st->db) ? SBX_TOOL_UPDATED : SBX_TOOL_UNCHANGED;
