@@ -176,7 +176,8 @@ def wasm_part(b):
     facts["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
     try:
         with open(os.path.join(TOP, "src", "runtime", "drivers", "wasm_runner.mjs")) as f:
-            facts["runner"] = f.readline().lstrip("/ ").strip().rstrip(".")
+            facts["runner"] = "`%s` (%s)" % (os.path.relpath(f.name, TOP),
+                                             f.readline().lstrip("/ ").strip().rstrip("."))
     except OSError:
         pass
     try:
@@ -391,7 +392,7 @@ def _sentences(rows):
     if peer and warm:
         s = ("A module run in a ready session costs %s through the API, %.2f× a bare `node` "
              "spawned on the same module (%s): the runner is already up, so what is left is "
-             "the hand-over and the module's compile and instantiation" % (
+             "handing it the job and instantiating the module" % (
                  _fmt(warm), warm / peer, _fmt(peer)))
         if cold:
             s += ("; a new runner (session create, upload and first exec: a sandbox and a "
@@ -482,7 +483,8 @@ def section(rows, facts):
           "node:wasi and runs it, to its exit: Node's start plus the module's compile, no "
           "sandbox. *exec* rows are one `POST …/exec` on a keep-alive connection (apiloop "
           "`-b BODY`); the module's exec hands argv to the sandbox's runner, which compiles "
-          "and instantiates the module and relays its stdio. The *new runner* row is "
+          "the module (or takes it from its cache), instantiates it and writes into the "
+          "exec's pipes. The *new runner* row is "
           "`POST /v1/sandbox/sessions {\"profile\":\"wasm-cold\"}`, `PUT …/files` of the "
           "module and the first exec back to back (apiloop `create -b -f`; the runner starts "
           "while the upload goes on). *One-shots* are `POST /v1/sandbox/executions` then "
