@@ -2,13 +2,17 @@
  * thread, keep-alive), so that bench.py measures the daemon and not Python.
  *
  * usage: apiloop -u BASEURL -k KEY [-n N] [-w WARMUP] [-p PAUSE_MS]
- *                [-t THREADS] [-d SECONDS] MODE ARG
+ *                [-t THREADS] [-d SECONDS] [-b EXEC_BODY [-f LOCAL=PATH]] MODE ARG
  * modes (each timed request prints one sample per line, in microseconds):
  *   get PATH        GET PATH, expects 200
- *   exec SESSION    POST /v1/sandbox/sessions/SESSION/exec {"command":["true"]},
- *                   expects 200 and status succeeded
+ *   exec SESSION    POST /v1/sandbox/sessions/SESSION/exec EXEC_BODY (default
+ *                   {"command":["true"]}), expects 200 and status succeeded
  *   create BODY     POST /v1/sandbox/sessions BODY (timed, expects 201), then
- *                   DELETE it (untimed), then sleeps PAUSE_MS
+ *                   DELETE it (untimed), then sleeps PAUSE_MS; with -b, the
+ *                   new session's first exec of EXEC_BODY is timed with the
+ *                   create (a cold start up to the first result), and with
+ *                   -f the upload of file LOCAL to PATH in the session
+ *                   (PUT …/files?path=PATH) between the two
  *   hold BODY       POST /v1/sandbox/sessions BODY N times; prints the ids
  *   oneshot BODY    POST /v1/sandbox/executions BODY, then GET ?wait_s=30 until
  *                   the status is final (timed together); expects succeeded
@@ -36,7 +40,11 @@ struct client {
   struct buf body;
 };
 
-static const char *g_url, *g_key;
+static const char *g_url, *g_key, *g_exec_body = "{\"command\":[\"true\"]}";
+static bool g_create_exec; /* -b given: create mode also runs the first exec */
+static const char *g_put_path; /* -f: a file uploaded before that exec */
+static char *g_put_data;
+static size_t g_put_len;
 static long g_n = 1000, g_warm = 0, g_pause_ms = 0, g_threads = 2;
 static double g_secs = 5;
 
@@ -89,9 +97,11 @@ static void client_init(struct client *c)
   c->body = (struct buf){0};
 }
 
-/* One request; method NULL means GET, body NULL means no body. Returns the
- * HTTP code, or -1 on a transport error (message on stderr). */
-static long request(struct client *c, const char *method, const char *path, const char *body)
+/* One request; method NULL means GET, body NULL means no body (else len
+ * bytes of it). Returns the HTTP code, or -1 on a transport error (message
+ * on stderr). */
+static long request_len(struct client *c, const char *method, const char *path, const char *body,
+                        size_t len)
 {
   char url[2048];
   snprintf(url, sizeof url, "%s%s", g_url, path);
@@ -102,7 +112,7 @@ static long request(struct client *c, const char *method, const char *path, cons
   curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, method);
   if (body) {
     curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE, (long)len);
   } else {
     curl_easy_setopt(c->h, CURLOPT_HTTPGET, 1L);
   }
@@ -114,6 +124,11 @@ static long request(struct client *c, const char *method, const char *path, cons
   long code = 0;
   curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &code);
   return code;
+}
+
+static long request(struct client *c, const char *method, const char *path, const char *body)
+{
+  return request_len(c, method, path, body, body ? strlen(body) : 0);
 }
 
 static void die_answer(struct client *c, const char *what, long i, long code)
@@ -151,28 +166,45 @@ static void do_get(struct client *c, const char *path, long i, bool print)
     printf("%.1f\n", dt);
 }
 
-static void do_exec(struct client *c, const char *sid, long i, bool print)
+/* One exec of g_exec_body in session sid, checked; its time in µs. */
+static double exec_once(struct client *c, const char *sid, long i)
 {
   char path[512];
   snprintf(path, sizeof path, "/v1/sandbox/sessions/%s/exec", sid);
   double t0 = now_us();
-  long code = request(c, "POST", path, "{\"command\":[\"true\"]}");
+  long code = request(c, "POST", path, g_exec_body);
   double dt = now_us() - t0;
   char st[32];
   if (code != 200 || !json_str(c->body.p, "status", st, sizeof st) || strcmp(st, "succeeded"))
     die_answer(c, "exec", i, code);
+  return dt;
+}
+
+static void do_exec(struct client *c, const char *sid, long i, bool print)
+{
+  double dt = exec_once(c, sid, i);
   if (print)
     printf("%.1f\n", dt);
 }
 
 static void do_create(struct client *c, const char *body, long i, bool print, bool del)
 {
-  char id[128], path[256];
+  char id[128], path[1024];
   double t0 = now_us();
   long code = request(c, "POST", "/v1/sandbox/sessions", body);
   double dt = now_us() - t0;
   if (code != 201 || !json_str(c->body.p, "id", id, sizeof id))
     die_answer(c, "create", i, code);
+  if (del && g_create_exec) {
+    if (g_put_path) {
+      snprintf(path, sizeof path, "/v1/sandbox/sessions/%s/files?path=%s", id, g_put_path);
+      code = request_len(c, "PUT", path, g_put_data, g_put_len);
+      if (code != 200 && code != 201)
+        die_answer(c, "upload", i, code);
+    }
+    exec_once(c, id, i);
+    dt = now_us() - t0; /* create and first exec, back to back */
+  }
   if (!del) {
     printf("%s\n", id);
     return;
@@ -252,6 +284,31 @@ static int do_rps(const char *path)
   return 0;
 }
 
+/* -f LOCAL=PATH: LOCAL's bytes, uploaded to PATH. */
+static int load_put(char *spec)
+{
+  char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || eq[1] != '/')
+    return -1;
+  *eq = 0;
+  g_put_path = eq + 1;
+  FILE *f = fopen(spec, "rb");
+  if (!f)
+    return -1;
+  struct buf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    if (on_data(chunk, 1, n, &b) != n) {
+      fclose(f);
+      return -1;
+    }
+  fclose(f);
+  g_put_data = b.p ? b.p : "";
+  g_put_len = b.len;
+  return 0;
+}
+
 static int run(const char *mode, const char *arg)
 {
   struct client c;
@@ -287,7 +344,7 @@ static int run(const char *mode, const char *arg)
 int main(int argc, char **argv)
 {
   int o;
-  while ((o = getopt(argc, argv, "u:k:n:w:p:t:d:")) != -1) {
+  while ((o = getopt(argc, argv, "u:k:n:w:p:t:d:b:f:")) != -1) {
     switch (o) {
     case 'u': g_url = optarg; break;
     case 'k': g_key = optarg; break;
@@ -296,11 +353,19 @@ int main(int argc, char **argv)
     case 'p': g_pause_ms = atol(optarg); break;
     case 't': g_threads = atol(optarg); break;
     case 'd': g_secs = atof(optarg); break;
+    case 'b': g_exec_body = optarg; g_create_exec = true; break;
+    case 'f':
+      if (load_put(optarg) < 0) {
+        fprintf(stderr, "apiloop: -f %s: not LOCAL=/PATH with LOCAL readable\n", optarg);
+        return 2;
+      }
+      break;
     default: return 2;
     }
   }
   if (!g_url || !g_key || argc - optind != 2) {
-    fprintf(stderr, "usage: apiloop -u URL -k KEY [-n N] [-w W] [-p MS] [-t T] [-d S] MODE ARG\n");
+    fprintf(stderr,
+            "usage: apiloop -u URL -k KEY [-n N] [-w W] [-p MS] [-t T] [-d S] [-b BODY [-f F=P]] MODE ARG\n");
     return 2;
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -29,6 +29,7 @@ import netbench  # noqa: E402
 import e2bbench  # noqa: E402
 import sdkbench  # noqa: E402
 import mvbench  # noqa: E402
+import wasmbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
@@ -547,7 +548,8 @@ class Bench:
                          ("limits", lambda: limitsbench.limits_part(self)),
                          ("e2b", lambda: e2bbench.e2b_part(self)),
                          ("sdk", lambda: sdkbench.sdk_part(self)),
-                         ("microvm", lambda: mvbench.microvm_part(self))):
+                         ("microvm", lambda: mvbench.microvm_part(self)),
+                         ("wasm", lambda: wasmbench.wasm_part(self))):
             if name in parts:
                 fn()
 
@@ -725,11 +727,12 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
                     help="comma list of parts to run (exec,gvisor,nopool,net,images,store,trace,limits,"
-                         "e2b,sdk,microvm), "
+                         "e2b,sdk,microvm,wasm), "
                          "for working on one part; the report then has only those rows")
     ap.add_argument("--splice", action="store_true",
-                    help="with --only microvm: replace the microVM section of the existing --out "
-                         "file instead of writing a report of that part alone")
+                    help="with --only microvm and/or wasm: replace the microVM and/or WebAssembly "
+                         "section of the existing --out file instead of writing a report of that "
+                         "part alone")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     if not os.access(os.path.join(build, "sandboxd"), os.X_OK):
@@ -755,12 +758,17 @@ def main():
             e2bbench.e2b_part(b)
             sdkbench.sdk_part(b)
             mvbench.microvm_part(b)
+            wasmbench.wasm_part(b)
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         if a.splice:
-            mvbench.splice(a.out, text)
+            parts = a.only.split(",") if a.only else ["microvm"]
+            for part, heading, after in (("microvm", "## microVM", None),
+                                         ("wasm", wasmbench.HEADING, "## microVM")):
+                if part in parts:
+                    mvbench.splice(a.out, text, heading, after)
         else:
             with open(a.out, "w") as f:
                 f.write(text)

@@ -181,11 +181,12 @@ def pool_idle(d, profile="microvm"):
     return int(m.group(1)) if m else 0
 
 
-def wait_idle(d, want=1, timeout=180):
+def wait_idle(d, want=1, timeout=180, profile="microvm"):
     t0 = time.monotonic()
-    while pool_idle(d) < want:
+    while pool_idle(d, profile) < want:
         if time.monotonic() - t0 > timeout:
-            raise Failed("sandbox_pool_idle{profile=\"microvm\"} not %d after %d s" % (want, timeout))
+            raise Failed("sandbox_pool_idle{profile=\"%s\"} not %d after %d s"
+                         % (profile, want, timeout))
         time.sleep(0.1)
     return time.monotonic() - t0
 
@@ -541,23 +542,29 @@ def section(rows, facts):
     return L
 
 
-def splice(path, text):
-    """Replaces (or appends before `## Commands`) this section of an existing
-    report with the one in text."""
+def splice(path, text, heading="## microVM", after=None):
+    """Replaces the section whose heading starts with `heading` (this one by
+    default; wasmbench's too) of an existing report with the one in text;
+    a report without it gets it after the section `after`, else before
+    `## Commands`."""
     new = text.split("\n")
-    start = next((i for i, l in enumerate(new) if l.startswith("## microVM")), None)
+    start = next((i for i, l in enumerate(new) if l.startswith(heading)), None)
     if start is None:
-        raise SystemExit("bench: no microVM section to splice")
+        raise SystemExit("bench: no %s section to splice" % heading.lstrip("# "))
     end = next((i for i in range(start + 1, len(new)) if new[i].startswith("## ")), len(new))
     part = new[start:end]
     with open(path) as f:
         old = f.read().split("\n")
-    s = next((i for i, l in enumerate(old) if l.startswith("## microVM")), None)
+    s = next((i for i, l in enumerate(old) if l.startswith(heading)), None)
     if s is not None:
         e = next((i for i in range(s + 1, len(old)) if old[i].startswith("## ")), len(old))
         old[s:e] = part
     else:
-        c = next((i for i, l in enumerate(old) if l.startswith("## Commands")), len(old))
+        a = next((i for i, l in enumerate(old) if after and l.startswith(after)), None)
+        if a is not None:
+            c = next((i for i in range(a + 1, len(old)) if old[i].startswith("## ")), len(old))
+        else:
+            c = next((i for i, l in enumerate(old) if l.startswith("## Commands")), len(old))
         old[c:c] = part
     with open(path, "w") as f:
         f.write("\n".join(old))

@@ -588,6 +588,8 @@ def render(rows, facts, profiles):
     L += _gvisor_section(rows, facts, profiles)
     import mvbench
     L += mvbench.section(rows, facts)
+    import wasmbench
+    L += wasmbench.section(rows, facts)
     L += _image_section(rows, facts)
     L += _startup_section(facts)
     L += _memory_section(facts, profiles)
@@ -653,7 +655,19 @@ def render(rows, facts, profiles):
           "`/proc/<qemu>/smaps_rollup` plus the guest's host memory cgroup. "
           "`bench.py --only microvm --splice` (about 2 minutes) replaces just that section of "
           "docs/benchmarks.md.",
-          "- `bench.py --only gvisor,nopool,net,images,store,trace,limits,microvm --out /tmp/x.md` "
+          "- WebAssembly (`bench/wasmbench.py`): a daemon with `SANDBOXD_WASM_NODE` (default "
+          "/usr/bin/node), and for the new-runner row a second one with `SANDBOXD_POOL_SIZE=0` and "
+          "`--config` adding `[profile.wasm-cold] driver = wasm, pool_size = 0`; "
+          "`hello.wasm` from `clang --target=wasm32-wasi -O2 -fuse-ld=lld -Wl,--strip-all`; 5 "
+          "rounds of `apiloop -b '{\"command\":[\"/work/hello.wasm\"]}' exec` in a ready "
+          "`wasm` session, `spawnloop` of `node run.mjs hello.wasm` (node:wasi), `apiloop -b … "
+          "-f hello.wasm=/work/hello.wasm create {\"profile\":\"wasm-cold\"}` (create, upload, "
+          "first exec timed together), `apiloop -n 1 oneshot` of the module (base64 in `files`) "
+          "once `sandbox_pool_idle{profile=\"wasm\"}` is full and the tree still, the same for "
+          "`python3 -c 'print(1)'` on `container` plus its exec in a session, and "
+          "`{\"language\":\"python\"|\"javascript\"}` execs warm and (python) as a fresh "
+          "session's first run. `bench.py --only wasm --splice` replaces just that section.",
+          "- `bench.py --only gvisor,nopool,net,images,store,trace,limits,microvm,wasm --out /tmp/x.md` "
           "runs just those parts (for working on one; the report then lacks the rest).",
           "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]
     return "\n".join(L)
