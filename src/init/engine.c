@@ -52,7 +52,7 @@ void sbxi_engine_reaped(pid_t pid)
 }
 
 /* The runner: its own session, stdin the script (from the start), output
- * to /dev/null, nothing else open, an empty environment but PATH. */
+ * to /dev/null, nothing else open, an environment of PATH and HOME only. */
 static _Noreturn void runner(void)
 {
   setsid();
@@ -79,11 +79,20 @@ void sbxi_engine_ensure(void)
 {
   if (!sbxi_engine_on() || engine_pid > 0)
     return;
+  /* SIGCHLD held until the pid is recorded: a runner that dies at once is
+   * then seen by sbxi_engine_reaped, and started again at the next exec. */
+  sigset_t chld, old;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old);
   pid_t pid = fork();
-  if (pid == 0)
+  if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
     runner();
+  }
   if (pid > 0)
     engine_pid = pid;
+  sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ---- the client (in the workload's process, never returns) ---- */
