@@ -250,7 +250,8 @@ static void list_applied(struct sbx_req *r, json_t *arr)
 
 /* tools/call of an applied tool: invoked with the arguments as its input
  * and waited for, as run_code is; the final execution, or NULL with err
- * (and *violations when the arguments break the tool's schema). */
+ * (NOT_FOUND: the tenant has no tool of that name; *violations when the
+ * arguments break the tool's schema). */
 static json_t *call_applied(struct sbx_req *r, const char *name, json_t *args,
                             json_t **violations, struct sbx_error *err)
 {
@@ -261,7 +262,8 @@ static json_t *call_applied(struct sbx_req *r, const char *name, json_t *args,
     return NULL;
   }
   json_t *ex = sbx_tool_invoke(r->core, &r->who, name, body, strlen(body), violations, err);
-  audit_as(r, "tool_invoke", name, ex, ex ? NULL : err);
+  if (ex || err->code != SBX_E_NOT_FOUND) /* not found: no tool of that name */
+    audit_as(r, "tool_invoke", name, ex, ex ? NULL : err);
   return ex ? wait_final(r, ex, err) : NULL;
 }
 
@@ -609,13 +611,12 @@ json_t *sbx_mcp_tool_call(struct sbx_req *r, const char *name, json_t *args)
     return res ? text_result(res, is_service_error(res)) : error_result(&err, NULL);
   }
   struct sbx_error err = {0};
-  _cleanup_json_ json_t *known = sbx_tool_get(r->core, &r->who, name, &err);
-  if (!known)
-    return err.code == SBX_E_NOT_FOUND ? NULL : error_result(&err, NULL);
   json_t *violations = NULL;
   json_t *res = call_applied(r, name, args, &violations, &err);
   if (res)
     return text_result(res, is_service_error(res));
+  if (err.code == SBX_E_NOT_FOUND) /* invoke's only NOT_FOUND: no such tool */
+    return NULL;
   if (violations) /* the model reads which argument was wrong */
     sbx_envelope_localise(violations, r->lang);
   return error_result(&err, violations);

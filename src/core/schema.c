@@ -130,6 +130,14 @@ static const struct {
     {"javascript", "node", "-e", ".js"},
 };
 
+const char *sbx_schema_interpreter(const char *language)
+{
+  for (size_t i = 0; i < sizeof languages / sizeof languages[0]; i++)
+    if (strcmp(languages[i].language, language) == 0)
+      return languages[i].interpreter;
+  return NULL;
+}
+
 static int parse_language(json_t *lang, json_t *code, struct sbx_exec_spec *out,
                           struct sbx_error *err)
 {

@@ -44,6 +44,8 @@ int sbx_schema_exec(json_t *body, uint64_t max_timeout_s, bool allow_background,
                     struct sbx_exec_spec *out, struct sbx_error *err);
 /* The same; with allow_no_command, neither command nor language is fine
  * (out->argv stays NULL: an image's Entrypoint+Cmd fills it). */
+/* The program a `language` runs ("python" → "python3"), NULL if none. */
+const char *sbx_schema_interpreter(const char *language);
 int sbx_schema_exec_ex(json_t *body, uint64_t max_timeout_s, bool allow_background,
                        bool allow_no_command, struct sbx_exec_spec *out, struct sbx_error *err);
 /* limits: each given value must be ≤ the profile's ceiling; missing ones

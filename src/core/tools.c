@@ -71,11 +71,6 @@ static void spec_pointer(const char *field, char *out, size_t size)
 
 /* ---- a manifest as the execution it becomes ---- */
 
-static const char *interpreter(const char *language)
-{
-  return !strcmp(language, "python") ? "python3" : !strcmp(language, "node") ? "node" : "bash";
-}
-
 static void copy_field(json_t *to, const char *to_key, json_t *from, const char *from_key)
 {
   json_t *v = json_object_get(from, from_key);
@@ -101,7 +96,7 @@ static json_t *exec_body(json_t *manifest, json_int_t generation, json_t *input,
   json_t *lang = json_object_get(spec, "language");
   if (json_is_string(lang))
     json_object_set_new(b, "command",
-                        json_pack("[s, O]", interpreter(json_string_value(lang)),
+                        json_pack("[s, O]", sbx_schema_interpreter(json_string_value(lang)),
                                   json_object_get(spec, "entrypoint")));
   json_t *limits = json_deep_copy(json_object_get(spec, "limits"));
   json_t *timeout = json_object_get(spec, "timeout_s");
