@@ -8,9 +8,18 @@
 static const struct sbx_api_collection sessions = {"/v1/sandbox/sessions", true, 201,
                                                    sbx_session_create, sbx_session_list};
 
+/* A create whose place on this node a fleet placement reserved. */
+static int create_placed(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
+                         json_t **out, struct sbx_error *err)
+{
+  return sbx_session_create_placed(core, who, body, true, out, err);
+}
+static const struct sbx_api_collection placed_sessions = {"/v1/sandbox/sessions", true, 201,
+                                                          create_placed, sbx_session_list};
+
 int sbx_h_session_create(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)
 {
-  return sbx_api_create(&sessions, r, out, err);
+  return sbx_api_create(r->placed_here ? &placed_sessions : &sessions, r, out, err);
 }
 
 int sbx_h_session_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err)

@@ -56,6 +56,7 @@ int sbx_h_image_gc(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *er
 int sbx_h_audit_list(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_audit_verify(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_usage(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+int sbx_h_cluster_nodes(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 int sbx_h_metrics(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
 /* The dispatcher's audit hook: every mutation (resp set on success, err on
  * failure) and every refusal (401, 403, 429, limits/network over policy)

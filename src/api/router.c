@@ -31,6 +31,7 @@ static const struct sbx_route routes[] = {
     {"GET", "/v1/tools/{name}", sbx_h_tool_get, SBX_AUTH_KEY, "tool_get"},
     {"DELETE", "/v1/tools/{name}", sbx_h_tool_delete, SBX_AUTH_KEY, "tool_delete"},
     {"POST", "/v1/tools/{name}/invoke", sbx_h_tool_invoke, SBX_AUTH_KEY, "tool_invoke"},
+    {"GET", "/v1/cluster/nodes", sbx_h_cluster_nodes, SBX_AUTH_ADMIN, "cluster_nodes"},
     {"POST", "/v1/sandbox/sessions", sbx_h_session_create, SBX_AUTH_KEY, "session_create"},
     {"GET", "/v1/sandbox/sessions", sbx_h_session_list, SBX_AUTH_KEY, "session_list"},
     {"GET", "/v1/sandbox/sessions/{id}", sbx_h_session_get, SBX_AUTH_KEY, "session_get"},

@@ -26,12 +26,15 @@
 #include "api/conn_guard.h"
 #include "api/e2b.h"
 #include "api/envelope.h"
+#include "api/forward.h"
 #include "api/handlers.h"
 #include "api/http_check.h"
 #include "api/router.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "core/core.h"
+#include "core/fleet.h"
+#include "core/profile.h"
 
 /* A connection thread's stack.  glibc's default is RLIMIT_STACK (8 MiB)
  * of address space per thread; handlers need far less (the deepest is
@@ -306,7 +309,71 @@ static enum MHD_Result send_error(struct sbx_req *r, const struct sbx_error *err
 static int after_auth(struct sbx_req *r, unsigned *retry_s, struct sbx_error *err)
 {
   sbx_core_request_tenant(r->span, r->who.tenant);
+  if (r->from_node) /* counted by the node the caller called */
+    return sbx_forward_body_ok(r, err);
   return sbx_quota_request(r->core, &r->who, retry_s, err);
+}
+
+/* ---- the fleet: requests for objects another node owns ---- */
+
+static bool session_route(const struct sbx_route *rt)
+{
+  return strncmp(rt->pattern, "/v1/sandbox/sessions/{", 22) == 0;
+}
+
+/* The profile a session create asks for (the default when it names none). */
+static void create_profile(struct sbx_req *r, char *buf, size_t len)
+{
+  json_t *body = r->body_len ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+  const char *p = json_string_value(json_object_get(body, "profile"));
+  snprintf(buf, len, "%s", p ? p : sbx_core_profiles(r->core)->default_name);
+  json_decref(body);
+}
+
+/* A session create: placed on a node of the fleet, forwarded there unless
+ * it is this one.  1: *resp is the answer (forwarded), 0: run the handler
+ * here (r->placed_here), -1: err. */
+static int place_create(struct sbx_req *r, struct sbx_resp *resp, struct sbx_error *err)
+{
+  char profile[64];
+  create_profile(r, profile, sizeof profile);
+  if (!sbx_profile_find(sbx_core_profiles(r->core), profile, NULL))
+    return 0; /* the handler here says what is wrong with it */
+  struct sbx_fleet_placement pl;
+  if (sbx_fleet_place(r->core, profile, &pl, err) < 0)
+    return -1;
+  sbx_core_audit_record(r->core, &r->who, "sandbox.session.place", pl.to.node, "ok",
+                        json_incref(pl.decision));
+  int rc = 0;
+  if (pl.here)
+    r->placed_here = true;
+  else if (sbx_forward(r, &pl.to, true, resp, err) == 0)
+    rc = 1;
+  else {
+    sbx_fleet_unplace(r->core, pl.to.node);
+    rc = -1;
+  }
+  sbx_fleet_placement_free(&pl);
+  return rc;
+}
+
+/* 1: forwarded (*resp filled), 0: served here, -1: err. */
+static int fleet_route(struct sbx_req *r, const struct sbx_route *rt, struct sbx_resp *resp,
+                       struct sbx_error *err)
+{
+  if (!sbx_fleet_on(r->core) || r->from_node)
+    return 0;
+  if (strcmp(rt->name, "session_create") == 0)
+    return place_create(r, resp, err);
+  struct sbx_fleet_target to;
+  int where = 0;
+  if (session_route(rt) && r->nparams > 0)
+    where = sbx_fleet_session_elsewhere(r->core, &r->who, r->params[0], &to, err);
+  else if (strcmp(rt->name, "execution_cancel") == 0)
+    where = sbx_fleet_execution_elsewhere(r->core, &r->who, r->params[0], &to, err);
+  if (where <= 0)
+    return where;
+  return sbx_forward(r, &to, false, resp, err) == 0 ? 1 : -1;
 }
 
 static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_error *err,
@@ -323,6 +390,15 @@ static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_err
 
 static int authenticate(struct sbx_req *r, enum sbx_auth how, struct sbx_error *err)
 {
+  /* A node of the fleet vouches for the caller (api/forward.h); a request
+   * that claims to and cannot prove it is refused, never tried as a key. */
+  if (sbx_forward_claimed(r)) {
+    if (sbx_forward_authenticate(r, err) < 0)
+      return -1;
+    if (how == SBX_AUTH_ADMIN && !r->who.admin)
+      return sbx_err_set(err, SBX_E_FORBIDDEN, 0, "this route needs an admin key");
+    return 0;
+  }
   if (how == SBX_AUTH_E2B_KEY || how == SBX_AUTH_E2B_SANDBOX)
     return sbx_e2b_authenticate(r, how == SBX_AUTH_E2B_SANDBOX, err);
   return sbx_api_authenticate(r, how == SBX_AUTH_ADMIN, err);
@@ -386,6 +462,7 @@ static void req_init(struct api_req *a, struct sbx_server *srv, struct MHD_Conne
   a->started = true;
   r->conn = c;
   r->core = srv->core;
+  r->target = a->target;
   r->start_ns = sbx_now_ns();
   snprintf(r->method, sizeof r->method, "%s", method);
   snprintf(r->path, sizeof r->path, "%s", url);
@@ -468,6 +545,11 @@ static enum MHD_Result dispatch(struct sbx_server *srv, struct api_req *a)
     return send_error(r, &err);
   }
   struct sbx_resp resp = {.fd = -1};
+  int fwd = rt->auth != SBX_AUTH_NONE ? fleet_route(r, rt, &resp, &err) : 0;
+  if (fwd < 0)
+    return send_error(r, &err);
+  if (fwd > 0)
+    return send_resp(r, &resp); /* the owner audited it */
   if (rt->handler(r, &resp, &err) < 0) {
     if (err.code == SBX_E_NONE)
       sbx_err_set(&err, SBX_E_INTERNAL, 0, "internal error");
@@ -744,7 +826,8 @@ int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,
   struct sockaddr_storage ss;
   socklen_t slen;
   if (resolve_listen(cfg->listen, &ss, &slen, err) < 0 ||
-      sbx_e2b_configure(cfg->e2b_templates, err) < 0)
+      sbx_e2b_configure(cfg->e2b_templates, err) < 0 ||
+      sbx_forward_init(cfg->cluster_secret_file, sbx_fleet_on(core), err) < 0)
     return -1;
   struct sbx_server *srv = calloc(1, sizeof *srv);
   if (!srv)
@@ -798,5 +881,6 @@ void sbx_server_stop(struct sbx_server *s)
     return;
   MHD_stop_daemon(s->mhd);
   sbx_conn_guard_free(s->guard); /* after MHD: every connection's slot is gone */
+  sbx_forward_shutdown();        /* no request signs or checks any more */
   free(s);
 }

@@ -24,6 +24,9 @@ struct sbx_server_config {
   unsigned head_timeout_s;   /* from accept (or the previous response) to a complete request
                             * head (and body, unless authenticated); 0 = no deadline */
   const char *e2b_templates; /* E2B template mapping, "NAME=PROFILE[:IMAGE],…" (api/e2b.h) */
+  /* A fleet's shared secret (api/forward.h): node-to-node requests are
+   * signed with it.  Required when the core is in a fleet. */
+  const char *cluster_secret_file;
 };
 
 int sbx_server_start(const struct sbx_server_config *cfg, struct sbx_core *core,

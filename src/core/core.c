@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "core/fleet.h"
 #include "core/internal.h"
 #include "obs/metrics.h"
 
@@ -169,12 +170,18 @@ int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
     goto fail;
   sbx_core_net_start(core);    /* before any sandbox can ask for an allowlist */
   sbx_core_images_start(core); /* the image store under the state dir */
+  /* A fleet node ends what it held before a crash and joins before its
+   * workers take from the shared queue. */
+  if (sbx_fleet_start(core, err) < 0)
+    goto fail;
   if (sbx_executions_start_workers(core, err) < 0)
     goto fail;
   /* The store's recovery now; each driver's, then its pool, from its probe
    * thread: the daemon serves while drivers probe (a hung runsc must not
-   * keep /healthz silent), and work for a profile waits for its probe. */
-  sbx_recover(core);
+   * keep /healthz silent), and work for a profile waits for its probe.
+   * In a fleet the store is shared: the node's own part was done above. */
+  if (!sbx_fleet_on(core))
+    sbx_recover(core);
   struct sbx_probe_hooks hooks = {.probed = on_probed, .ready = on_ready, .ctx = core};
   if (sbx_profiles_probe_start(&core->profiles, &core->drv_env, &hooks, err) < 0)
     goto fail;
@@ -208,6 +215,7 @@ void sbx_core_stop(struct sbx_core *core)
   }
   if (core->store.ops)
     sbx_sessions_shutdown(core);
+  sbx_fleet_stop(core); /* after its sessions ended: its places are free */
   sbx_watch_drain(2000);
   sbx_core_net_stop(core); /* after every sandbox was detached */
   for (const struct sbx_driver *const *d = sbx_drivers_all(); *d; d++)
@@ -220,6 +228,7 @@ void sbx_core_free(struct sbx_core *core)
 {
   if (!core)
     return;
+  sbx_fleet_free(core);
   if (core->store.ops)
     sbx_store_close(&core->store);
   sbx_profiles_free(&core->profiles);
@@ -265,7 +274,9 @@ json_t *sbx_core_readiness(struct sbx_core *core, bool *ready)
                         : st == SBX_PROFILE_PROBING ? json_string("probing")
                                                     : json_string(p->reason));
   }
-  *ready = store_ok && any && default_probed && !core->stopping;
+  /* An API node of a fleet runs no sandbox: the store is what it needs. */
+  bool runs = sbx_fleet_runs_work(core);
+  *ready = store_ok && (!runs || (any && default_probed)) && !core->stopping;
   return json_pack("{s:s, s:{s:s, s:o, s:o}}", "status", *ready ? "ready" : "not_ready",
                    "checks", "store", store_ok ? "ok" : err.msg, "profiles", drivers, "probing",
                    probing);

@@ -69,6 +69,15 @@ struct sbx_core_config {
    * the core). */
   const struct sbx_core_setting *driver_settings;
   size_t ndriver_settings;
+  /* The fleet (core/fleet.h, docs/fleet.md): this daemon one node of
+   * several sharing database_url (PostgreSQL only). */
+  bool cluster;
+  const char *node_id;         /* unique in the fleet */
+  const char *advertise;       /* http://HOST:PORT the other nodes reach it at */
+  unsigned placement_k;        /* best-of-K (0: 3) */
+  int64_t node_slots;          /* sandboxes this node offers (< 0: from the host; 0: none,
+                                * an API node: it places, forwards, runs nothing) */
+  unsigned node_dead_after_ms; /* silence before it is declared dead (0: 6000) */
 };
 
 int sbx_core_start(const struct sbx_core_config *cfg, struct sbx_core **out,
@@ -172,6 +181,10 @@ int sbx_core_key_principal(struct sbx_core *core, const char *key_id, struct sbx
  * *out is a new JSON reference on success. */
 int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
                        json_t **out, struct sbx_error *err);
+/* The same on a node a fleet placement chose: placed, its place there is
+ * already reserved (core/fleet.h sbx_fleet_place). */
+int sbx_session_create_placed(struct sbx_core *core, const struct sbx_principal *who,
+                              json_t *body, bool placed, json_t **out, struct sbx_error *err);
 int sbx_session_get(struct sbx_core *core, const struct sbx_principal *who, const char *id,
                     json_t **out, struct sbx_error *err);
 int sbx_session_list(struct sbx_core *core, const struct sbx_principal *who, const char *status,

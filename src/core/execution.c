@@ -16,10 +16,12 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "core/fleet.h"
 #include "core/internal.h"
 #include "core/resources.h"
 #include "image/image.h"
 #include "net/net.h"
+#include "obs/metrics.h"
 
 #define MAX_COLLECT_FILES 256
 #define MAX_COLLECT_FILE_BYTES (16u << 20)
@@ -126,6 +128,11 @@ static int plan_parse(struct sbx_core *core, json_t *body, struct exec_plan *p,
                             &p->spec, err);
 }
 
+/* The shared queue of a fleet: a taken execution's lease (renewed by the
+ * node's heartbeat every second), and how often an idle worker looks. */
+#define FLEET_LEASE_MS 10000
+#define FLEET_POLL_MS 250
+
 /* ---- JSON view ---- */
 
 static json_t *execution_json(const struct sbx_execution_row *row, bool with_output)
@@ -160,6 +167,7 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
   json_object_set_new(o, "error", e ? e : json_null());
   json_t *md = row->metadata_json ? json_loads(row->metadata_json, 0, NULL) : NULL;
   json_object_set_new(o, "metadata", md ? md : json_object());
+  json_object_set_new(o, "node_id", row->node_id[0] ? json_string(row->node_id) : json_null());
   return o;
 }
 
@@ -285,6 +293,44 @@ static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, js
   return 0;
 }
 
+/* In a fleet the queue is the database's: the row, counted there against
+ * the tenant's bound (its executions quota, else the per-tenant queue
+ * bound), is all there is to queue; some node's worker takes it. */
+static int fleet_insert(struct sbx_core *core, const struct sbx_principal *who,
+                        struct sbx_execution_row *row, json_t *body, json_t **out,
+                        struct sbx_error *err)
+{
+  int64_t quota = sbx_quota_executions_limit(core, who), count = 0;
+  int64_t limit = quota > 0 ? quota : (int64_t)core->cfg.queue_max_per_tenant;
+  snprintf(row->status, sizeof row->status, "queued");
+  row->request_json = json_dumps(body, JSON_COMPACT);
+  json_t *md = json_object_get(body, "metadata");
+  row->metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
+  row->exit_code = -1;
+  row->created_at = row->updated_at = sbx_wall_s();
+  int rc = 0;
+  if (!row->request_json || !row->metadata_json)
+    rc = sbx_err_sys(err, ENOMEM, "execution");
+  else {
+    sbx_trace_park(row->id, who->tenant);
+    rc = core->store.ops->fleet->exec_insert_capped(core->store.st, row, limit, &count, err);
+  }
+  if (rc < 0 && err->code == SBX_E_QUOTA && quota > 0)
+    sbx_quota_executions_error(err, count, quota);
+  else if (rc < 0 && err->code == SBX_E_QUOTA)
+    queue_full_error(core, SBX_EXQ_FULL_TENANT, err);
+  free(row->request_json);
+  free(row->metadata_json);
+  row->request_json = row->metadata_json = NULL;
+  if (rc < 0)
+    return -1;
+  pthread_mutex_lock(&core->q_lock);
+  pthread_cond_signal(&core->q_cond); /* a worker here may take it at once */
+  pthread_mutex_unlock(&core->q_lock);
+  *out = json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile", row->profile);
+  return 0;
+}
+
 int sbx_execution_check(struct sbx_core *core, json_t *body, struct sbx_error *err)
 {
   struct exec_plan plan;
@@ -309,6 +355,8 @@ int sbx_execution_create(struct sbx_core *core, const struct sbx_principal *who,
   plan_free(&plan);
   if (rc < 0 || sbx_quota_exec_admit(core, who, row.id, err) < 0)
     return -1;
+  if (sbx_fleet_on(core))
+    return fleet_insert(core, who, &row, body, out, err);
   /* A place in the queue first: a request it cannot hold leaves no row. */
   struct sbx_exec_slot_rsv *rsv = NULL;
   rc = queue_reserve(core, who->tenant_id, false, &rsv, err);
@@ -589,8 +637,11 @@ static int job_start(struct sbx_core *core, struct job *j)
     finish_error(core, &j->row, RS_INTERNAL, "out of memory");
     return -1;
   }
-  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id, sbx_wall_s(),
-                                       &err) < 0) {
+  const char *node = sbx_fleet_on(core) ? sbx_fleet_node_id(core) : NULL;
+  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id, node,
+                                       sbx_wall_s(), &err) < 0) {
+    if (node && err.code == SBX_E_CONFLICT)
+      sbx_metrics_fleet_claim("lost"); /* its lease ran out and another node took it */
     running_remove(core, j->run);
     j->run = NULL;
     if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) /* not a cancel: the store */
@@ -723,6 +774,45 @@ static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
   job_end(core, &j);
 }
 
+/* A worker of a fleet node: takes from the shared queue while it has
+ * work, else waits a poll interval (or a local create's signal). */
+static bool fleet_take(struct sbx_core *core, struct sbx_exec_item *it)
+{
+  if (!sbx_fleet_runs_work(core))
+    return false;
+  struct sbx_error err = {0};
+  bool expired = false;
+  int got = core->store.ops->fleet->exec_claim(core->store.st, sbx_fleet_node_id(core),
+                                               sbx_fleet_tenant_cap(core), FLEET_LEASE_MS,
+                                               it->id, &it->tenant_id, &expired, &err);
+  if (got < 0)
+    sbx_warn("execution", "taking from the shared queue: %s", err.msg);
+  if (got == 1)
+    sbx_metrics_fleet_claim(expired ? "lease_expired" : "taken");
+  return got == 1;
+}
+
+static void *fleet_worker_main(void *arg)
+{
+  struct sbx_core *core = arg;
+  pthread_mutex_lock(&core->q_lock);
+  while (!core->stopping) {
+    pthread_mutex_unlock(&core->q_lock);
+    struct sbx_exec_item it;
+    bool got = fleet_take(core, &it);
+    if (got)
+      run_one(core, &it);
+    pthread_mutex_lock(&core->q_lock);
+    if (!got && !core->stopping) {
+      struct timespec until;
+      sbx_timespec_in(CLOCK_REALTIME, FLEET_POLL_MS, &until); /* q_cond: the default clock */
+      pthread_cond_timedwait(&core->q_cond, &core->q_lock, &until);
+    }
+  }
+  pthread_mutex_unlock(&core->q_lock);
+  return NULL;
+}
+
 static void *worker_main(void *arg)
 {
   struct sbx_core *core = arg;
@@ -765,7 +855,8 @@ int sbx_executions_start_workers(struct sbx_core *core, struct sbx_error *err)
            "in all",
            core->cfg.workers, core->tenant_running_cap, per_tenant, core->cfg.queue_max);
   for (unsigned i = 0; i < core->cfg.workers; i++) {
-    int rc = pthread_create(&core->workers[i], NULL, worker_main, core);
+    int rc = pthread_create(&core->workers[i], NULL,
+                            sbx_fleet_on(core) ? fleet_worker_main : worker_main, core);
     if (rc != 0)
       return sbx_err_sys(err, rc, "starting execution worker");
     core->nworkers++;

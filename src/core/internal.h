@@ -104,6 +104,7 @@ struct sbx_core {
   atomic_ullong http_requests;
   atomic_ullong http_errors;
   struct sbx_quota *quota; /* core/quota.c */
+  struct sbx_fleet *fleet; /* core/fleet.c; NULL when not in a fleet */
   bool images_ok;          /* the image store opened */
   char images_why[256];    /* why not */
 };
@@ -134,6 +135,22 @@ void sbx_executions_shutdown(struct sbx_core *core);
 /* Queues a stored `queued` row again (recovery): over the tenant's queue
  * bound if need be, never over the whole queue's (-1: full). */
 int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant_id);
+
+/* core/fleet.c (the rest in core/fleet.h) */
+int sbx_fleet_start(struct sbx_core *core, struct sbx_error *err);
+/* Leaves the fleet: its sessions and running executions are ended in the
+ * store, its taken executions go back to the queue. */
+void sbx_fleet_stop(struct sbx_core *core);
+void sbx_fleet_free(struct sbx_core *core);
+/* One tenant's running executions fleet-wide (the claim's cap). */
+int64_t sbx_fleet_tenant_cap(struct sbx_core *core);
+/* A place on this node for a create no placement reserved. */
+int sbx_fleet_reserve_here(struct sbx_core *core, struct sbx_error *err);
+/* core/session.c, for the fleet */
+bool sbx_session_is_live_here(struct sbx_core *core, const struct sbx_principal *who,
+                              const char *id);
+/* Ends every live session (status, why): the fleet gave them up. */
+void sbx_sessions_drop(struct sbx_core *core, const char *status, enum sbx_reason why);
 
 /* core/recovery.c */
 /* The store's side of recovery, at start (no driver needed). */

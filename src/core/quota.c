@@ -12,9 +12,11 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "core/fleet.h"
 #include "core/internal.h"
 
 #define STRIPES 16
+#define FLEET_CPU_REFRESH_NS (2ULL * 1000000000ULL)
 
 struct tstate {
   int64_t tenant_id;
@@ -26,6 +28,11 @@ struct tstate {
   double cpu_used; /* CPU seconds of cpu_day */
   int64_t cpu_day; /* days since the epoch (UTC) */
   bool cpu_seeded;
+  /* In a fleet: when the store was last read, and the CPU charged here
+   * from cgroups that no stored record holds (other nodes' runs arrive
+   * through the store, re-read every FLEET_CPU_REFRESH_NS). */
+  uint64_t cpu_seed_ns;
+  double cpu_charged;
   struct sbx_token_bucket bucket;
   struct tstate *next;
 };
@@ -130,6 +137,23 @@ static void unlock_tenant(struct sbx_quota *q, int64_t tenant)
   pthread_mutex_unlock(lock_of(q, tenant));
 }
 
+/* The tenant's limits, resolved from its name. */
+static struct sbx_quota_limits limits_of(struct sbx_quota *q,
+                                                   const struct sbx_principal *who)
+{
+  struct sbx_quota_limits lim = {0};
+  struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);
+  if (t)
+    lim = t->lim;
+  unlock_tenant(q, who->tenant_id);
+  return lim;
+}
+
+int64_t sbx_quota_executions_limit(struct sbx_core *core, const struct sbx_principal *who)
+{
+  return core->quota ? limits_of(core->quota, who).executions : 0;
+}
+
 static int64_t today(void) { return sbx_wall_s() / 86400; }
 
 static void cpu_roll(struct tstate *t)
@@ -138,6 +162,7 @@ static void cpu_roll(struct tstate *t)
   if (t->cpu_day != d) {
     t->cpu_day = d;
     t->cpu_used = 0;
+    t->cpu_charged = 0;
   }
 }
 
@@ -163,12 +188,14 @@ static int sum_cpu(void *ctx, const struct sbx_usage_group *g)
  * true when this call read the store successfully. */
 static bool cpu_seed(struct sbx_quota *q, int64_t tenant)
 {
+  struct sbx_core *core = q->core;
+  bool fleet = sbx_fleet_on(core);
+  uint64_t now = sbx_now_ns();
   struct tstate *t = lock_tenant(q, tenant, NULL);
-  bool need = t && !t->cpu_seeded;
+  bool need = t && (!t->cpu_seeded || (fleet && now - t->cpu_seed_ns > FLEET_CPU_REFRESH_NS));
   unlock_tenant(q, tenant);
   if (!need)
     return false;
-  struct sbx_core *core = q->core;
   int64_t from = today() * 86400;
   double sum = 0;
   struct sbx_error err = {0};
@@ -178,7 +205,14 @@ static bool cpu_seed(struct sbx_quota *q, int64_t tenant)
   if (!read && err.msg[0])
     sbx_warn("quota", "tenant %lld: reading today's usage: %s", (long long)tenant, err.msg);
   bool seeded_here = false;
-  if ((t = lock_tenant(q, tenant, NULL)) && !t->cpu_seeded) {
+  if ((t = lock_tenant(q, tenant, NULL)) && fleet && read) {
+    cpu_roll(t);
+    if (t->cpu_day == from / 86400)
+      t->cpu_used = sum + t->cpu_charged; /* every node's records, and ours not recorded */
+    t->cpu_seeded = true;
+    t->cpu_seed_ns = now;
+    seeded_here = true;
+  } else if (t && !t->cpu_seeded) {
     cpu_roll(t);
     if (t->cpu_day == from / 86400)
       t->cpu_used += sum;
@@ -210,6 +244,19 @@ static int cpu_error(struct sbx_error *err, const struct tstate *t)
   return exceeded(err, "cpu_seconds_per_day", t->lim.cpu_seconds_per_day);
 }
 
+int sbx_quota_executions_error(struct sbx_error *err, int64_t count, int64_t limit)
+{
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: this tenant has %lld executions queued "
+              "or running and may have %lld; retry when one finishes",
+              (long long)count, (long long)limit);
+  sbx_err_fr(err,
+             "Quota dépassé : ce locataire a %lld exécutions en attente ou en cours et "
+             "peut en avoir %lld ; réessayez quand l'une sera terminée",
+             (long long)count, (long long)limit);
+  return exceeded(err, "executions", (double)limit);
+}
+
 static int execs_error(struct sbx_error *err, const struct tstate *t)
 {
   sbx_err_set(err, SBX_E_QUOTA, 0,
@@ -233,9 +280,13 @@ int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who, un
   struct sbx_quota *q = core->quota;
   if (!q)
     return 0;
+  /* In a fleet each live node takes its share of the rate and burst, so
+   * the fleet as a whole holds the tenant's rate whatever node it calls. */
+  double share = 1.0 / sbx_fleet_alive(core);
   struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);
   bool ok = !t || t->lim.rps <= 0 ||
-            sbx_token_bucket_take(&t->bucket, t->lim.rps, t->lim.burst, sbx_now_ns(), retry_s);
+            sbx_token_bucket_take(&t->bucket, t->lim.rps * share, t->lim.burst * share,
+                                  sbx_now_ns(), retry_s);
   double rps = t ? t->lim.rps : 0, burst = t ? t->lim.burst : 0;
   unlock_tenant(q, who->tenant_id);
   if (ok)
@@ -300,12 +351,46 @@ static unsigned live_sessions(struct sbx_core *core, int64_t tenant)
   return n;
 }
 
+static int sessions_error(struct sbx_error *err, long long live, long long limit)
+{
+  sbx_err_set(err, SBX_E_QUOTA, 0,
+              "quota exceeded: this tenant has %lld live sessions and may "
+              "have %lld; delete one first",
+              live, limit);
+  sbx_err_fr(err,
+             "Quota dépassé : ce locataire a %lld sessions actives et peut en avoir %lld ; "
+             "supprimez-en une d'abord",
+             live, limit);
+  return exceeded(err, "sessions", (double)limit);
+}
+
+/* In a fleet the count is every node's: a hold in the database, counted
+ * with the ready sessions under the tenant's lock there. */
+static int fleet_session_begin(struct sbx_core *core, const struct sbx_principal *who,
+                               int64_t limit, char hold[SBX_QUOTA_HOLD_MAX],
+                               struct sbx_error *err)
+{
+  sbx_random_id("hold", hold, SBX_QUOTA_HOLD_MAX);
+  int64_t count = 0;
+  if (core->store.ops->fleet->session_hold(core->store.st, who->tenant_id, hold,
+                                           sbx_fleet_node_id(core), limit, 600, &count,
+                                           err) == 0)
+    return 0;
+  hold[0] = '\0';
+  return err->code == SBX_E_QUOTA ? sessions_error(err, count, limit) : -1;
+}
+
 int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *who,
-                            struct sbx_error *err)
+                            char hold[SBX_QUOTA_HOLD_MAX], struct sbx_error *err)
 {
   struct sbx_quota *q = core->quota;
+  hold[0] = '\0';
   if (!q)
     return 0;
+  if (sbx_fleet_on(core)) {
+    int64_t limit = limits_of(q, who).sessions;
+    return limit > 0 ? fleet_session_begin(core, who, limit, hold, err) : 0;
+  }
   /* The stripe lock is held while counting: a concurrent create is either
    * in the live table already or still pending, never neither, so the
    * limit is never overshot (lock order: stripe, then sess_lock). */
@@ -322,21 +407,21 @@ int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *w
   unlock_tenant(q, who->tenant_id);
   if (room)
     return 0;
-  sbx_err_set(err, SBX_E_QUOTA, 0,
-              "quota exceeded: this tenant has %u live sessions and may "
-              "have %lld; delete one first",
-              live, (long long)limit);
-  sbx_err_fr(err,
-             "Quota dépassé : ce locataire a %u sessions actives et peut en avoir %lld ; "
-             "supprimez-en une d'abord",
-             live, (long long)limit);
-  return exceeded(err, "sessions", (double)limit);
+  return sessions_error(err, live, limit);
 }
 
-void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id)
+void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id, const char *hold)
 {
   struct sbx_quota *q = core->quota;
   if (!q)
+    return;
+  if (hold && hold[0]) {
+    struct sbx_error err = {0};
+    if (core->store.ops->fleet->session_unhold(core->store.st, tenant_id, hold, &err) < 0)
+      sbx_warn("quota", "releasing session hold %s: %s (it lapses by itself)", hold, err.msg);
+    return;
+  }
+  if (sbx_fleet_on(core))
     return;
   struct tstate *t = lock_tenant(q, tenant_id, NULL);
   if (t && t->pending_sessions > 0)
@@ -385,6 +470,8 @@ static int admit(struct sbx_core *core, const struct sbx_principal *who, const c
     rc = exec_id ? oom(err) : 0;
   else if (cpu_used_up(t))
     rc = cpu_error(err, t);
+  else if (exec_id && sbx_fleet_on(core))
+    ; /* counted fleet-wide where the row is inserted (fleet exec_insert_capped) */
   else if (exec_id && t->lim.executions > 0 && (int64_t)t->nexecs >= t->lim.executions)
     rc = execs_error(err, t);
   else if (exec_id && execs_add(t, exec_id) < 0)
@@ -459,6 +546,10 @@ void sbx_quota_cpu_charge(struct sbx_core *core, int64_t tenant_id, double secon
     return;
   cpu_seed(q, tenant_id); /* these seconds are in no stored record yet */
   cpu_used_add(q, tenant_id, seconds);
+  struct tstate *t = lock_tenant(q, tenant_id, NULL);
+  if (t)
+    t->cpu_charged += seconds;
+  unlock_tenant(q, tenant_id);
 }
 
 /* Under the tenant's lock: whether it has a daily CPU limit (or its limits

@@ -125,11 +125,19 @@ void sbx_quota_free(struct sbx_quota *q);
 int sbx_quota_request(struct sbx_core *core, const struct sbx_principal *who, unsigned *retry_s,
                       struct sbx_error *err);
 /* Session create: reserves room for one more live session (counting the
- * live table); returns 0 with a reservation that MUST be given back by
- * sbx_quota_session_done once the session is in the live table or failed. */
+ * live table; in a fleet, every node's sessions through a hold in the
+ * database, named in hold); returns 0 with a reservation that MUST be
+ * given back by sbx_quota_session_done once the session is in the live
+ * table (and stored) or failed. */
+#define SBX_QUOTA_HOLD_MAX 48
 int sbx_quota_session_begin(struct sbx_core *core, const struct sbx_principal *who,
-                            struct sbx_error *err);
-void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id);
+                            char hold[SBX_QUOTA_HOLD_MAX], struct sbx_error *err);
+void sbx_quota_session_done(struct sbx_core *core, int64_t tenant_id, const char *hold);
+/* The tenant's executions limit (queued + running; 0: none), for the
+ * fleet's count in the database. */
+int64_t sbx_quota_executions_limit(struct sbx_core *core, const struct sbx_principal *who);
+/* The 429 of an executions quota reached (count of limit): returns -1. */
+int sbx_quota_executions_error(struct sbx_error *err, int64_t count, int64_t limit);
 /* Execution create: checks the CPU-seconds of the day and admits id among
  * the tenant's queued + running executions. */
 int sbx_quota_exec_admit(struct sbx_core *core, const struct sbx_principal *who, const char *id,

@@ -11,6 +11,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "core/fleet.h"
 #include "core/internal.h"
 #include "core/resources.h"
 #include "image/image.h"
@@ -172,7 +173,7 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
     if ((drv->caps & bit) && sbx_cap_name(bit))
       json_array_append_new(caps, json_string(sbx_cap_name(bit)));
   (void)core;
-  return json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}",
+  return json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o}",
                    "id", row->id, "status", row->status, "reason",
                    row->reason[0] ? json_string(row->reason) : json_null(), "profile",
                    row->profile, "runtime", row->runtime, "image", row->image, "limits",
@@ -180,7 +181,8 @@ static json_t *session_json(struct sbx_core *core, const struct sbx_session_row 
                    parse_or_empty(row->network_json), "capabilities", caps, "created_at",
                    sbx_time_json(row->created_at), "expires_at", sbx_time_json(row->expires_at),
                    "metadata", parse_or_empty(row->metadata_json), "updated_at",
-                   sbx_time_json(row->updated_at), "ttl_s", (json_int_t)row->ttl_s);
+                   sbx_time_json(row->updated_at), "ttl_s", (json_int_t)row->ttl_s, "node_id",
+                   row->node_id[0] ? json_string(row->node_id) : json_null());
 }
 
 /* ---- create ---- */
@@ -282,8 +284,8 @@ static int live_up(struct sbx_core *core, struct sbx_live_session *ls, struct cr
   return 0;
 }
 
-static void row_fill(struct sbx_session_row *row, const struct sbx_live_session *ls,
-                     const struct create_req *cr, int64_t now)
+static void row_fill(struct sbx_core *core, struct sbx_session_row *row,
+                     const struct sbx_live_session *ls, const struct create_req *cr, int64_t now)
 {
   json_t *md = cr->rq.metadata;
   snprintf(row->id, sizeof row->id, "%s", ls->id);
@@ -299,6 +301,7 @@ static void row_fill(struct sbx_session_row *row, const struct sbx_live_session 
   row->ttl_s = cr->ttl_s;
   row->created_at = row->updated_at = row->last_used_at = now;
   row->expires_at = now + cr->ttl_s;
+  snprintf(row->node_id, sizeof row->node_id, "%s", sbx_fleet_node_id(core));
 }
 
 /* Stored, then in the live table: a session is listed only once it is. */
@@ -307,7 +310,7 @@ static int live_publish(struct sbx_core *core, struct sbx_live_session *ls,
                         struct sbx_error *err)
 {
   int64_t now = sbx_wall_s();
-  row_fill(row, ls, cr, now);
+  row_fill(core, row, ls, cr, now);
   ls->expires_at = row->expires_at;
   ls->last_used_at = now;
   if (!(ls->metadata_json = strdup(row->metadata_json)))
@@ -352,10 +355,27 @@ static int session_build(struct sbx_core *core, const struct sbx_principal *who,
 int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, json_t *body,
                        json_t **out, struct sbx_error *err)
 {
+  return sbx_session_create_placed(core, who, body, false, out, err);
+}
+
+/* In a fleet a session holds one place on its node from its create to its
+ * end: reserved by the placement that chose this node (placed), else here. */
+static int fleet_place_here(struct sbx_core *core, bool placed, struct sbx_error *err)
+{
+  return !sbx_fleet_on(core) || placed ? 0 : sbx_fleet_reserve_here(core, err);
+}
+
+int sbx_session_create_placed(struct sbx_core *core, const struct sbx_principal *who,
+                              json_t *body, bool placed, json_t **out, struct sbx_error *err)
+{
   struct create_req cr;
-  if (parse_create(core, body, &cr, err) < 0)
+  if (parse_create(core, body, &cr, err) < 0) {
+    if (placed)
+      sbx_fleet_unplace(core, sbx_fleet_node_id(core));
     return -1;
+  }
   struct sbx_session_row row = {0};
+  char hold[SBX_QUOTA_HOLD_MAX] = "";
   uint64_t t0 = sbx_now_ns(); /* sandbox_session_create_seconds */
   struct sbx_span *span = sbx_trace_op_begin("sandbox.session.create", who->tenant,
                                              cr.rq.profile->name, cr.rq.metadata, false);
@@ -365,10 +385,15 @@ int sbx_session_create(struct sbx_core *core, const struct sbx_principal *who, j
   if (sbx_quota_profile_check(core, who, cr.rq.profile->name, "profile", err) == 0 &&
       sbx_core_profile_ready(core, cr.rq.profile, err) == 0 &&
       sbx_core_net_check(cr.rq.profile, cr.rq.policy, err) == 0 &&
-      sbx_quota_session_begin(core, who, err) == 0) {
-    rc = session_build(core, who, &cr, &row, out, err);
-    sbx_quota_session_done(core, who->tenant_id);
+      sbx_quota_session_begin(core, who, hold, err) == 0) {
+    if ((rc = fleet_place_here(core, placed, err)) == 0) {
+      placed = true;
+      rc = session_build(core, who, &cr, &row, out, err);
+    }
+    sbx_quota_session_done(core, who->tenant_id, hold);
   }
+  if (rc < 0 && placed)
+    sbx_fleet_unplace(core, sbx_fleet_node_id(core)); /* no session holds it */
   if (rc == 0)
     sbx_metrics_session_create(cr.rq.profile->name, (double)(sbx_now_ns() - t0) / 1e9);
   sbx_trace_op_end(span, "sandbox.session.id", row.id, rc == 0 ? "ready" : "error",
@@ -567,6 +592,7 @@ static void end_session(struct sbx_core *core, struct sbx_live_session *ls, cons
                         enum sbx_reason why)
 {
   record_end(core, ls, status, why);
+  sbx_fleet_unplace(core, sbx_fleet_node_id(core)); /* its place on this node */
   sbx_info("session", "%s %s (%s)", ls->id, status, sbx_reason_name(why));
   /* A delete through the API is audited by the dispatcher; endings the
    * daemon decides (expiry, a dead sandbox, shutdown) are audited here. */
@@ -626,18 +652,32 @@ void sbx_sessions_reap(struct sbx_core *core, int64_t now)
   }
 }
 
-void sbx_sessions_shutdown(struct sbx_core *core)
+void sbx_sessions_drop(struct sbx_core *core, const char *status, enum sbx_reason why)
 {
   for (;;) {
     pthread_mutex_lock(&core->sess_lock);
     struct sbx_live_session *ls = core->sessions;
     if (ls)
-      live_kill_locked(core, ls, SBX_RS_DAEMON_SHUTDOWN);
+      live_kill_locked(core, ls, why);
     pthread_mutex_unlock(&core->sess_lock);
     if (!ls)
       break;
-    end_session(core, ls, "terminated", SBX_RS_DAEMON_SHUTDOWN);
+    end_session(core, ls, status, why);
   }
+}
+
+bool sbx_session_is_live_here(struct sbx_core *core, const struct sbx_principal *who,
+                              const char *id)
+{
+  pthread_mutex_lock(&core->sess_lock);
+  bool live = live_find_locked(core, who->tenant_id, id) != NULL;
+  pthread_mutex_unlock(&core->sess_lock);
+  return live;
+}
+
+void sbx_sessions_shutdown(struct sbx_core *core)
+{
+  sbx_sessions_drop(core, "terminated", SBX_RS_DAEMON_SHUTDOWN);
   sbx_procs_drain();    /* background processes end with their sessions */
   sbx_contexts_drain(); /* so do contexts */
 }

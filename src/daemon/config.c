@@ -38,6 +38,7 @@ void sbx_config_defaults(struct sbx_config *c)
   c->probe_wait_s = 5;
   c->gvisor_kvm_timeout_s = 2;
   c->max_connections = 4096;
+  c->node_slots = -1; /* from the host */
   c->max_connections_per_client = 64;
   c->request_head_timeout_s = 10;
   sbx_quota_config_defaults(&c->quota);
@@ -335,6 +336,19 @@ static const struct server_setting server_settings[] = {
     {"output_memory_per_tenant", "SANDBOXD_OUTPUT_MEMORY_PER_TENANT"},
     {"fds_per_session", "SANDBOXD_FDS_PER_SESSION"},
     {"fds_per_tenant", "SANDBOXD_FDS_PER_TENANT"},
+    /* the fleet; the flag alone turns --cluster on */
+    {"cluster", "SANDBOXD_CLUSTER", "--cluster", set_bool, FIELD(cluster, bool)},
+    {"node_id", "SANDBOXD_NODE_ID", "--node-id", set_string, FIELD(node_id, char *)},
+    {"advertise", "SANDBOXD_ADVERTISE", "--advertise", set_string, FIELD(advertise, char *)},
+    {"cluster_secret_file", "SANDBOXD_CLUSTER_SECRET_FILE", "--cluster-secret-file", set_string,
+     FIELD(cluster_secret_file, char *)},
+    {"placement_k", "SANDBOXD_PLACEMENT_K", "--placement-k", set_count,
+     FIELD(placement_k, unsigned), 64},
+    /* 0: an API node that places and forwards but runs no sandbox */
+    {"node_slots", "SANDBOXD_NODE_SLOTS", "--node-slots", set_int64, FIELD(node_slots, int64_t),
+     1000000},
+    {"node_dead_after_ms", "SANDBOXD_NODE_DEAD_AFTER_MS", "--node-dead-after-ms", set_count,
+     FIELD(node_dead_after_ms, unsigned), 10000},
     {"max_connections", "SANDBOXD_MAX_CONNECTIONS", "--max-connections", set_count,
      FIELD(max_connections, unsigned), 1000000},
     /* these two: 0 is none */

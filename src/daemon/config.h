@@ -68,6 +68,14 @@ struct sbx_config {
       image_layer_idmap_off; /* image_layer_idmap = off: shifted layer copies (isolation/shift.c) */
   char e2b_templates[4096]; /* E2B templates → profiles: "NAME=PROFILE[:IMAGE],…" */
   char driver_values[SBX_CONFIG_DRIVER_KEYS][256]; /* "" = unset; see config.c driver_keys */
+  /* The fleet (core/fleet.h, docs/fleet.md) */
+  bool cluster;
+  char node_id[64];
+  char advertise[256];              /* http://HOST:PORT other nodes reach this one at */
+  char cluster_secret_file[4096];   /* the fleet's shared secret (node-to-node requests) */
+  unsigned placement_k;             /* best-of-K (3) */
+  int64_t node_slots;               /* sandboxes offered (-1: from the host; 0: none) */
+  unsigned node_dead_after_ms;      /* silence before a node is declared dead (6000) */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

@@ -87,6 +87,12 @@ static struct sbx_core_config core_config(struct sbx_config *cfg, struct sbx_cor
       .gvisor_kvm_off = cfg->gvisor_kvm_off,
       .driver_settings = dset,
       .ndriver_settings = ndset,
+      .cluster = cfg->cluster,
+      .node_id = cfg->node_id,
+      .advertise = cfg->advertise,
+      .placement_k = cfg->placement_k,
+      .node_slots = cfg->node_slots,
+      .node_dead_after_ms = cfg->node_dead_after_ms,
   };
 }
 
@@ -102,7 +108,8 @@ static int serve_until_signal(const struct sbx_config *cfg, struct sbx_core *cor
                                  .max_connections_per_client =
                                      (unsigned)cfg->max_connections_per_client,
                                  .head_timeout_s = (unsigned)cfg->request_head_timeout_s,
-                                 .e2b_templates = cfg->e2b_templates};
+                                 .e2b_templates = cfg->e2b_templates,
+                                 .cluster_secret_file = cfg->cluster_secret_file};
   struct sbx_server *srv;
   struct sbx_error err = {0};
   if (sbx_server_start(&sc, core, &srv, &err) < 0) {

@@ -21,7 +21,7 @@
 #define MAX_BUCKETS 16
 #define LABEL_MAX 80
 
-enum ftype { COUNTER, HISTOGRAM };
+enum ftype { COUNTER, HISTOGRAM, GAUGE }; /* a GAUGE series is set, not added to */
 
 struct series {
   char l[2][LABEL_MAX];
@@ -50,6 +50,9 @@ static const double run_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 static const double create_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                        0.25,  0.5,    1,     2.5,  5,     10};
 /* HTTP: most requests are fast; execs and long-polls are not. */
+/* Fleet: a placement is a view read and one row update (µs to ms). */
+static const double place_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                      0.01,   0.025,   0.05,   0.1,   0.5};
 static const double http_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                      0.1,    0.25,  0.5,    1,     2.5,  10,    60};
 #define NB(a) (int)(sizeof(a) / sizeof(a)[0])
@@ -67,6 +70,14 @@ enum {
   F_AUDIT_FAIL,
   F_FINOPS,
   F_DROPPED,
+  F_NODES,
+  F_NODE_DEATHS,
+  F_PLACE,
+  F_PLACE_DUR,
+  F_FORWARD,
+  F_FORWARD_DUR,
+  F_CLAIMS,
+  F_QUEUE,
   F_COUNT
 };
 
@@ -181,6 +192,30 @@ static struct family fams[F_COUNT] = {
                   NULL,
                   0,
                   0},
+    [F_NODES] = {"sandboxd_fleet_nodes", "Nodes of the fleet by state (alive, not alive).",
+                 GAUGE, {"state", NULL}, 1},
+    [F_NODE_DEATHS] = {"sandboxd_fleet_node_deaths_total",
+                       "Nodes this node declared dead (missed heartbeats).", COUNTER,
+                       {NULL, NULL}, 0},
+    [F_PLACE] = {"sandboxd_fleet_placements_total",
+                 "Session placements made here, by where they landed (here, remote).", COUNTER,
+                 {"target", NULL}, 1},
+    [F_PLACE_DUR] = {"sandboxd_fleet_placement_seconds",
+                     "Time to place a session: best-of-K and the reservation.", HISTOGRAM,
+                     {NULL, NULL}, 0, place_bounds, NB(place_bounds)},
+    [F_FORWARD] = {"sandboxd_fleet_forwards_total",
+                   "Requests forwarded to the node that owns their object, by result.",
+                   COUNTER, {"result", NULL}, 1},
+    [F_FORWARD_DUR] = {"sandboxd_fleet_forward_seconds",
+                       "Time from forwarding a request to its owner's response head.",
+                       HISTOGRAM, {NULL, NULL}, 0, http_bounds, NB(http_bounds)},
+    [F_CLAIMS] = {"sandboxd_fleet_claims_total",
+                  "Executions this node took from the shared queue, by outcome (taken; "
+                  "lease_expired: taken over from a node whose lease ran out; lost: another "
+                  "node held it by the time it started).",
+                  COUNTER, {"outcome", NULL}, 1},
+    [F_QUEUE] = {"sandboxd_fleet_queue", "The shared queue as last seen: depth (executions "
+                 "queued) and oldest_age_seconds.", GAUGE, {"what", NULL}, 1},
     [F_DROPPED] = {"sandboxd_metrics_dropped_total",
                    "Metric updates dropped because a family reached its series cap.",
                    COUNTER,
@@ -285,6 +320,39 @@ void sbx_metrics_audit_event(const char *action)
   (void)action; /* one series: actions are many, the chain has the detail */
   counter_add(F_AUDIT, NULL, NULL, 1);
 }
+static void gauge_set(int fam, const char *a, double v)
+{
+  pthread_mutex_lock(&m_lock);
+  struct series *s = series_get(&fams[fam], a, NULL);
+  if (s)
+    s->value = v;
+  else
+    dropped_locked();
+  pthread_mutex_unlock(&m_lock);
+}
+void sbx_metrics_fleet_nodes(unsigned alive, unsigned not_alive)
+{
+  gauge_set(F_NODES, "alive", alive);
+  gauge_set(F_NODES, "not_alive", not_alive);
+}
+void sbx_metrics_fleet_node_dead(void) { counter_add(F_NODE_DEATHS, NULL, NULL, 1); }
+void sbx_metrics_fleet_placement(bool here, double seconds)
+{
+  counter_add(F_PLACE, here ? "here" : "remote", NULL, 1);
+  observe(F_PLACE_DUR, NULL, seconds);
+}
+void sbx_metrics_fleet_forward(const char *result, double seconds)
+{
+  counter_add(F_FORWARD, result, NULL, 1);
+  if (seconds >= 0)
+    observe(F_FORWARD_DUR, NULL, seconds);
+}
+void sbx_metrics_fleet_claim(const char *outcome) { counter_add(F_CLAIMS, outcome, NULL, 1); }
+void sbx_metrics_fleet_queue(double depth, double oldest_age_s)
+{
+  gauge_set(F_QUEUE, "depth", depth);
+  gauge_set(F_QUEUE, "oldest_age_seconds", oldest_age_s);
+}
 void sbx_metrics_audit_suppressed(void) { counter_add(F_AUDIT_SUPP, NULL, NULL, 1); }
 void sbx_metrics_audit_failure(void) { counter_add(F_AUDIT_FAIL, NULL, NULL, 1); }
 void sbx_metrics_finops(bool delivered)
@@ -356,7 +424,7 @@ static void put_histogram(FILE *f, const struct family *fam, const struct series
 static void put_family(FILE *f, const struct family *fam)
 {
   fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
-          fam->type == COUNTER ? "counter" : "histogram");
+          fam->type == COUNTER ? "counter" : fam->type == GAUGE ? "gauge" : "histogram");
   if (fam->nlabels == 0 && fam->n == 0)
     fprintf(f, "%s 0\n", fam->name); /* a plain counter exists from the start */
   for (size_t i = 0; i < fam->n; i++) {

@@ -25,6 +25,14 @@ void sbx_metrics_audit_event(const char *action);
 void sbx_metrics_audit_suppressed(void);
 void sbx_metrics_audit_failure(void);
 void sbx_metrics_finops(bool delivered);
+/* The fleet (core/fleet.c, api/forward.c). */
+void sbx_metrics_fleet_nodes(unsigned alive, unsigned not_alive);
+void sbx_metrics_fleet_node_dead(void);
+void sbx_metrics_fleet_placement(bool here, double seconds);
+/* result: ok, unreachable, refused; seconds < 0: not timed. */
+void sbx_metrics_fleet_forward(const char *result, double seconds);
+void sbx_metrics_fleet_claim(const char *outcome); /* taken, lease_expired, lost */
+void sbx_metrics_fleet_queue(double depth, double oldest_age_s);
 
 /* Gauges by profile, read at scrape time.  emit(ectx, profile, value) once
  * per profile.  The callbacks run under the registry's gauge lock: they

@@ -63,6 +63,8 @@ enum sbx_reason {
   /* The exec's shepherd died under it (a workload's kill -9 -1 reaches it)
    * while the sandbox lives on. */
   SBX_RS_SHEPHERD_LOST,
+  /* The fleet declared the node dead (core/fleet.c). */
+  SBX_RS_NODE_LOST,
 };
 const char *sbx_status_name(enum sbx_status s);
 const char *sbx_reason_name(enum sbx_reason r);

@@ -28,6 +28,7 @@ static const char *const reason_names[] = {
     [SBX_RS_RUNTIME_UNAVAILABLE] = "runtime_unavailable",
     [SBX_RS_SANDBOX_LOST] = "sandbox_lost",
     [SBX_RS_SHEPHERD_LOST] = "shepherd_lost",
+    [SBX_RS_NODE_LOST] = "node_lost",
 };
 
 const char *sbx_status_name(enum sbx_status s)

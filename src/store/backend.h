@@ -26,18 +26,18 @@
  * (column numbers in their from_row decoders follow this order). */
 #define SES_COLS                                                                                \
   "id, tenant_id, status, reason, profile, runtime, image, limits_json, network_json,"          \
-  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at"
+  " metadata_json, env_json, ttl_s, created_at, updated_at, expires_at, last_used_at, node_id"
 /* Full rows (get) carry the output; list rows select NULL in its place. */
 #define EXE_COLS                                                                                \
   "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
   " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
   " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at"
+  " error_json, created_at, started_at, finished_at, updated_at, node_id"
 #define EXE_SUMMARY_COLS                                                                        \
   "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
   " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
   " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at"
+  " error_json, created_at, started_at, finished_at, updated_at, node_id"
 #define AUD_COLS                                                                                \
   "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, "                     \
   "prev_hash, hash"

@@ -87,6 +87,12 @@ void sbx_execution_row_free(struct sbx_execution_row *r)
   r->nfiles = 0;
 }
 
+void sbx_node_row_free(struct sbx_node_row *r)
+{
+  free(r->info_json);
+  r->info_json = NULL;
+}
+
 void sbx_tool_row_free(struct sbx_tool_row *r)
 {
   if (!r)

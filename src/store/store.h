@@ -54,6 +54,7 @@ struct sbx_session_row {
   int64_t updated_at;
   int64_t expires_at;   /* created/last-patched + ttl */
   int64_t last_used_at; /* for idle expiry */
+  char node_id[64];     /* the daemon that runs its sandbox ("" before fleets) */
 };
 
 struct sbx_exec_file_row {
@@ -84,6 +85,7 @@ struct sbx_execution_row {
   int64_t started_at;  /* 0 until running */
   int64_t finished_at; /* 0 until final */
   int64_t updated_at;
+  char node_id[64]; /* the daemon that took it ("" while nobody has) */
 };
 
 /* A collected file with its content, handed to execution_finish(). */
@@ -179,7 +181,87 @@ struct sbx_usage_group {
 };
 typedef int (*sbx_usage_group_cb)(void *ctx, const struct sbx_usage_group *g);
 
-/* The backend table.  All members MUST be set. */
+/* ---- the fleet: daemons on several hosts sharing one database
+ * (core/fleet.c, docs/fleet.md).  Only a shared database has it. ---- */
+
+/* One daemon of the fleet. */
+struct sbx_node_row {
+  char id[64];
+  char advertise[256]; /* base URL other nodes reach it at */
+  char state[12];      /* alive | dead | left */
+  int64_t slots;       /* sandboxes it offers */
+  int64_t used;        /* live sessions + placements reserved on it */
+  int ncpu;
+  double load1;
+  int64_t mem_total, mem_avail; /* bytes */
+  char *info_json; /* profiles and pools; malloc'd in rows the store returns */
+  int64_t started_at;
+  int64_t heartbeat_age_ms; /* since its last heartbeat, on the database's clock */
+  int64_t joins;            /* times it registered */
+};
+typedef int (*sbx_node_cb)(void *ctx, const struct sbx_node_row *row);
+/* A node node_reap declared dead, and what that did to its work. */
+struct sbx_node_reaped {
+  char id[64];
+  int64_t sessions; /* ready → lost (node_lost) */
+  int64_t failed;   /* running executions → error (node_lost) */
+  int64_t requeued; /* taken but not started: back in the queue */
+};
+typedef int (*sbx_reap_cb)(void *ctx, const struct sbx_node_reaped *r);
+
+struct sbx_store_fleet_ops {
+  /* Registers (or re-registers) row->id as alive with nothing used. */
+  int (*node_join)(struct sbx_store *st, const struct sbx_node_row *row, struct sbx_error *err);
+  /* Heartbeat: load, capacity and info; *alive false (nothing written)
+   * when the fleet declared the node dead meanwhile. */
+  int (*node_beat)(struct sbx_store *st, const struct sbx_node_row *row, bool *alive,
+                   struct sbx_error *err);
+  int (*node_leave)(struct sbx_store *st, const char *id, struct sbx_error *err);
+  /* Every node ever registered, by id. */
+  int (*node_list)(struct sbx_store *st, sbx_node_cb cb, void *ctx, struct sbx_error *err);
+  /* used += delta, atomically; for delta > 0 only while the node is alive
+   * and used + delta <= slots (*ok false otherwise, nothing changed). */
+  int (*node_reserve)(struct sbx_store *st, const char *id, int64_t delta, bool *ok,
+                      struct sbx_error *err);
+  /* Declares dead every alive node silent for dead_after_ms (one reaper
+   * fleet-wide at a time: a call that finds another reaping does
+   * nothing); cb once per node declared dead. */
+  int (*node_reap)(struct sbx_store *st, int64_t dead_after_ms, sbx_reap_cb cb, void *ctx,
+                   struct sbx_error *err);
+  /* A node's own work, at its start (reason daemon_restarted) or clean
+   * leave (node_left): ready sessions → lost, running executions → error,
+   * taken unstarted ones back to the queue. */
+  int (*node_release)(struct sbx_store *st, const char *id, const char *reason,
+                      struct sbx_node_reaped *out, struct sbx_error *err);
+  /* The shared execution queue: takes the next execution for node (fair
+   * between tenants, at most cap running or taken per tenant, 0 = no cap)
+   * with a lease of lease_ms.  1: id/tenant filled (lease_expired: a node
+   * had taken it and let its lease run out); 0: nothing to take. */
+  int (*exec_claim)(struct sbx_store *st, const char *node, int64_t cap, int64_t lease_ms,
+                    char id[64], int64_t *tenant, bool *lease_expired, struct sbx_error *err);
+  /* The shared queue: executions queued, and the oldest one's age (s). */
+  int (*queue_stats)(struct sbx_store *st, int64_t *depth, int64_t *oldest_age_s,
+                     struct sbx_error *err);
+  /* Renews the lease of everything node holds. */
+  int (*exec_renew)(struct sbx_store *st, const char *node, int64_t lease_ms,
+                    struct sbx_error *err);
+  /* execution_insert, refused with SBX_E_QUOTA (*count filled) when the
+   * tenant has limit (> 0) or more executions queued or running
+   * fleet-wide; counted and inserted under one per-tenant lock. */
+  int (*exec_insert_capped)(struct sbx_store *st, const struct sbx_execution_row *row,
+                            int64_t limit, int64_t *count, struct sbx_error *err);
+  /* A place in the tenant's fleet-wide session quota while a session is
+   * built: refused with SBX_E_QUOTA (*count filled) when ready sessions +
+   * live holds reach limit; the hold lapses after ttl_s. */
+  int (*session_hold)(struct sbx_store *st, int64_t tenant_id, const char *hold_id,
+                      const char *node, int64_t limit, int64_t ttl_s, int64_t *count,
+                      struct sbx_error *err);
+  int (*session_unhold)(struct sbx_store *st, int64_t tenant_id, const char *hold_id,
+                        struct sbx_error *err);
+};
+void sbx_node_row_free(struct sbx_node_row *row);
+
+/* The backend table.  All members MUST be set, except fleet. */
 struct sbx_store_ops {
   const char *name; /* "sqlite", "postgres" */
   /* target: a directory (sqlite: <dir>/sandboxd.db) or a URL. */
@@ -187,6 +269,8 @@ struct sbx_store_ops {
   void (*close)(struct sbx_store *st);
   /* Cheap liveness check for /readyz. */
   int (*ping)(struct sbx_store *st, struct sbx_error *err);
+  /* NULL: this backend serves one daemon (SQLite: a file on one host). */
+  const struct sbx_store_fleet_ops *fleet;
 
   /* Tenants and keys. */
   int (*tenant_ensure)(struct sbx_store *st, const char *name, int64_t *id_out,
@@ -235,9 +319,11 @@ struct sbx_store_ops {
   int (*execution_list)(struct sbx_store *st, int64_t tenant_id, const char *status,
                         const char *after, int limit, sbx_execution_cb cb, void *ctx,
                         struct sbx_error *err);
-  /* queued → running with started_at. CONFLICT if not queued (cancelled). */
+  /* queued → running with started_at, owned by node_id.  CONFLICT if not
+   * queued (cancelled) or, node_id given, if another node holds it (its
+   * lease ran out and someone else took it); node_id NULL: any holder. */
   int (*execution_start)(struct sbx_store *st, int64_t tenant_id, const char *id,
-                         int64_t started_at, struct sbx_error *err);
+                         const char *node_id, int64_t started_at, struct sbx_error *err);
   /* Writes the final result and the collected files in one transaction,
    * only if the row is not final yet (CONFLICT otherwise).
    * Uses row's tenant_id, id, status (must be final), reason, exit_code,

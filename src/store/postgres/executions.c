@@ -32,6 +32,7 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
   out->started_at = pr_i64(r, i, 21);
   out->finished_at = pr_i64(r, i, 22);
   out->updated_at = pr_i64(r, i, 23);
+  pr_copy(r, i, 24, out->node_id, sizeof out->node_id);
   if (pr_strdup(r, i, 5, &out->request_json, err) < 0 ||
       pr_strdup(r, i, 6, &out->metadata_json, err) < 0 ||
       pr_strdup(r, i, 19, &out->error_json, err) < 0 ||
@@ -66,24 +67,40 @@ static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
   pp_text(p, row->error_json);
 }
 
+static void pp_insert(struct pg_params *p, const struct sbx_execution_row *row);
+#define EXE_INSERT_SQL                                                                          \
+  "INSERT INTO executions (" EXE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"           \
+  " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)"
+
 int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
                         struct sbx_error *err)
 {
-  int64_t created = row->created_at ? row->created_at : sbx_wall_s();
   struct pg_params p = {0};
-  pp_head(&p, row->id, row->tenant_id, row->status, row->reason, row->profile);
-  pp_text(&p, row->request_json);
-  pp_text(&p, row->metadata_json);
-  pp_outcome(&p, row); /* $8 … $20 */
-  pp_i64(&p, created);
-  pp_i64(&p, row->started_at);
-  pp_i64(&p, row->finished_at);
-  pp_i64(&p, row->updated_at ? row->updated_at : created);
-  return pg_run(st, row->tenant_id, PGQ_EXE_INSERT,
-                "INSERT INTO executions (" EXE_COLS
-                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-                " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
-                &p, NULL, err);
+  pp_insert(&p, row);
+  return pg_run(st, row->tenant_id, PGQ_EXE_INSERT, EXE_INSERT_SQL, &p, NULL, err);
+}
+
+int pg_execution_insert_tx(struct pg_tx *tx, const struct sbx_execution_row *row,
+                           struct sbx_error *err)
+{
+  struct pg_params p = {0};
+  pp_insert(&p, row);
+  _cleanup_pg_res_ PGresult *r = pg_q(tx, PGQ_EXE_INSERT, EXE_INSERT_SQL, &p, false, err);
+  return r ? 0 : -1;
+}
+
+static void pp_insert(struct pg_params *p, const struct sbx_execution_row *row)
+{
+  int64_t created = row->created_at ? row->created_at : sbx_wall_s();
+  pp_head(p, row->id, row->tenant_id, row->status, row->reason, row->profile);
+  pp_text(p, row->request_json);
+  pp_text(p, row->metadata_json);
+  pp_outcome(p, row); /* $8 … $20 */
+  pp_i64(p, created);
+  pp_i64(p, row->started_at);
+  pp_i64(p, row->finished_at);
+  pp_i64(p, row->updated_at ? row->updated_at : created);
+  pp_text(p, row->node_id);
 }
 
 /* Status of the tenant's execution: 1 found (copied), 0 not, -1 error. */
@@ -186,7 +203,7 @@ int pg_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
 }
 
 int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
-                       int64_t started_at, struct sbx_error *err)
+                       const char *node_id, int64_t started_at, struct sbx_error *err)
 {
   struct pg_tx tx;
   if (pg_begin(st, &tx, tenant_id, err) < 0)
@@ -196,10 +213,13 @@ int pg_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
   pp_i64(&p, sbx_wall_s());
   pp_i64(&p, tenant_id);
   pp_text(&p, id);
+  pp_text(&p, node_id);
   _cleanup_pg_res_ PGresult *r =
       pg_q(&tx, PGQ_EXE_START,
-           "UPDATE executions SET status = 'running', started_at = $1, updated_at = $2"
-           " WHERE tenant_id = $3 AND id = $4 AND status = 'queued'",
+           "UPDATE executions SET status = 'running', started_at = $1, updated_at = $2,"
+           " node_id = COALESCE($5::text, node_id)"
+           " WHERE tenant_id = $3 AND id = $4 AND status = 'queued'"
+           " AND ($5::text IS NULL OR node_id = $5)",
            &p, false, err);
   int ret = r ? 0 : -1;
   if (r && pg_changes(r) == 0)

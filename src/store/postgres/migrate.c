@@ -128,13 +128,14 @@ static int url_user(const char *url, char *out, size_t size, struct sbx_error *e
   return 0;
 }
 
-/* DML (DELETE only on tools, which DELETE /v1/tools/{name} removes;
+/* DML (DELETE only on tools, which DELETE /v1/tools/{name} removes, and
+ * on session_holds, which a finished session create releases;
  * audit_events is append-only for it), read-only schema_migrations,
  * EXECUTE on the sbx_ functions.  role is already quoted
  * (PQescapeIdentifier). */
 static int grant_app(PGconn *c, const char *role, struct sbx_error *err)
 {
-  char schema[256], sql[5][768];
+  char schema[256], sql[6][768];
   if (scalar(c, "SELECT quote_ident(current_schema())", "read schema", schema, sizeof schema,
              err) < 0)
     return -1;
@@ -146,7 +147,8 @@ static int grant_app(PGconn *c, const char *role, struct sbx_error *err)
   snprintf(sql[3], sizeof sql[3], "REVOKE UPDATE, DELETE, TRUNCATE ON audit_events FROM %s",
            role);
   snprintf(sql[4], sizeof sql[4], "GRANT DELETE ON tools TO %s", role);
-  for (int i = 0; i < 5; i++)
+  snprintf(sql[5], sizeof sql[5], "GRANT DELETE ON session_holds TO %s", role);
+  for (int i = 0; i < 6; i++)
     if (run(c, sql[i], "grant", err) < 0)
       return -1;
   PGresult *r = PQexec(c, "SELECT p.oid::regprocedure::text FROM pg_proc p"

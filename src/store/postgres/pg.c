@@ -62,6 +62,7 @@ const struct sbx_store_ops sbx_store_postgres = {
   .open = pg_open,
   .close = pg_close,
   .ping = pg_ping,
+  .fleet = &pg_fleet_ops,
 #define PG_OP(op) .op = pg_##op,
   SBX_STORE_TABLE_OPS(PG_OP)
 #undef PG_OP

@@ -78,6 +78,22 @@ enum pg_slot {
   PGQ_TOOL_LIST,
   PGQ_TOOL_DELETE,
   PGQ_TOOL_COUNT,
+  PGQ_NODE_JOIN,
+  PGQ_NODE_BEAT,
+  PGQ_NODE_LEAVE,
+  PGQ_NODE_LIST,
+  PGQ_NODE_RESERVE,
+  PGQ_NODE_REAP,
+  PGQ_NODE_RELEASE,
+  PGQ_EXEC_CLAIM,
+  PGQ_EXEC_RENEW,
+  PGQ_QUEUE_STATS,
+  PGQ_EXEC_QUOTA_LOCK,
+  PGQ_EXEC_QUOTA_COUNT,
+  PGQ_SES_QUOTA_LOCK,
+  PGQ_SES_QUOTA_COUNT,
+  PGQ_SES_HOLD,
+  PGQ_SES_UNHOLD,
   PGQ_NSLOTS
 };
 
@@ -230,5 +246,10 @@ int pg_check_role(PGconn *c, struct sbx_error *err);
 #define PG_DECLARE_OP(op) SBX_STORE_OP_TYPE(op) pg_##op;
 SBX_STORE_TABLE_OPS(PG_DECLARE_OP)
 #undef PG_DECLARE_OP
+/* execution_insert inside a transaction the caller holds (fleet.c). */
+int pg_execution_insert_tx(struct pg_tx *tx, const struct sbx_execution_row *row,
+                           struct sbx_error *err);
+/* The fleet's ops (fleet.c). */
+extern const struct sbx_store_fleet_ops pg_fleet_ops;
 
 #endif

@@ -20,6 +20,7 @@ static int session_from_row(const PGresult *r, int i, void *row, struct sbx_erro
   out->updated_at = pr_i64(r, i, 13);
   out->expires_at = pr_i64(r, i, 14);
   out->last_used_at = pr_i64(r, i, 15);
+  pr_copy(r, i, 16, out->node_id, sizeof out->node_id);
   if (pr_strdup(r, i, 7, &out->limits_json, err) < 0 ||
       pr_strdup(r, i, 8, &out->network_json, err) < 0 ||
       pr_strdup(r, i, 9, &out->metadata_json, err) < 0 ||
@@ -50,9 +51,10 @@ int pg_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
   pp_i64(&p, row->updated_at ? row->updated_at : created);
   pp_i64(&p, row->expires_at);
   pp_i64(&p, row->last_used_at ? row->last_used_at : created);
+  pp_text(&p, row->node_id);
   return pg_run(st, row->tenant_id, PGQ_SES_INSERT,
                 "INSERT INTO sessions (" SES_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-                " $10, $11, $12, $13, $14, $15, $16)",
+                " $10, $11, $12, $13, $14, $15, $16, $17)",
                 &p, NULL, err);
 }
 

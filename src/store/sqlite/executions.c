@@ -33,6 +33,7 @@ static void exec_scalars(sqlite3_stmt *s, struct sbx_execution_row *out)
   out->started_at = sqlite3_column_int64(s, 21);
   out->finished_at = sqlite3_column_int64(s, 22);
   out->updated_at = sqlite3_column_int64(s, 23);
+  sq_col_copy(s, 24, out->node_id, sizeof out->node_id);
 }
 
 static int output_dup(sqlite3_stmt *s, int col, char **buf, size_t *len, struct sbx_error *err)
@@ -85,7 +86,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_EXE_INSERT,
               "INSERT INTO executions (" EXE_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
@@ -97,6 +98,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   sqlite3_bind_int64(s, 22, row->started_at);
   sqlite3_bind_int64(s, 23, row->finished_at);
   sqlite3_bind_int64(s, 24, row->updated_at ? row->updated_at : created);
+  sq_bind_text(s, 25, row->node_id);
   return sq_exec_stmt(st, s, "insert execution", err);
 }
 
@@ -194,19 +196,21 @@ int sq_execution_list_status(struct sbx_store *st, const char *status, sbx_execu
 }
 
 int sq_execution_start(struct sbx_store *st, int64_t tenant_id, const char *id,
-                       int64_t started_at, struct sbx_error *err)
+                       const char *node_id, int64_t started_at, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_EXE_START,
-              "UPDATE executions SET status = 'running', started_at = ?, updated_at = ?"
-              " WHERE tenant_id = ? AND id = ? AND status = 'queued'",
+              "UPDATE executions SET status = 'running', started_at = ?1, updated_at = ?2,"
+              " node_id = COALESCE(?5, node_id)"
+              " WHERE tenant_id = ?3 AND id = ?4 AND status = 'queued'",
               &s, err) < 0)
     return -1;
   sqlite3_bind_int64(s, 1, started_at);
   sqlite3_bind_int64(s, 2, sbx_wall_s());
   sqlite3_bind_int64(s, 3, tenant_id);
   sq_bind_text(s, 4, id);
+  sq_bind_text(s, 5, node_id);
   if (sq_exec_stmt(st, s, "start execution", err) < 0)
     return -1;
   if (sqlite3_changes(st->db) == 0)

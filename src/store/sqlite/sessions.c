@@ -22,6 +22,7 @@ static int session_from_row(sqlite3_stmt *s, void *row, struct sbx_error *err)
   out->updated_at = sqlite3_column_int64(s, 13);
   out->expires_at = sqlite3_column_int64(s, 14);
   out->last_used_at = sqlite3_column_int64(s, 15);
+  sq_col_copy(s, 16, out->node_id, sizeof out->node_id);
   if (sq_col_strdup(s, 7, &out->limits_json, err) < 0 ||
       sq_col_strdup(s, 8, &out->network_json, err) < 0 ||
       sq_col_strdup(s, 9, &out->metadata_json, err) < 0 ||
@@ -39,7 +40,7 @@ int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_SES_INSERT,
               "INSERT INTO sessions (" SES_COLS
-              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
@@ -55,6 +56,7 @@ int sq_session_insert(struct sbx_store *st, const struct sbx_session_row *row,
   sqlite3_bind_int64(s, 14, row->updated_at ? row->updated_at : created);
   sqlite3_bind_int64(s, 15, row->expires_at);
   sqlite3_bind_int64(s, 16, row->last_used_at ? row->last_used_at : created);
+  sq_bind_text(s, 17, row->node_id);
   return sq_exec_stmt(st, s, "insert session", err);
 }
 

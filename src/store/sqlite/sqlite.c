@@ -110,6 +110,7 @@ const struct sbx_store_ops sbx_store_sqlite = {
   .open = sqlite_open,
   .close = sqlite_close,
   .ping = sqlite_ping,
+  .fleet = NULL, /* one daemon per database file */
 #define SQ_OP(op) .op = sq_##op,
   SBX_STORE_TABLE_OPS(SQ_OP)
 #undef SQ_OP
