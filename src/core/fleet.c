@@ -35,6 +35,7 @@ struct node_view {
   bool alive;
   int64_t age_ms;
   double score;
+  int64_t slots;
   unsigned workers;
   char *profiles; /* ",a,b," the profiles it has available */
 };
@@ -180,6 +181,7 @@ static int collect_node(void *ctx, const struct sbx_node_row *row)
   nv->alive = strcmp(row->state, "alive") == 0;
   nv->age_ms = row->heartbeat_age_ms;
   nv->score = load_score(row);
+  nv->slots = row->slots;
   json_t *info = row->info_json ? json_loads(row->info_json, 0, NULL) : NULL;
   nv->workers = (unsigned)json_integer_value(json_object_get(info, "workers"));
   json_decref(info);
@@ -435,6 +437,17 @@ static int choose(struct sbx_fleet *f, struct node_view *cand, size_t n, json_t 
   return best;
 }
 
+/* The place just reserved, counted in the view until the next refresh
+ * reads it back from the database. */
+static void view_reserved(struct sbx_fleet *f, const char *node)
+{
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < f->nview; i++)
+    if (strcmp(f->view[i].id, node) == 0 && f->view[i].slots > 0)
+      f->view[i].score += 1.0 / (double)f->view[i].slots;
+  pthread_mutex_unlock(&f->lock);
+}
+
 int sbx_fleet_place(struct sbx_core *core, const char *profile, struct sbx_fleet_placement *out,
                     struct sbx_error *err)
 {
@@ -459,6 +472,7 @@ int sbx_fleet_place(struct sbx_core *core, const char *profile, struct sbx_fleet
       return -1;
     }
     if (ok) {
+      view_reserved(f, cand[c].id); /* the next placement sees it before the next beat */
       snprintf(out->to.node, sizeof out->to.node, "%s", cand[c].id);
       snprintf(out->to.url, sizeof out->to.url, "%s", cand[c].url);
       out->here = strcmp(cand[c].id, f->id) == 0;
