@@ -46,7 +46,7 @@ run: deps all
 
 # Every suite, each timed (scripts/run-suites.sh prints the table at the end).
 SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-microvm \
-          test-wasm test-compat test-sdk test-mcp test-deb test-hosts
+          test-wasm test-compat test-sdk test-mcp test-fleet test-deb test-hosts
 test: deps all
 	@./scripts/run-suites.sh $(SUITES)
 
@@ -147,6 +147,11 @@ test-mcp: all
 	cd tests/mcp && npm ci --no-audit --no-fund >/dev/null && \
 	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node --test --test-concurrency=1 mcp.test.mjs && \
 	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node conformance.mjs
+
+# A fleet: three daemons, each in its own network namespace on
+# 198.51.100.0/24, sharing one PostgreSQL (tests/fleet/, docs/fleet.md).
+test-fleet: all
+	SANDBOXD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/fleet
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).

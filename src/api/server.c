@@ -373,7 +373,12 @@ static int fleet_route(struct sbx_req *r, const struct sbx_route *rt, struct sbx
     where = sbx_fleet_execution_elsewhere(r->core, &r->who, r->params[0], &to, err);
   if (where <= 0)
     return where;
-  return sbx_forward(r, &to, false, resp, err) == 0 ? 1 : -1;
+  if (sbx_forward(r, &to, false, resp, err) == 0)
+    return 1;
+  /* Its node does not answer (dead, not declared yet): a read of the
+   * session is answered from the store here; anything else gets the 502
+   * at once, never a hang. */
+  return strcmp(rt->name, "session_get") == 0 ? 0 : -1;
 }
 
 static enum MHD_Result send_rate_limited(struct sbx_req *r, const struct sbx_error *err,
