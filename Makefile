@@ -25,7 +25,7 @@ PYTHON     ?= /usr/bin/python3
 STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
-.PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
+.PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor test-fleet \
         test-microvm test-wasm test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format \
         format-check microvm-assets
 

@@ -27,7 +27,6 @@
 #include "api/proxy.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "obs/metrics.h"
 
 #define FORWARD_SKEW_S 30
 #define SECRET_MIN 32
@@ -168,7 +167,7 @@ bool sbx_forward_claimed(struct sbx_req *r) { return sbx_req_header(r, H_SIG) !=
 
 static int refuse(struct sbx_error *err, const char *why)
 {
-  sbx_metrics_fleet_forward("refused", -1);
+  sbx_fleet_count_forward("refused", -1);
   sbx_err_set(err, SBX_E_UNAUTHENTICATED, 0, "node-to-node request refused: %s", why);
   return sbx_err_fr(err, "Requête entre nœuds refusée : %s", why);
 }
@@ -412,7 +411,7 @@ int sbx_forward(struct sbx_req *r, const struct sbx_fleet_target *to, bool place
   free_hdrs(&h);
   double secs = (double)(sbx_now_ns() - t0) / 1e9;
   if (rc < 0) {
-    sbx_metrics_fleet_forward("unreachable", secs);
+    sbx_fleet_count_forward("unreachable", secs);
     sbx_warn("fleet", "forwarding %s %s to node %s: %s", r->method, r->path, to->node, err->msg);
     sbx_err_set(err, SBX_E_BAD_GATEWAY, 0,
                 "the node %s that owns this object cannot be reached; if it is down, the "
@@ -423,7 +422,7 @@ int sbx_forward(struct sbx_req *r, const struct sbx_fleet_target *to, bool place
                       "flotte le déclare mort en quelques secondes et ses sessions sont perdues",
                       to->node);
   }
-  sbx_metrics_fleet_forward("ok", secs);
+  sbx_fleet_count_forward("ok", secs);
   sbx_proxy_respond(p, out);
   return 0;
 }

@@ -574,6 +574,11 @@ int sbx_fleet_execution_elsewhere(struct sbx_core *core, const struct sbx_princi
   return remote;
 }
 
+void sbx_fleet_count_forward(const char *result, double seconds)
+{
+  sbx_metrics_fleet_forward(result, seconds);
+}
+
 /* ---- GET /v1/cluster/nodes ---- */
 
 static int node_json(void *ctx, const struct sbx_node_row *row)

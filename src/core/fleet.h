@@ -68,6 +68,10 @@ int sbx_fleet_place(struct sbx_core *core, const char *profile, struct sbx_fleet
 void sbx_fleet_unplace(struct sbx_core *core, const char *node);
 void sbx_fleet_placement_free(struct sbx_fleet_placement *p);
 
+/* Counts one forward (api/forward.c) in the metrics: result ok,
+ * unreachable or refused; seconds < 0 when not timed. */
+void sbx_fleet_count_forward(const char *result, double seconds);
+
 /* GET /v1/cluster/nodes: every node ever registered, with its state,
  * load, capacity and profiles (new reference). */
 int sbx_fleet_nodes_json(struct sbx_core *core, json_t **out, struct sbx_error *err);
