@@ -26,7 +26,7 @@ STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
-        test-microvm test-wasm test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format \
+        test-microvm test-wasm test-compat test-sdk test-mcp test-helm test-hosts bench fuzz clean deb test-deb format \
         format-check microvm-assets
 
 all: $(BUILD)/build.ninja
@@ -46,7 +46,7 @@ run: deps all
 
 # Every suite, each timed (scripts/run-suites.sh prints the table at the end).
 SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-microvm \
-          test-wasm test-compat test-sdk test-mcp test-deb test-hosts
+          test-wasm test-compat test-sdk test-mcp test-helm test-deb test-hosts
 test: deps all
 	@./scripts/run-suites.sh $(SUITES)
 
@@ -147,6 +147,14 @@ test-mcp: all
 	cd tests/mcp && npm ci --no-audit --no-fund >/dev/null && \
 	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node --test --test-concurrency=1 mcp.test.mjs && \
 	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node conformance.mjs
+
+# The Helm chart (deploy/helm/sandboxd, docs/deploy/kubernetes.md): rendered
+# offline by tests/helm/render.go (text/template + Debian's sprig, as Helm
+# does) for each value set of tests/helm/values, every object validated
+# against the Kubernetes schemas of the pinned kubernetes-models (npm ci),
+# plus lint and values.schema.json.  Needs no C build.
+test-helm:
+	./tests/helm/run.sh $(BUILD)
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).
