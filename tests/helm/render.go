@@ -5,12 +5,14 @@
 // text/template with sprig's TxtFuncMap (Debian ships sprig v3.2.3, the
 // version Helm 3 vendors), minus env/expandenv, plus the functions below,
 // each written here as Helm writes it:
-//   toYaml / fromYaml  sigs.k8s.io/yaml Marshal/Unmarshal (toYaml trims the final newline)
-//   toJson             sprig's (encoding/json)
-//   include            executes a named template into a string
-//   tpl                parses a string against the chart's templates and executes it
-//   required           fails with its message when the value is nil or ""
-//   lookup             returns an empty map, as `helm template` does (no cluster)
+//
+//	toYaml / fromYaml  sigs.k8s.io/yaml Marshal/Unmarshal (toYaml trims the final newline)
+//	toJson             sprig's (encoding/json)
+//	include            executes a named template into a string
+//	tpl                parses a string against the chart's templates and executes it
+//	required           fails with its message when the value is nil or ""
+//	lookup             returns an empty map, as `helm template` does (no cluster)
+//
 // and with Helm's options: missingkey=zero, "<no value>" removed from the
 // output, values coalesced over values.yaml (a null in a user file deletes
 // the key), numbers from YAML as float64 (sigs.k8s.io/yaml reads through
@@ -48,8 +50,8 @@ type chartMeta struct {
 
 type releaseMeta struct {
 	Name, Namespace, Service string
-	Revision                  int
-	IsInstall, IsUpgrade      bool
+	Revision                 int
+	IsInstall, IsUpgrade     bool
 }
 
 type apiVersions []string
