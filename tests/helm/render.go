@@ -3,7 +3,7 @@
 //
 // Why this is faithful: Helm's engine (helm.sh/helm/v3/pkg/engine) is Go's
 // text/template with sprig's TxtFuncMap (Debian ships sprig v3.2.3, the
-// version Helm 3 vendors), minus env/expandenv, plus the functions below,
+// version Helm 3 vendored up to 3.16; 3.17 moved to 3.3.0, a superset), minus env/expandenv, plus the functions below,
 // each written here as Helm writes it:
 //
 //	toYaml / fromYaml  sigs.k8s.io/yaml Marshal/Unmarshal (toYaml trims the final newline)
@@ -21,8 +21,9 @@
 // on a chart Helm would render differently for want of a function.
 // .Capabilities is minimal (KubeVersion and APIVersions.Has); .Files and
 // subcharts are not implemented (the chart uses neither when rendered with
-// postgresql.enabled=false; bundled mode is rendered without the subchart,
-// as `helm template` would with an unfetched dependency skipped).
+// postgresql.enabled=false; the bundled value set renders this chart's own
+// objects only: Helm would first need `helm dependency update`, which needs
+// the chart repository).
 //
 // usage: render -chart DIR [-f values.yaml]... [-name R] [-namespace NS] [-notes | -dump-values]
 // Writes the rendered documents to stdout, each after a "# Source:" line.
