@@ -35,6 +35,9 @@ PACKAGES=(
   node-typescript mypy
   # the Go SDK (sdk/go: standard library only, built and tested offline)
   golang-go
+  # make test-helm renders the chart with Go's text/template, sprig and
+  # sigs.k8s.io/yaml as Helm does (tests/helm/render.go, GOPATH mode, offline)
+  golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
   # the Debian package (make deb) and its install test
   debhelper dpkg-dev
   # the Java SDK (make sdk-java): JDK 17's javac/jar and Debian's Jackson jars
