@@ -25,13 +25,8 @@ PYTHON     ?= /usr/bin/python3
 STATE      ?= $(CURDIR)/state
 LISTEN     ?= 127.0.0.1:8080
 
-<<<<<<< HEAD
 .PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor test-fleet \
-        test-microvm test-wasm test-compat test-sdk test-mcp test-hosts bench fuzz clean deb test-deb format \
-=======
-.PHONY: all deps run test test-unit test-asan test-integration test-integration-pg test-gvisor \
         test-microvm test-wasm test-compat test-sdk test-mcp test-helm test-hosts bench fuzz clean deb test-deb format \
->>>>>>> h-helm
         format-check microvm-assets
 
 all: $(BUILD)/build.ninja
@@ -51,11 +46,7 @@ run: deps all
 
 # Every suite, each timed (scripts/run-suites.sh prints the table at the end).
 SUITES ?= test-unit test-asan test-integration test-integration-pg test-gvisor test-microvm \
-<<<<<<< HEAD
-          test-wasm test-compat test-sdk test-mcp test-fleet test-deb test-hosts
-=======
-          test-wasm test-compat test-sdk test-mcp test-helm test-deb test-hosts
->>>>>>> h-helm
+          test-wasm test-compat test-sdk test-mcp test-helm test-fleet test-deb test-hosts
 test: deps all
 	@./scripts/run-suites.sh $(SUITES)
 
@@ -157,12 +148,11 @@ test-mcp: all
 	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node --test --test-concurrency=1 mcp.test.mjs && \
 	  SANDBOXD_BUILD=$(CURDIR)/$(BUILD) node conformance.mjs
 
-<<<<<<< HEAD
 # A fleet: three daemons, each in its own network namespace on
 # 198.51.100.0/24, sharing one PostgreSQL (tests/fleet/, docs/fleet.md).
 test-fleet: all
 	SANDBOXD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/fleet
-=======
+
 # The Helm chart (deploy/helm/sandboxd, docs/deploy/kubernetes.md): rendered
 # offline by tests/helm/render.go (text/template + Debian's sprig, as Helm
 # does) for each value set of tests/helm/values, every object validated
@@ -170,7 +160,6 @@ test-fleet: all
 # plus lint and values.schema.json.  Needs no C build.
 test-helm:
 	./tests/helm/run.sh $(BUILD)
->>>>>>> h-helm
 
 # The package (packaging/), and the package installed into a throwaway copy
 # of this host's root, serving a session (tests/packaging/test-deb.sh).
