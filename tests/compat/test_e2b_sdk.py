@@ -221,6 +221,44 @@ def test_control_plane_errors_have_e2b_shape(daemon, keys):
     assert sessions_of(daemon, keys["alice"]) == before, "a refused create left a session"
 
 
+def test_refused_calls_answer_at_once_in_e2b_shape(daemon, keys, sandbox):
+    """resume (the route older SDKs call; 2.51 resumes through connect),
+    snapshots, fork, network and /volumes: E2B's {code, message}, a message
+    naming the call and why, in well under a second, nothing made."""
+    sid = sandbox["sandboxID"]
+    before = sessions_of(daemon, keys["alice"])
+    cases = [
+        ("POST", f"/sandboxes/{sid}/resume", {"json": {"timeout": 60}}, 405, "resuming a sandbox"),
+        ("POST", f"/sandboxes/{sid}/snapshots", {"json": {"name": "s"}}, 405, "snapshots"),
+        ("GET", "/snapshots", {"params": {"sandboxID": sid}}, 405, "snapshots"),
+        ("DELETE", "/templates/snap_x", {}, 404, "snapshot or template not found"),
+        ("POST", f"/sandboxes/{sid}/fork", {"json": {"count": 2}}, 405, "forking a sandbox"),
+        ("PUT", f"/sandboxes/{sid}/network", {"json": {"allowOut": ["1.1.1.1"]}}, 405, "network"),
+        ("GET", "/volumes", {}, 405, "volumes"),
+        ("POST", "/volumes", {"json": {"name": "v"}}, 405, "volumes"),
+        ("GET", "/volumes/vol_x", {}, 404, "volume not found"),
+        ("DELETE", "/volumes/vol_x", {}, 404, "volume not found"),
+        # another tenant's sandbox, or none: not found, as everywhere
+        ("POST", "/sandboxes/ses_doesnotexist/resume", {"json": {}}, 404, "not found"),
+    ]
+    for method, path, kw, status, what in cases:
+        t0 = time.monotonic()
+        r = api(daemon, keys["alice"], method, path, **kw)
+        took = time.monotonic() - t0
+        assert r.status_code == status, (method, path, r.status_code, r.text)
+        body = r.json()
+        assert body == {"code": status, "message": body["message"]}, (path, body)
+        assert what in body["message"], (path, body)
+        if status == 405:
+            assert "not supported by sandboxd's E2B-compatible API: " in body["message"], body
+        assert "no such route" not in body["message"], body
+        assert took < 2, f"{method} {path} took {took:.2f} s"
+    r = api(daemon, keys["bob"], "POST", f"/sandboxes/{sid}/resume", json={})
+    assert r.status_code == 404 and r.json()["code"] == 404, r.text
+    assert sessions_of(daemon, keys["alice"]) == before, "a refused call made or ended a sandbox"
+    assert api(daemon, keys["alice"], "GET", f"/sandboxes/{sid}").status_code == 200
+
+
 def test_envd_errors_have_connect_shapes_and_lose_nothing(daemon, keys, sandbox):
     sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
     unary = {"Content-Type": "application/json"}
