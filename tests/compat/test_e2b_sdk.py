@@ -69,7 +69,7 @@ def discovery(daemon):
     return r.json()
 
 
-def run_sdk(daemon, keys, env_extra=None, pattern=None):
+def run_sdk(daemon, keys, env_extra=None, pattern=None, script="workflows.test.mjs"):
     urls = discovery(daemon)
     env = dict(os.environ, E2B_API_URL=urls["api_url"], E2B_SANDBOX_URL=urls["sandbox_url"],
                E2B_API_KEY=keys["alice"], SBX_BOB_KEY=keys["bob"], **(env_extra or {}))
@@ -78,7 +78,7 @@ def run_sdk(daemon, keys, env_extra=None, pattern=None):
     argv = ["node", "--test", "--test-concurrency=1", "--test-reporter=spec"]
     if pattern:
         argv.append(f"--test-name-pattern={pattern}")
-    argv.append(os.path.join("e2b", "workflows.test.mjs"))
+    argv.append(os.path.join("e2b", script))
     r = subprocess.run(argv, cwd=HERE, env=env, capture_output=True, text=True,
                        timeout=NODE_TIMEOUT)
     assert r.returncode == 0, (f"the E2B SDK workflows failed:\n{r.stdout[-20000:]}\n"
@@ -138,6 +138,48 @@ def test_sdk_workflows_gvisor_subset(gvisor_daemon, node_modules):
     sessions = requests.get(gvisor_daemon.url + "/v1/sandbox/sessions", timeout=30,
                             headers={"Authorization": "Bearer " + keys["alice"]}).json()
     assert all(s["runtime"] == "gvisor" for s in sessions["sessions"])
+
+
+# ---- a template mapped to an image (NAME=PROFILE:IMAGE) ----
+
+def test_template_mapped_to_an_image(tmp_path_factory, node_modules):
+    """The operator's `tiny=container:<ref>` mapping, through the real SDK:
+    the image is a busybox rootfs (tests/integration/imgworld.py) pushed to
+    a docker-registry on loopback, pulled by the daemon on first use, so the
+    test needs no network.  E2B's SDK runs commands as `/bin/bash -l -c`, so
+    the image carries a /bin/bash that hands them to busybox sh."""
+    if os.geteuid() != 0:
+        pytest.skip("images need root")
+    if not shutil.which("docker-registry") or not shutil.which("skopeo"):
+        pytest.fail("docker-registry and skopeo are needed (make deps), as for the image tests")
+    import imgworld as w
+    marker = "sbxtiny"
+    layer = w.rootfs_entries({"etc/os-release": f'ID={marker}\nNAME="sandboxd test image"\n',
+                              "only-in-image.txt": f"{marker}\n"})
+    layer += [("bin/bash", "file", '#!/bin/sh\nexec /bin/busybox sh "$@"\n', 0o755),
+              ("work", "dir", None, 0o1777)]
+    reg = w.Registry(tmp_path_factory.mktemp("e2b-reg")).start()
+    d = None
+    try:
+        ref = reg.push(w.Image([layer], config={"Env": ["PATH=/bin"], "User": ""}), "tests/tiny:1")
+        d = start_daemon(tmp_path_factory, "e2b-image", {"SANDBOXD_RUNSC": "/nonexistent/runsc"},
+                         ["--e2b-templates", f"tiny=container:{ref}"])
+        keys = {"alice": d.create_key("alice"), "bob": d.create_key("bob")}
+        out = run_sdk(d, keys, {"SBX_E2B_TEMPLATE": "tiny", "SBX_IMAGE_MARKER": marker,
+                                "SBX_IMAGE_REF": ref, "SBX_URL": d.url},
+                      script="template_image.test.mjs")
+        assert passed(out) == 1, out
+        # both creates went through the E2B route, audited like ours
+        admin = d.create_key("ops", admin=True)
+        events = requests.get(d.url + "/v1/audit", params={"limit": 1000}, timeout=30,
+                              headers={"Authorization": "Bearer " + admin}).json()["events"]
+        created = [e for e in events if e["action"] == "sandbox.session.create"
+                   and (e.get("details") or {}).get("route") == "e2b_create"]
+        assert len(created) == 2, created
+    finally:
+        if d:
+            d.stop()
+        reg.stop()
 
 
 # ---- bad input: E2B's shapes, nothing lost ----
