@@ -126,8 +126,7 @@ char *sbx_e2b_end_frame(const struct sbx_error *err, size_t *len)
  * SandboxNotFoundError on any 404) or say nothing useful, so each is named
  * and explained instead; volumes and snapshots by id stay 404, which is true
  * (none exists) and what the SDK turns into `false` / VolumeNotFoundError. */
-static const struct
-{
+static const struct {
   const char *method, *pattern; /* pattern under SBX_E2B_API_PREFIX; '*' is one segment */
   int code;
   const char *what, *why;
@@ -165,10 +164,12 @@ static bool explain_unrouted(const struct sbx_req *r, struct sbx_error *err)
   if (r->route || err->code != SBX_E_NOT_FOUND || strncmp(r->path, SBX_E2B_API_PREFIX, plen))
     return false;
   for (size_t i = 0; i < sizeof unrouted / sizeof unrouted[0]; i++) {
-    if (strcmp(r->method, unrouted[i].method) || !path_matches(r->path + plen, unrouted[i].pattern))
+    if (strcmp(r->method, unrouted[i].method) ||
+        !path_matches(r->path + plen, unrouted[i].pattern))
       continue;
     if (unrouted[i].code == SBX_E_NOT_FOUND)
-      sbx_err_set(err, SBX_E_NOT_FOUND, 0, "%s not found: %s", unrouted[i].what, unrouted[i].why);
+      sbx_err_set(err, SBX_E_NOT_FOUND, 0, "%s not found: %s", unrouted[i].what,
+                  unrouted[i].why);
     else
       sbx_err_set(err, SBX_E_METHOD, 0,
                   "%s is not supported by sandboxd's E2B-compatible API: %s", unrouted[i].what,

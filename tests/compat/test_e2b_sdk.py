@@ -99,7 +99,7 @@ def passed(out):
 
 def test_sdk_workflows_container(daemon, keys, node_modules):
     out = run_sdk(daemon, keys)
-    assert passed(out) >= 21, out
+    assert passed(out) >= 22, out
     # the same audit trail as our own API: who created, deleted, ran what
     admin = daemon.create_key("ops", admin=True)
     events = requests.get(daemon.url + "/v1/audit", params={"limit": 1000}, timeout=30,
