@@ -667,6 +667,15 @@ def render(rows, facts, profiles):
           "`python3 -c 'print(1)'` on `container` plus its exec in a session, and "
           "`{\"language\":\"python\"|\"javascript\"}` execs warm and (python) as a fresh "
           "session's first run. `bench.py --only wasm --splice` replaces just that section.",
+          "- The E2B SDK (`bench/e2bbench.py`, part `e2b`): one `container` daemon; "
+          "`bench/e2b_loop.mjs` creates a sandbox with the real `e2b` 2.51.0 from tests/compat's "
+          "lockfile (`npm ci` there first if needed), `E2B_API_URL`/`E2B_SANDBOX_URL` from "
+          "`GET /v1/compat/e2b`; in one node process, alternating batches of 10 warm-up + 100: "
+          "`sandbox.commands.run('true')`, then `POST /v1/sandbox/sessions/{id}/exec` by `fetch` "
+          "(keep-alive) with `[\"true\"]` and with `[\"/bin/bash\",\"-l\",\"-c\",\"true\"]` "
+          "(what `commands.run` executes), both in that sandbox; then `apiloop exec -n 100 -w 10` "
+          "in a session created through our API on the same daemon; 3 rounds. "
+          "`bench.py --only e2b --out /tmp/x.md` runs just it.",
           "- `bench.py --only gvisor,nopool,net,images,store,trace,limits,microvm,wasm --out /tmp/x.md` "
           "runs just those parts (for working on one; the report then lacks the rest).",
           "- Percentiles are nearest-rank over the timed iterations, after the warm-up ones.", ""]

@@ -121,8 +121,68 @@ char *sbx_e2b_end_frame(const struct sbx_error *err, size_t *len)
   return sbx_e2b_frame(0x02, m, len);
 }
 
-void sbx_e2b_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err)
+/* E2B calls the SDK makes that have no route here.  The router's "no such
+ * route" 404 would tell the SDK the sandbox is gone (fork and network throw
+ * SandboxNotFoundError on any 404) or say nothing useful, so each is named
+ * and explained instead; volumes and snapshots by id stay 404, which is true
+ * (none exists) and what the SDK turns into `false` / VolumeNotFoundError. */
+static const struct {
+  const char *method, *pattern; /* pattern under SBX_E2B_API_PREFIX; '*' is one segment */
+  int code;
+  const char *what, *why;
+} unrouted[] = {
+    {"GET", "/snapshots", SBX_E_METHOD, "snapshots", "a sandbox's memory is never saved"},
+    {"DELETE", "/templates/*", SBX_E_NOT_FOUND, "snapshot or template",
+     "sandboxd keeps no snapshots, and templates are the operator's e2b_templates setting"},
+    {"POST", "/sandboxes/*/fork", SBX_E_METHOD, "forking a sandbox",
+     "a sandbox's memory is never saved or copied; create another sandbox"},
+    {"PUT", "/sandboxes/*/network", SBX_E_METHOD, "changing a sandbox's network",
+     "set an allowlist with sandboxd's own PATCH /v1/sandbox/sessions/{id} {network}"},
+    {"GET", "/volumes/*", SBX_E_NOT_FOUND, "volume", "volumes do not exist in sandboxd yet"},
+    {"DELETE", "/volumes/*", SBX_E_NOT_FOUND, "volume", "volumes do not exist in sandboxd yet"},
+};
+
+static bool path_matches(const char *path, const char *pattern)
 {
+  while (*pattern) {
+    if (*pattern == '*') {
+      if (*path == '/' || !*path)
+        return false; /* a segment is never empty */
+      path += strcspn(path, "/");
+      pattern++;
+    } else if (*path++ != *pattern++) {
+      return false;
+    }
+  }
+  return !*path;
+}
+
+/* Rewrites the router's 404 for one of those calls; false if it is not one. */
+static bool explain_unrouted(const struct sbx_req *r, struct sbx_error *err)
+{
+  const size_t plen = sizeof SBX_E2B_API_PREFIX - 1;
+  if (r->route || err->code != SBX_E_NOT_FOUND || strncmp(r->path, SBX_E2B_API_PREFIX, plen))
+    return false;
+  for (size_t i = 0; i < sizeof unrouted / sizeof unrouted[0]; i++) {
+    if (strcmp(r->method, unrouted[i].method) ||
+        !path_matches(r->path + plen, unrouted[i].pattern))
+      continue;
+    if (unrouted[i].code == SBX_E_NOT_FOUND)
+      sbx_err_set(err, SBX_E_NOT_FOUND, 0, "%s not found: %s", unrouted[i].what,
+                  unrouted[i].why);
+    else
+      sbx_err_set(err, SBX_E_METHOD, 0,
+                  "%s is not supported by sandboxd's E2B-compatible API: %s", unrouted[i].what,
+                  unrouted[i].why);
+    return true;
+  }
+  return false;
+}
+
+void sbx_e2b_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *in)
+{
+  struct sbx_error own = *in;
+  const struct sbx_error *err = explain_unrouted(r, &own) ? &own : in;
   int status = sbx_envelope_status(err->code);
   if (is_connect(r) && sbx_e2b_connect_streaming(r)) {
     size_t len = 0;

@@ -69,7 +69,7 @@ def discovery(daemon):
     return r.json()
 
 
-def run_sdk(daemon, keys, env_extra=None, pattern=None):
+def run_sdk(daemon, keys, env_extra=None, pattern=None, script="workflows.test.mjs"):
     urls = discovery(daemon)
     env = dict(os.environ, E2B_API_URL=urls["api_url"], E2B_SANDBOX_URL=urls["sandbox_url"],
                E2B_API_KEY=keys["alice"], SBX_BOB_KEY=keys["bob"], **(env_extra or {}))
@@ -78,7 +78,7 @@ def run_sdk(daemon, keys, env_extra=None, pattern=None):
     argv = ["node", "--test", "--test-concurrency=1", "--test-reporter=spec"]
     if pattern:
         argv.append(f"--test-name-pattern={pattern}")
-    argv.append(os.path.join("e2b", "workflows.test.mjs"))
+    argv.append(os.path.join("e2b", script))
     r = subprocess.run(argv, cwd=HERE, env=env, capture_output=True, text=True,
                        timeout=NODE_TIMEOUT)
     assert r.returncode == 0, (f"the E2B SDK workflows failed:\n{r.stdout[-20000:]}\n"
@@ -99,7 +99,7 @@ def passed(out):
 
 def test_sdk_workflows_container(daemon, keys, node_modules):
     out = run_sdk(daemon, keys)
-    assert passed(out) >= 21, out
+    assert passed(out) >= 22, out
     # the same audit trail as our own API: who created, deleted, ran what
     admin = daemon.create_key("ops", admin=True)
     events = requests.get(daemon.url + "/v1/audit", params={"limit": 1000}, timeout=30,
@@ -138,6 +138,48 @@ def test_sdk_workflows_gvisor_subset(gvisor_daemon, node_modules):
     sessions = requests.get(gvisor_daemon.url + "/v1/sandbox/sessions", timeout=30,
                             headers={"Authorization": "Bearer " + keys["alice"]}).json()
     assert all(s["runtime"] == "gvisor" for s in sessions["sessions"])
+
+
+# ---- a template mapped to an image (NAME=PROFILE:IMAGE) ----
+
+def test_template_mapped_to_an_image(tmp_path_factory, node_modules):
+    """The operator's `tiny=container:<ref>` mapping, through the real SDK:
+    the image is a busybox rootfs (tests/integration/imgworld.py) pushed to
+    a docker-registry on loopback, pulled by the daemon on first use, so the
+    test needs no network.  E2B's SDK runs commands as `/bin/bash -l -c`, so
+    the image carries a /bin/bash that hands them to busybox sh."""
+    if os.geteuid() != 0:
+        pytest.skip("images need root")
+    if not shutil.which("docker-registry") or not shutil.which("skopeo"):
+        pytest.fail("docker-registry and skopeo are needed (make deps), as for the image tests")
+    import imgworld as w
+    marker = "sbxtiny"
+    layer = w.rootfs_entries({"etc/os-release": f'ID={marker}\nNAME="sandboxd test image"\n',
+                              "only-in-image.txt": f"{marker}\n"})
+    layer += [("bin/bash", "file", '#!/bin/sh\nexec /bin/busybox sh "$@"\n', 0o755),
+              ("work", "dir", None, 0o1777)]
+    reg = w.Registry(tmp_path_factory.mktemp("e2b-reg")).start()
+    d = None
+    try:
+        ref = reg.push(w.Image([layer], config={"Env": ["PATH=/bin"], "User": ""}), "tests/tiny:1")
+        d = start_daemon(tmp_path_factory, "e2b-image", {"SANDBOXD_RUNSC": "/nonexistent/runsc"},
+                         ["--e2b-templates", f"tiny=container:{ref}"])
+        keys = {"alice": d.create_key("alice"), "bob": d.create_key("bob")}
+        out = run_sdk(d, keys, {"SBX_E2B_TEMPLATE": "tiny", "SBX_IMAGE_MARKER": marker,
+                                "SBX_IMAGE_REF": ref, "SBX_URL": d.url},
+                      script="template_image.test.mjs")
+        assert passed(out) == 1, out
+        # both creates went through the E2B route, audited like ours
+        admin = d.create_key("ops", admin=True)
+        events = requests.get(d.url + "/v1/audit", params={"limit": 1000}, timeout=30,
+                              headers={"Authorization": "Bearer " + admin}).json()["events"]
+        created = [e for e in events if e["action"] == "sandbox.session.create"
+                   and (e.get("details") or {}).get("route") == "e2b_create"]
+        assert len(created) == 2, created
+    finally:
+        if d:
+            d.stop()
+        reg.stop()
 
 
 # ---- bad input: E2B's shapes, nothing lost ----
@@ -219,6 +261,44 @@ def test_control_plane_errors_have_e2b_shape(daemon, keys):
             (path, body)
         assert "error" not in body, "our own envelope leaked into the E2B surface"
     assert sessions_of(daemon, keys["alice"]) == before, "a refused create left a session"
+
+
+def test_refused_calls_answer_at_once_in_e2b_shape(daemon, keys, sandbox):
+    """resume (the route older SDKs call; 2.51 resumes through connect),
+    snapshots, fork, network and /volumes: E2B's {code, message}, a message
+    naming the call and why, in well under a second, nothing made."""
+    sid = sandbox["sandboxID"]
+    before = sessions_of(daemon, keys["alice"])
+    cases = [
+        ("POST", f"/sandboxes/{sid}/resume", {"json": {"timeout": 60}}, 405, "resuming a sandbox"),
+        ("POST", f"/sandboxes/{sid}/snapshots", {"json": {"name": "s"}}, 405, "snapshots"),
+        ("GET", "/snapshots", {"params": {"sandboxID": sid}}, 405, "snapshots"),
+        ("DELETE", "/templates/snap_x", {}, 404, "snapshot or template not found"),
+        ("POST", f"/sandboxes/{sid}/fork", {"json": {"count": 2}}, 405, "forking a sandbox"),
+        ("PUT", f"/sandboxes/{sid}/network", {"json": {"allowOut": ["1.1.1.1"]}}, 405, "network"),
+        ("GET", "/volumes", {}, 405, "volumes"),
+        ("POST", "/volumes", {"json": {"name": "v"}}, 405, "volumes"),
+        ("GET", "/volumes/vol_x", {}, 404, "volume not found"),
+        ("DELETE", "/volumes/vol_x", {}, 404, "volume not found"),
+        # another tenant's sandbox, or none: not found, as everywhere
+        ("POST", "/sandboxes/ses_doesnotexist/resume", {"json": {}}, 404, "not found"),
+    ]
+    for method, path, kw, status, what in cases:
+        t0 = time.monotonic()
+        r = api(daemon, keys["alice"], method, path, **kw)
+        took = time.monotonic() - t0
+        assert r.status_code == status, (method, path, r.status_code, r.text)
+        body = r.json()
+        assert body == {"code": status, "message": body["message"]}, (path, body)
+        assert what in body["message"], (path, body)
+        if status == 405:
+            assert "not supported by sandboxd's E2B-compatible API: " in body["message"], body
+        assert "no such route" not in body["message"], body
+        assert took < 2, f"{method} {path} took {took:.2f} s"
+    r = api(daemon, keys["bob"], "POST", f"/sandboxes/{sid}/resume", json={})
+    assert r.status_code == 404 and r.json()["code"] == 404, r.text
+    assert sessions_of(daemon, keys["alice"]) == before, "a refused call made or ended a sandbox"
+    assert api(daemon, keys["alice"], "GET", f"/sandboxes/{sid}").status_code == 200
 
 
 def test_envd_errors_have_connect_shapes_and_lose_nothing(daemon, keys, sandbox):

@@ -3,7 +3,7 @@
 // create`, stopped with SIGTERM.  The binaries come from SANDBOXD_BUILD
 // (default: ../../build), like tests/integration/sbxtest.py.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, openSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -26,14 +26,17 @@ function freePort() {
   });
 }
 
-export async function startDaemon() {
+// config: the text of a sandboxd.conf (INI) to start with, or none.
+export async function startDaemon({ config } = {}) {
   const state = mkdtempSync(join(tmpdir(), 'sbx-mcp-'));
+  const conf = config ? [ '--config', join(state, 'sandboxd.conf') ] : [];
+  if (config) writeFileSync(conf[1], config);
   const port = await freePort();
   const log = join(state, 'sandboxd.log');
   const fd = openSync(log, 'a');
   const initBin = join(build, 'sbx-init');
   const proc = spawn(sandboxdBin, ['serve', '--listen', `127.0.0.1:${port}`, '--state-dir', state,
-    '--sbx-init', initBin, '--log-format', 'json'], { stdio: ['ignore', fd, fd] });
+    '--sbx-init', initBin, '--log-format', 'json', ...conf], { stdio: ['ignore', fd, fd] });
   process.on('exit', () => proc.exitCode === null && proc.kill('SIGKILL')); // never outlive the test
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000; // a loaded 2-core machine; first start probes drivers

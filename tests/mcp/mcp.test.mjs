@@ -12,7 +12,9 @@ import { McpError, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/typ
 import { startDaemon, sbxBin } from './daemon.mjs';
 
 const LONG = { timeout: 300_000 }; // a tool call's own bound on a loaded machine
-let d, alice, bob, admin;
+let d, alice, bob, admin, carol;
+// carol: one session and one execution at a time, the container profile only
+const CONFIG = '[tenant.carol]\nsessions = 1\nexecutions = 1\nprofiles = container\n';
 const clients = [];
 
 async function connect(key) {
@@ -41,8 +43,9 @@ function failed(res, code) {
 }
 
 before(async () => {
-  d = await startDaemon();
+  d = await startDaemon({ config: CONFIG });
   alice = d.key('alice');
+  carol = d.key('carol');
   bob = d.key('bob');
   admin = d.key('ops', true);
 });
@@ -361,4 +364,67 @@ test('a tenant\'s applied tools are its MCP tools: listed with their schema, cal
   const audit = await fetch(d.url + `/v1/audit?action=tool.invoke&limit=200`, { headers: { Authorization: `Bearer ${admin}` } });
   const events = (await audit.json()).events.filter((ev) => ev.target === name);
   assert.ok(events.some((ev) => ev.outcome === 'ok'), JSON.stringify(events));
+});
+
+// What a tenant has, read through our own REST API with its own key: every
+// session and every execution, whatever its status.
+async function holdings(key) {
+  const get = async (path) => {
+    const res = await fetch(d.url + path, { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200, `${path}: ${await res.clone().text()}`);
+    return res.json();
+  };
+  const sessions = (await get('/v1/sandbox/sessions?limit=200')).sessions;
+  const executions = (await get('/v1/sandbox/executions?limit=200')).executions;
+  return { sessions: sessions.map((x) => `${x.id}:${x.status}`).sort(),
+    executions: executions.map((x) => x.id).sort() };
+}
+
+test('a refused tool call leaves nothing behind: no session, no execution (checked through REST)', async () => {
+  const { c } = await connect(carol);
+  const auth = { Authorization: `Bearer ${carol}`, 'Content-Type': 'application/json' };
+  // Fill carol's quotas: her one session (through MCP) and her one execution (through REST).
+  const held = ok(await call(c, 'session_create', { ttl_s: 600 }));
+  const sleeper = await fetch(d.url + '/v1/sandbox/executions', { method: 'POST', headers: auth,
+    body: JSON.stringify({ profile: 'container', command: ['sleep', '120'] }) });
+  assert.equal(sleeper.status, 202, await sleeper.clone().text());
+  const sleeperId = (await sleeper.json()).id;
+  try {
+    const before = await holdings(carol);
+    assert.equal(before.sessions.length, 1);
+    assert.equal(before.executions.length, 1);
+    const refused = [
+      // schema violations
+      ['run_code', { language: 'cobol', code: 'x' }, 'invalid_request'],
+      ['run_code', { code: 'print(1)', shell: true }, 'invalid_request'],
+      ['session_create', { ttl_s: 'soon' }, 'invalid_request'],
+      ['session_exec', { session_id: held.id, command: 'true' }, 'invalid_request'],
+      ['session_write_file', { session_id: held.id, path: '/work/x', content: '***', encoding: 'base64' },
+        'invalid_request'],
+      // above the profile's ceiling (the policy check, after the schema)
+      ['run_code', { language: 'python', code: 'print(1)', limits: { memory: '1000Gi' } }, 'invalid_request'],
+      ['session_create', { limits: { memory: '1000Gi' } }, 'invalid_request'],
+      // a profile the tenant may not use
+      ['run_code', { language: 'python', code: 'print(1)', profile: 'gvisor' }, 'forbidden'],
+      ['session_create', { profile: 'gvisor' }, 'forbidden'],
+      // over quota
+      ['session_create', {}, 'quota_exceeded'],
+      ['run_code', { language: 'python', code: 'print(1)' }, 'quota_exceeded'],
+    ];
+    for (const [tool, args, code] of refused) {
+      const e = failed(await call(c, tool, args), code);
+      assert.ok(e.message.length > 10, `${tool}: ${e.message}`);
+    }
+    // an unknown tool is a JSON-RPC error, and runs nothing either
+    await assert.rejects(c.callTool({ name: 'no_such_tool', arguments: { code: 'x' } }),
+      (err) => err instanceof McpError && err.code === -32602);
+    assert.deepEqual(await holdings(carol), before, 'a refused call created or ended something');
+    // the refused writes wrote nothing, and the held session still works
+    failed(await call(c, 'session_read_file', { session_id: held.id, path: '/work/x' }), 'not_found');
+    const r = ok(await call(c, 'session_exec', { session_id: held.id, command: ['ls', '-A', '/work'] }));
+    assert.equal(r.stdout, '');
+  } finally {
+    await fetch(`${d.url}/v1/sandbox/executions/${sleeperId}/cancel`, { method: 'POST', headers: auth });
+    await call(c, 'session_delete', { session_id: held.id });
+  }
 });

@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { Sandbox as Base, CommandExitError, NotFoundError, SandboxError, TimeoutError } from 'e2b'
+import { Sandbox as Base, CommandExitError, NotFoundError, SandboxError, TimeoutError, Volume,
+  VolumeError, VolumeNotFoundError } from 'e2b'
 import { Sandbox } from '@e2b/code-interpreter'
 
 const BOB = process.env.SBX_BOB_KEY
@@ -292,4 +293,44 @@ test('unsupported calls answer at once with a clear error', async () => {
   await assert.rejects(sbx.pause(), (e) => e instanceof SandboxError && /not supported/.test(e.message))
   await assert.rejects(Base.create('no-such-template'), (e) => /template 'no-such-template' not found/.test(e.message))
   await assert.rejects(Base.create({ allowInternetAccess: true }), (e) => /network/.test(e.message))
+})
+
+// Every call of e2b 2.51 that sandboxd refuses: E2B's error shape (the SDK's
+// own error class), a message saying what and why, at once, and nothing
+// made.  The SDK has no resume call: connect() resumes a paused sandbox,
+// and as none is ever paused here, connect() of a running one just works.
+test('resume, snapshots, fork, network, volumes: refused at once, clearly', async () => {
+  const quick = async (what, p, check) => {
+    const t0 = Date.now()
+    await assert.rejects(p, (e) => { check(e); return true }, what)
+    assert.ok(Date.now() - t0 < 5000, `${what} took ${Date.now() - t0} ms`)
+  }
+  const unsupported = (re, cls = SandboxError) => (e) => {
+    assert.ok(e instanceof cls, `${e.constructor.name}: ${e.message}`)
+    assert.ok(!(e instanceof NotFoundError), `a refusal is not "not found": ${e.message}`)
+    assert.match(e.message, /^405: /)
+    assert.match(e.message, re)
+    assert.match(e.message, /not supported by sandboxd's E2B-compatible API: \S/)
+  }
+  const before = (await Base.list().nextItems()).map((s) => s.sandboxId).sort()
+  const resumed = await Base.connect(sbx.sandboxId)
+  assert.equal(resumed.sandboxId, sbx.sandboxId)
+  assert.equal((await resumed.commands.run('echo resumed')).stdout, 'resumed\n')
+  await quick('betaPause', sbx.betaPause(), unsupported(/pausing a sandbox/))
+  await quick('onTimeout: pause', Base.create({ lifecycle: { onTimeout: 'pause', autoResume: true } }),
+    unsupported(/autoPause/))
+  await quick('createSnapshot', sbx.createSnapshot({ name: 'snap' }), unsupported(/snapshots/))
+  await quick('listSnapshots', Base.listSnapshots().nextItems(), unsupported(/snapshots/))
+  await quick('fork', sbx.fork(), unsupported(/forking a sandbox/))
+  await quick('updateNetwork', Base.updateNetwork(sbx.sandboxId, { allowOut: ['1.1.1.1'] }),
+    unsupported(/network.*PATCH \/v1\/sandbox\/sessions/))
+  await quick('Volume.create', Volume.create('vol'), unsupported(/volumes/, VolumeError))
+  await quick('Volume.list', Volume.list(), unsupported(/volumes/, VolumeError))
+  // By id: none exists, which the SDK says its own way
+  await quick('Volume.getInfo', Volume.getInfo('vol_x'), (e) => assert.ok(e instanceof VolumeNotFoundError))
+  assert.equal(await Volume.destroy('vol_x'), false)
+  assert.equal(await Base.deleteSnapshot('snap_x'), false)
+  assert.deepEqual((await Base.list().nextItems()).map((s) => s.sandboxId).sort(), before,
+    'a refused call made or removed a sandbox')
+  assert.equal(await sbx.isRunning(), true)
 })
