@@ -1,6 +1,6 @@
 /* handlers.h — every API handler, one file per resource:
  * h_platform.c (health, readiness, profiles), h_sessions.c, h_files.c,
- * h_executions.c.  Each follows sbx_handler_fn (http.h). */
+ * h_executions.c.  Each is an sbx_handler (http.h). */
 #ifndef SBX_API_HANDLERS_H
 #define SBX_API_HANDLERS_H
 
