@@ -119,7 +119,9 @@ void sbx_resp_fd(struct sbx_resp *out, int status, int fd, uint64_t len,
 void sbx_resp_error(struct sbx_req *r, struct sbx_resp *out, const struct sbx_error *err);
 
 /* A handler fills out and returns 0, or returns -1 with err set (the server
- * turns it into the error envelope). */
-typedef int (*sbx_handler_fn)(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+ * turns it into the error envelope).  Handlers are declared with the type,
+ * `sbx_handler sbx_h_name;`, so the signature is written once. */
+typedef int sbx_handler(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+typedef sbx_handler *sbx_handler_fn;
 
 #endif

@@ -13,8 +13,7 @@
 
 #include "api/handlers.h"
 
-int sbx_h_mcp_post(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
-int sbx_h_mcp_delete(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *err);
+sbx_handler sbx_h_mcp_post, sbx_h_mcp_delete;
 
 /* The tools array of a tools/list result (new reference). */
 json_t *sbx_mcp_tools_list(struct sbx_req *r);

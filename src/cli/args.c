@@ -139,6 +139,16 @@ int sbx_cli_check_memory(const char *s, struct sbx_error *err)
   return 0;
 }
 
+int sbx_cli_take_limit(const char *verb, const char *arg, const char **dst,
+                       int (*check)(const char *, struct sbx_error *))
+{
+  struct sbx_error err = {0};
+  if (check(arg, &err) < 0)
+    return sbx_cli_usage(verb, "%s", err.msg);
+  *dst = arg;
+  return -1;
+}
+
 static int read_stream(FILE *f, const char *path, size_t max, char **out, size_t *len,
                        struct sbx_error *err)
 {

@@ -100,6 +100,10 @@ int sbx_cli_parse_seconds(const char *s, long *out, struct sbx_error *err);
 /* Validates cpu/memory quantities the way the daemon does (common/quantity). */
 int sbx_cli_check_cpu(const char *s, struct sbx_error *err);
 int sbx_cli_check_memory(const char *s, struct sbx_error *err);
+/* A verb's --memory or --cpu: *dst = arg (borrowed) once check accepts it.
+ * -1 to go on parsing, else the usage exit code (the message printed). */
+int sbx_cli_take_limit(const char *verb, const char *arg, const char **dst,
+                       int (*check)(const char *, struct sbx_error *));
 /* Reads all of path ("-" = stdin) into a malloc'd buffer (NUL-terminated,
  * *len excludes the NUL).  Refuses more than max bytes. */
 int sbx_cli_read_file(const char *path, size_t max, char **out, size_t *len,

@@ -147,15 +147,9 @@ static int take_opt(struct sbx_cli *cli, void *ud, int c)
       return sbx_cli_usage("run", "%s", err.msg);
     break;
   case OPT_MEMORY:
-    if (sbx_cli_check_memory(optarg, &err) < 0)
-      return sbx_cli_usage("run", "%s", err.msg);
-    o->memory = optarg;
-    break;
+    return sbx_cli_take_limit("run", optarg, &o->memory, sbx_cli_check_memory);
   case OPT_CPU:
-    if (sbx_cli_check_cpu(optarg, &err) < 0)
-      return sbx_cli_usage("run", "%s", err.msg);
-    o->cpu = optarg;
-    break;
+    return sbx_cli_take_limit("run", optarg, &o->cpu, sbx_cli_check_cpu);
   default:
     if (sbx_cli_common_opt(cli, c, help, &exit_now))
       return exit_now;

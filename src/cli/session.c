@@ -60,16 +60,6 @@ struct session_opts {
   json_t *args; /* owned: positionals */
 };
 
-static int check_limit(const char *what, const char *arg, const char **dst,
-                       int (*check)(const char *, struct sbx_error *))
-{
-  struct sbx_error err = {0};
-  if (check(arg, &err) < 0)
-    return sbx_cli_usage(what, "%s", err.msg);
-  *dst = arg;
-  return -1;
-}
-
 /* One option; returns -1 to go on, else an exit code. */
 static int take_opt(struct sbx_cli *cli, struct session_opts *o, int c, const char *what)
 {
@@ -89,9 +79,9 @@ static int take_opt(struct sbx_cli *cli, struct session_opts *o, int c, const ch
     o->json = true;
     return -1;
   case OPT_MEMORY:
-    return check_limit(what, optarg, &o->memory, sbx_cli_check_memory);
+    return sbx_cli_take_limit(what, optarg, &o->memory, sbx_cli_check_memory);
   case OPT_CPU:
-    return check_limit(what, optarg, &o->cpu, sbx_cli_check_cpu);
+    return sbx_cli_take_limit(what, optarg, &o->cpu, sbx_cli_check_cpu);
   case 'e':
     return sbx_cli_add_env(&o->env, optarg, &err) < 0 ? sbx_cli_usage(what, "%s", err.msg) : -1;
   case OPT_TTL:

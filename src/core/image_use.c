@@ -42,16 +42,9 @@ int sbx_core_image_check(const struct sbx_profile *p, json_t *v, char ref_out[SB
   struct sbx_image_ref ref;
   if (sbx_image_ref_parse(text, "image", &ref, err) < 0)
     return -1;
-  if (!(p->driver->caps & SBX_CAP_IMAGES)) {
-    sbx_err_field(err, "image",
-                  "profile '%s' (driver %s) runs the host pack only; use a "
-                  "profile whose capabilities list images",
-                  p->name, p->driver_name);
-    return sbx_err_fr(err,
-                      "Le profil « %s » (pilote %s) n'exécute que le paquet hôte ; "
-                      "choisissez un profil dont les capacités incluent images",
-                      p->name, p->driver_name);
-  }
+  if (sbx_profile_require(p, SBX_CAP_IMAGES, "image", "runs the host pack only",
+                          "n'exécute que le paquet hôte", err) < 0)
+    return -1;
   snprintf(ref_out, SBX_IMAGE_REF_MAX, "%s", ref.canonical);
   return 0;
 }

@@ -163,17 +163,10 @@ int sbx_core_net_check(const struct sbx_profile *profile, const struct sbx_net_p
 {
   if (!policy || policy->egress == SBX_NET_EGRESS_NONE)
     return 0;
-  if (!(profile->driver->caps & SBX_CAP_EGRESS)) {
-    sbx_err_field(err, "network.egress",
-                  "profile '%s' (driver %s) cannot enforce an egress "
-                  "allowlist; use a profile whose capabilities list egress_allowlist",
-                  profile->name, profile->driver_name);
-    return sbx_err_fr(err,
-                      "Le profil « %s » (pilote %s) ne peut pas appliquer de liste "
-                      "d'accès sortants ; choisissez un profil dont les capacités incluent "
-                      "egress_allowlist",
-                      profile->name, profile->driver_name);
-  }
+  if (sbx_profile_require(profile, SBX_CAP_EGRESS, "network.egress",
+                          "cannot enforce an egress allowlist",
+                          "ne peut pas appliquer de liste d'accès sortants", err) < 0)
+    return -1;
   char why[256];
   if (!sbx_net_available(why, sizeof why)) {
     sbx_err_set(err, SBX_E_RUNTIME_UNAVAILABLE, 0,

@@ -325,6 +325,20 @@ enum sbx_profile_state sbx_profile_wait(struct sbx_profile_set *set, const struc
   return st;
 }
 
+int sbx_profile_require(const struct sbx_profile *p, uint32_t cap, const char *field,
+                        const char *lacks_en, const char *lacks_fr, struct sbx_error *err)
+{
+  if (p->driver->caps & cap)
+    return 0;
+  sbx_err_field(err, field,
+                "profile '%s' (driver %s) %s; use a profile whose capabilities list %s", p->name,
+                p->driver_name, lacks_en, sbx_cap_name(cap));
+  return sbx_err_fr(err,
+                    "Le profil « %s » (pilote %s) %s ; choisissez un profil dont les capacités "
+                    "incluent %s",
+                    p->name, p->driver_name, lacks_fr, sbx_cap_name(cap));
+}
+
 const struct sbx_profile *sbx_profile_find(const struct sbx_profile_set *set, const char *name,
                                            struct sbx_error *err)
 {

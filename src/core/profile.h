@@ -90,6 +90,11 @@ enum sbx_profile_state sbx_profile_wait(struct sbx_profile_set *set, const struc
 /* NULL name → the default.  NOT_FOUND-style INVALID error naming the field. */
 const struct sbx_profile *sbx_profile_find(const struct sbx_profile_set *set, const char *name,
                                            struct sbx_error *err);
+/* 0 when p's driver has capability cap (SBX_CAP_*), else -1 with an
+ * INVALID error naming field: "profile 'P' (driver D) <lacks_en>; use a
+ * profile whose capabilities list <cap's name>", and lacks_fr in French. */
+int sbx_profile_require(const struct sbx_profile *p, uint32_t cap, const char *field,
+                        const char *lacks_en, const char *lacks_fr, struct sbx_error *err);
 /* Fills a profile with built-in defaults and host-derived maxima. */
 void sbx_profile_defaults(struct sbx_profile *p, const char *name, const char *driver);
 /* The built-in maxima for a host with ncpu online CPUs and ram bytes of

@@ -6,10 +6,12 @@
  * (the scheduler then shares the workers between tenants; a worker waits
  * for their profile's probe), and sessions whose sandbox died with the old
  * daemon are marked lost. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "core/internal.h"
@@ -47,14 +49,9 @@ struct ids {
 static int collect_id(void *ctx, const char *id, int64_t tenant, int64_t created)
 {
   struct ids *ids = ctx;
-  if (ids->n == ids->cap) {
-    size_t cap = ids->cap ? ids->cap * 2 : 64;
-    void *a = realloc(ids->e, cap * sizeof *ids->e);
-    if (!a)
-      return -1;
-    ids->e = a;
-    ids->cap = cap;
-  }
+  size_t most = SIZE_MAX / sizeof *ids->e;
+  if (sbx_array_grow(&ids->e, &ids->cap, ids->n + 1, sizeof *ids->e, most) < 0)
+    return -1;
   struct id_entry *e = &ids->e[ids->n++];
   snprintf(e->id, sizeof e->id, "%s", id);
   e->tenant = tenant;

@@ -125,7 +125,7 @@ static int mkdir_one(int rootfd, const char *path, unsigned mode, uint32_t flags
 {
   char parent[SBX_PROTO_MAX_PATH];
   const char *name;
-  int pfd = sbxi_open_parent(rootfd, path, parent, sizeof parent, &name);
+  int pfd = sbxi_open_parent(rootfd, path, O_PATH, parent, sizeof parent, &name);
   if (pfd < 0)
     return pfd;
   int r = 0;
@@ -170,10 +170,10 @@ static int move_path(int rootfd, const char *from, const char *to, uint32_t flag
 {
   char pa[SBX_PROTO_MAX_PATH], pb[SBX_PROTO_MAX_PATH];
   const char *na, *nb;
-  int fa = sbxi_open_parent(rootfd, from, pa, sizeof pa, &na);
+  int fa = sbxi_open_parent(rootfd, from, O_PATH, pa, sizeof pa, &na);
   if (fa < 0)
     return fa;
-  int fb = sbxi_open_parent(rootfd, to, pb, sizeof pb, &nb);
+  int fb = sbxi_open_parent(rootfd, to, O_PATH, pb, sizeof pb, &nb);
   if (fb < 0) {
     close(fa);
     return fb;
@@ -189,7 +189,7 @@ static int symlink_path(int rootfd, const char *path, const char *target)
 {
   char parent[SBX_PROTO_MAX_PATH];
   const char *name;
-  int pfd = sbxi_open_parent(rootfd, path, parent, sizeof parent, &name);
+  int pfd = sbxi_open_parent(rootfd, path, O_PATH, parent, sizeof parent, &name);
   if (pfd < 0)
     return pfd;
   int r = symlinkat(target, pfd, name) < 0 ? -errno : 0;
@@ -303,14 +303,11 @@ static int remove_path(int rootfd, const char *path)
 {
   char parent[SBX_PROTO_MAX_PATH];
   const char *name;
-  int r = sbxi_split_path(path, parent, sizeof parent, &name);
-  if (r)
-    return r;
-  int pfd = sbxi_open_in_root(rootfd, parent, O_RDONLY | O_DIRECTORY, 0);
+  int pfd = sbxi_open_parent(rootfd, path, O_RDONLY, parent, sizeof parent, &name);
   if (pfd < 0)
-    return -errno;
+    return pfd;
   struct stat pst;
-  r = fstat(pfd, &pst) < 0 ? -errno : remove_at(pfd, name, pst.st_dev, 0);
+  int r = fstat(pfd, &pst) < 0 ? -errno : remove_at(pfd, name, pst.st_dev, 0);
   close(pfd);
   return r;
 }

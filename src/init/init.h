@@ -135,9 +135,11 @@ int sbxi_glob(int rootfd, const char *pattern, uint32_t max, int memfd, uint64_t
 /* path.c: splits path into parent (into buf) and last component (-EINVAL
  * for "/", "." or ".." as the last component). */
 int sbxi_split_path(const char *path, char *buf, size_t len, const char **name);
-/* The parent directory of path, resolved in the root (O_PATH), or -errno;
+/* The parent directory of path, resolved in the root and opened with
+ * flags | O_DIRECTORY (O_PATH, or O_RDONLY where it is read), or -errno;
  * *name points into buf. */
-int sbxi_open_parent(int rootfd, const char *path, char *buf, size_t len, const char **name);
+int sbxi_open_parent(int rootfd, const char *path, int flags, char *buf, size_t len,
+                     const char **name);
 /* SBX_PROTO_DT_* of a file mode. */
 uint8_t sbxi_dtype(mode_t m);
 /* watch.c: WATCH of dir; dirfd (dir opened O_RDONLY|O_DIRECTORY in the

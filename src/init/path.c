@@ -66,12 +66,13 @@ int sbxi_split_path(const char *path, char *buf, size_t len, const char **name)
 }
 
 /* The parent directory of path, resolved in the root; *name points into buf. */
-int sbxi_open_parent(int rootfd, const char *path, char *buf, size_t len, const char **name)
+int sbxi_open_parent(int rootfd, const char *path, int flags, char *buf, size_t len,
+                     const char **name)
 {
   int r = sbxi_split_path(path, buf, len, name);
   if (r)
     return r;
-  int fd = sbxi_open_in_root(rootfd, buf, O_PATH | O_DIRECTORY, 0);
+  int fd = sbxi_open_in_root(rootfd, buf, flags | O_DIRECTORY, 0);
   return fd < 0 ? -errno : fd;
 }
 
@@ -158,13 +159,10 @@ static int mkdir_parents(int rootfd, const char *dir)
     if (fd < 0 && errno == ENOENT) {
       char parent[SBX_PROTO_MAX_PATH];
       const char *name;
-      int r = sbxi_split_path(buf, parent, sizeof parent, &name);
-      if (r)
-        return r;
-      int pfd = sbxi_open_in_root(rootfd, parent, O_PATH | O_DIRECTORY, 0);
+      int pfd = sbxi_open_parent(rootfd, buf, O_PATH, parent, sizeof parent, &name);
       if (pfd < 0)
-        return -errno;
-      r = mkdirat(pfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+        return pfd;
+      int r = mkdirat(pfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
       close(pfd);
       if (r)
         return r;

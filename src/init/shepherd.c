@@ -177,9 +177,11 @@ static int code_write(int rootfd, const struct sbxi_code *c)
   int fd = sbxi_open_write(rootfd, c->path, 0644, SBX_PROTO_W_MKDIR);
   if (fd < 0)
     return -fd;
-  int r = sbxi_split_path(c->path, code_buf, sizeof code_buf, &code_name);
-  if (r == 0 && (code_dir = sbxi_open_in_root(rootfd, code_buf, O_RDONLY | O_DIRECTORY, 0)) < 0)
-    r = -errno;
+  int r = sbxi_open_parent(rootfd, c->path, O_RDONLY, code_buf, sizeof code_buf, &code_name);
+  if (r >= 0) {
+    code_dir = r;
+    r = 0;
+  }
   for (size_t off = 0, n = strlen(c->text); r == 0 && off < n;) {
     ssize_t w = write(fd, c->text + off, n - off);
     if (w < 0 && errno != EINTR)

@@ -65,7 +65,7 @@ static void close_fd(int *fd)
   *fd = -1;
 }
 
-static struct xfer *xfer_new(enum xkind kind, int nflows)
+static struct xfer *xfer_alloc(enum xkind kind, int nflows)
 {
   int slot = -1;
   for (int i = 0; i < XFER_MAX && slot < 0; i++)
@@ -91,6 +91,28 @@ static struct xfer *xfer_new(enum xkind kind, int nflows)
     }
   }
   xfers[slot] = x;
+  return x;
+}
+
+/* A transfer in a free slot: flow 0 from in to out and, with two flows,
+ * flow 1 back from out to in.  Consumes in and out: closed when there is
+ * no slot or no memory (NULL, errno set). */
+static struct xfer *xfer_new(enum xkind kind, int nflows, int in, int out)
+{
+  struct xfer *x = xfer_alloc(kind, nflows);
+  if (!x) {
+    int e = errno;
+    close(in);
+    close(out);
+    errno = e;
+    return NULL;
+  }
+  x->f[0].in = in;
+  x->f[0].out = out;
+  if (nflows == 2) {
+    x->f[1].in = out;
+    x->f[1].out = in;
+  }
   return x;
 }
 
@@ -152,32 +174,21 @@ int sbxi_xfer_read_to(int file, uint64_t size, int pipe_w)
     close(pipe_w);
     return 0;
   }
-  struct xfer *x = xfer_new(X_READ_TO, 1);
-  if (!x) {
-    int e = errno;
-    close(file);
-    close(pipe_w);
-    return -e;
-  }
+  struct xfer *x = xfer_new(X_READ_TO, 1, file, pipe_w);
+  if (!x)
+    return -errno;
   set_nonblock(pipe_w);
-  x->f[0].in = file;
-  x->f[0].out = pipe_w;
   x->f[0].left = size;
   return 0;
 }
 
 int sbxi_xfer_write_from(int sock, int file, uint32_t flags, uint32_t mode, uint64_t mtime)
 {
-  struct xfer *x = xfer_new(X_WRITE_FROM, 1);
-  if (!x) {
-    int e = errno;
-    close(sock);
-    close(file);
-    return -e;
-  }
+  struct xfer *x = xfer_new(X_WRITE_FROM, 1, sock, file);
+  if (!x)
+    return -errno;
   set_nonblock(sock);
-  x->sock = x->f[0].in = sock;
-  x->f[0].out = file;
+  x->sock = sock;
   x->wflags = flags;
   x->mode = mode;
   x->mtime = mtime;
@@ -186,18 +197,12 @@ int sbxi_xfer_write_from(int sock, int file, uint32_t flags, uint32_t mode, uint
 
 int sbxi_xfer_connect(int sock, int tcp, bool connected)
 {
-  struct xfer *x = xfer_new(X_CONNECT, 2);
-  if (!x) {
-    int e = errno;
-    close(sock);
-    close(tcp);
-    return -e;
-  }
+  struct xfer *x = xfer_new(X_CONNECT, 2, sock, tcp);
+  if (!x)
+    return -errno;
   set_nonblock(sock);
   x->sock = sock;
   x->tcp = tcp;
-  x->f[0].in = x->f[1].out = sock;
-  x->f[0].out = x->f[1].in = tcp;
   x->connecting = !connected;
   if (connected)
     send_status(sock, 0);

@@ -806,6 +806,13 @@ int sbx_cg_recover(const struct sbx_cg_host *h)
   return count;
 }
 
+void sbx_cg_remove_parents(const struct sbx_cg_host *h)
+{
+  for (int i = 0; i < h->nctrl; i++)
+    if (rmdir(h->ctrl[i].parent) < 0 && errno != ENOENT)
+      sbx_debug("cgroup", "rmdir %s: %s", h->ctrl[i].parent, strerror(errno));
+}
+
 int sbx_cg_count(const struct sbx_cg_host *h)
 {
   if (h->nctrl == 0)

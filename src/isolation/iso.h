@@ -153,6 +153,10 @@ int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *er
 int sbx_cg_remove(struct sbx_cgroup *cg, struct sbx_error *err);
 /* Kills and removes every leaf under the parent dirs.  Returns how many. */
 int sbx_cg_recover(const struct sbx_cg_host *h);
+/* rmdir of the parent dirs, for a driver's shutdown once its sandboxes are
+ * gone, so that one daemon's empty parents do not pile up across runs; a
+ * parent still in use or already gone is left (logged at debug). */
+void sbx_cg_remove_parents(const struct sbx_cg_host *h);
 /* Number of leaves under the parent (first hierarchy) or -1. */
 int sbx_cg_count(const struct sbx_cg_host *h);
 

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
@@ -208,15 +210,9 @@ static int link_again(struct shift *s, const struct stat *st, int dfd, const cha
       *done = true;
       return 0;
     }
-  if (s->nlinks == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    struct first_link *l = realloc(s->links, cap * sizeof *l);
-    if (!l)
-      return fail(s, ENOMEM, "hard link");
-    s->links = l;
-    s->cap = cap;
-  }
-  if (!(s->links[s->nlinks].rel = strdup(s->rel)))
+  if (sbx_array_grow(&s->links, &s->cap, s->nlinks + 1, sizeof *s->links,
+                     SIZE_MAX / sizeof *s->links) < 0 ||
+      !(s->links[s->nlinks].rel = strdup(s->rel)))
     return fail(s, ENOMEM, "hard link");
   s->links[s->nlinks++].ino = st->st_ino;
   return 0;

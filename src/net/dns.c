@@ -149,22 +149,6 @@ static int filter_learn(const struct sbx_net_peer *peer, const struct sbx_net_po
   return k;
 }
 
-/* Writes name as labels (it was checked to be a host name). */
-static size_t put_name(uint8_t *out, const char *name)
-{
-  size_t o = 0;
-  for (const char *l = name; *l;) {
-    const char *dot = strchr(l, '.');
-    size_t len = dot ? (size_t)(dot - l) : strlen(l);
-    out[o++] = (uint8_t)len;
-    memcpy(out + o, l, len);
-    o += len;
-    l += len + (dot ? 1 : 0);
-  }
-  out[o++] = 0;
-  return o;
-}
-
 static size_t rcode_only(uint8_t *r, size_t len, unsigned rcode)
 {
   r[3] = (uint8_t)((r[3] & 0xf0) | rcode);
@@ -197,17 +181,6 @@ static int find_peer(const struct sockaddr_storage *from, struct sbx_net_peer *p
                         ? (const void *)&((const struct sockaddr_in *)from)->sin_addr
                         : (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr;
   return sbx_net_registry_find(fam, src, peer, p);
-}
-
-/* Echoes the question after the header (the asker's case, some check it);
- * returns the reply's length so far. */
-static size_t put_question(uint8_t *r, const char *name, unsigned qtype, unsigned qclass)
-{
-  r[5] = 1;
-  size_t len = 12 + put_name(r + 12, name);
-  put16(r + len, qtype);
-  put16(r + len + 2, qclass);
-  return len + 4;
 }
 
 /* The addresses an answer hands out, all of one family. */
@@ -319,7 +292,8 @@ size_t sbx_net_dns_answer(const uint8_t *q, size_t qlen, const struct sockaddr_s
     sbx_net_policy_free(p);
     return rcode_only(r, 12, ns_r_refused);
   }
-  size_t len = put_question(r, name, qtype, qclass);
+  /* the question echoed (the asker's case: some check it) */
+  size_t len = sbx_net_dns_put_question(r, name, qtype, qclass);
   struct answers a = {.n = 0};
   rcode = answer_name(&peer, p, norm, qtype, qclass, &a);
   sbx_net_policy_free(p);

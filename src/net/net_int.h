@@ -44,6 +44,11 @@ int sbx_net_resolve_configure(const char *const *pins, const char *upstream,
 /* Up to max addresses of name (A and AAAA), pins first.  Returns how many
  * (0: no such name), -1 on upstream failure. */
 int sbx_net_resolve(const char *name, struct sockaddr_storage *out, int max);
+/* The one question of a DNS message, for a query and for the responder's
+ * echo: QDCOUNT 1 in the header msg starts with, then name (a checked host
+ * name, written as labels), qtype and qclass after it.  Returns the
+ * message's length so far. */
+size_t sbx_net_dns_put_question(uint8_t *msg, const char *name, unsigned qtype, unsigned qclass);
 
 /* ---- dns.c / egress.c: the two listening services -------------------- */
 

@@ -199,28 +199,34 @@ int sbx_net_resolve_configure(const char *const *pins, const char *upstream,
 
 /* ---- the wire ------------------------------------------------------------ */
 
+size_t sbx_net_dns_put_question(uint8_t *msg, const char *name, unsigned qtype, unsigned qclass)
+{
+  msg[4] = 0;
+  msg[5] = 1; /* one question */
+  size_t o = 12;
+  for (const char *l = name; *l;) {
+    const char *dot = strchr(l, '.');
+    size_t len = dot ? (size_t)(dot - l) : strlen(l);
+    msg[o++] = (uint8_t)len;
+    memcpy(msg + o, l, len);
+    o += len;
+    l += len + (dot ? 1 : 0);
+  }
+  msg[o++] = 0;
+  msg[o++] = (uint8_t)(qtype >> 8);
+  msg[o++] = (uint8_t)qtype;
+  msg[o++] = (uint8_t)(qclass >> 8);
+  msg[o++] = (uint8_t)qclass;
+  return o;
+}
+
 static size_t build_query(const char *name, uint16_t qtype, uint16_t id, uint8_t *q)
 {
   memset(q, 0, 12);
   q[0] = (uint8_t)(id >> 8);
   q[1] = (uint8_t)id;
   q[2] = 0x01; /* RD */
-  q[5] = 1;    /* one question */
-  size_t o = 12;
-  for (const char *l = name; *l;) {
-    const char *dot = strchr(l, '.');
-    size_t len = dot ? (size_t)(dot - l) : strlen(l);
-    q[o++] = (uint8_t)len;
-    memcpy(q + o, l, len);
-    o += len;
-    l += len + (dot ? 1 : 0);
-  }
-  q[o++] = 0;
-  q[o++] = (uint8_t)(qtype >> 8);
-  q[o++] = (uint8_t)qtype;
-  q[o++] = 0;
-  q[o++] = 1; /* IN */
-  return o;
+  return sbx_net_dns_put_question(q, name, qtype, ns_c_in);
 }
 
 /* Our ID, a response, and our question echoed (case-insensitively: some

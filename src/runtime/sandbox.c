@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/capture.h"
 #include "common/cleanup.h"
 #include "common/quantity.h"
@@ -117,16 +119,8 @@ static bool relay_register(int pipe_fd, int ctl)
     return false;
   }
   pthread_mutex_lock(&relay_lock);
-  bool ok = nrelays < relays_cap;
-  if (!ok) {
-    size_t cap = relays_cap ? relays_cap * 2 : 16;
-    struct relay_reg *n = realloc(relays, cap * sizeof *n);
-    if (n) {
-      relays = n;
-      relays_cap = cap;
-      ok = true;
-    }
-  }
+  bool ok = sbx_array_grow(&relays, &relays_cap, nrelays + 1, sizeof *relays,
+                           SIZE_MAX / sizeof *relays) == 0;
   if (ok)
     relays[nrelays++] = (struct relay_reg){dev, ino, dup_ctl};
   pthread_mutex_unlock(&relay_lock);

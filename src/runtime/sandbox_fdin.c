@@ -84,6 +84,17 @@ static int lost(struct sbx_error *err, int e, const char *path)
                      strerror(e));
 }
 
+/* After a read, send or recv on the non-blocking fd failed (errno set): 0
+ * to try again (EINTR, or EAGAIN and fd ready for ev within IDLE_MS), else
+ * the transfer's "sandbox lost" error. */
+static int retry_or_lost(int fd, short ev, const char *path, struct sbx_error *err)
+{
+  if (errno == EINTR)
+    return 0;
+  int e = errno == EAGAIN ? wait_fd(fd, ev) : -errno;
+  return e < 0 ? lost(err, -e, path) : 0;
+}
+
 int sbx_fdin_read_to(struct sbx_sandbox *sb, const char *path, int *fd_out, uint64_t *size_out,
                      struct sbx_error *err)
 {
@@ -114,16 +125,11 @@ int sbx_fdin_read_to(struct sbx_sandbox *sb, const char *path, int *fd_out, uint
   uint64_t got = 0;
   for (;;) {
     ssize_t n = read(rd, buf, CHUNK);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno == EAGAIN) {
-      int e = wait_fd(rd, POLLIN);
-      if (e < 0)
-        return lost(err, -e, path);
+    if (n < 0) {
+      if (retry_or_lost(rd, POLLIN, path, err) < 0)
+        return -1;
       continue;
     }
-    if (n < 0)
-      return lost(err, errno, path);
     if (n == 0)
       break;
     if ((uint64_t)n > rep.value - got) /* more than announced: hostile */
@@ -169,16 +175,13 @@ static int send_bytes(int s, const void *data, size_t len, int src_fd, const cha
     if (data && !left)
       return 0;
     ssize_t n = send(s, p, left, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno == EAGAIN) {
-      int e = wait_fd(s, POLLOUT);
-      if (e < 0)
-        return lost(err, -e, path);
+    if (n < 0) {
+      if (retry_or_lost(s, POLLOUT, path, err) < 0)
+        return -1;
       continue;
     }
-    if (n <= 0)
-      return lost(err, n < 0 ? errno : EPIPE, path);
+    if (n == 0)
+      return lost(err, EPIPE, path);
     at += (size_t)n;
   }
 }
@@ -190,16 +193,13 @@ static int recv_status(int s, const char *path, uint32_t *st, struct sbx_error *
   char *p = (char *)st;
   while (got < sizeof *st) {
     ssize_t n = recv(s, p + got, sizeof *st - got, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno == EAGAIN) {
-      int e = wait_fd(s, POLLIN);
-      if (e < 0)
-        return lost(err, -e, path);
+    if (n < 0) {
+      if (retry_or_lost(s, POLLIN, path, err) < 0)
+        return -1;
       continue;
     }
-    if (n <= 0)
-      return lost(err, n < 0 ? errno : EPIPE, path);
+    if (n == 0)
+      return lost(err, EPIPE, path);
     got += (size_t)n;
   }
   return 0;

@@ -4,12 +4,14 @@
  * hostile init cannot make it hold more than the caller's maximum); every
  * record is validated here: names without '/', paths inside the sandbox. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "init/proto.h"
 #include "runtime/chan.h"
@@ -164,14 +166,8 @@ static int tree_add(struct tree *t, const struct sbx_dirent *d, struct sbx_error
 {
   if (t->n >= t->max)
     return sbx_err_set(err, SBX_E_TOO_LARGE, 0, "more than %zu entries", t->max);
-  if (t->n == t->cap) {
-    size_t nc = t->cap ? t->cap * 2 : 64;
-    struct sbx_dirent *nv = realloc(t->v, nc * sizeof *nv);
-    if (!nv)
-      return sbx_err_sys(err, ENOMEM, "list");
-    t->v = nv;
-    t->cap = nc;
-  }
+  if (sbx_array_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v, t->max) < 0)
+    return sbx_err_sys(err, ENOMEM, "list");
   t->v[t->n++] = *d;
   return 0;
 }

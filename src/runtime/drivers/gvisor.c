@@ -749,9 +749,7 @@ static void gvisor_shutdown(void)
   if (!gv.ready)
     return;
   sbx_warm_pool_stop(&pool);
-  for (int i = 0; i < gv.cg.nctrl; i++)
-    if (rmdir(gv.cg.ctrl[i].parent) < 0 && errno != ENOENT)
-      sbx_debug("gvisor", "rmdir %s: %s", gv.cg.ctrl[i].parent, strerror(errno));
+  sbx_cg_remove_parents(&gv.cg);
 }
 
 const struct sbx_driver sbx_drv_gvisor = {

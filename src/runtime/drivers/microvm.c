@@ -870,9 +870,7 @@ static void microvm_shutdown(void)
       break;
     usleep(10000);
   }
-  for (int i = 0; i < mv.cg.nctrl; i++)
-    if (rmdir(mv.cg.ctrl[i].parent) < 0 && errno != ENOENT)
-      sbx_debug("microvm", "rmdir %s: %s", mv.cg.ctrl[i].parent, strerror(errno));
+  sbx_cg_remove_parents(&mv.cg);
 }
 
 const struct sbx_driver sbx_drv_microvm = {
