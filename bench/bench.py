@@ -30,6 +30,7 @@ import e2bbench  # noqa: E402
 import sdkbench  # noqa: E402
 import mvbench  # noqa: E402
 import wasmbench  # noqa: E402
+import fleetbench  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = ("container", "process")
@@ -549,7 +550,8 @@ class Bench:
                          ("e2b", lambda: e2bbench.e2b_part(self)),
                          ("sdk", lambda: sdkbench.sdk_part(self)),
                          ("microvm", lambda: mvbench.microvm_part(self)),
-                         ("wasm", lambda: wasmbench.wasm_part(self))):
+                         ("wasm", lambda: wasmbench.wasm_part(self)),
+                         ("fleet", lambda: fleetbench.fleet_part(self))):
             if name in parts:
                 fn()
 
@@ -727,12 +729,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, traces)")
     ap.add_argument("--only", default="", metavar="PARTS",
                     help="comma list of parts to run (exec,gvisor,nopool,net,images,store,trace,limits,"
-                         "e2b,sdk,microvm,wasm), "
+                         "e2b,sdk,microvm,wasm,fleet), "
                          "for working on one part; the report then has only those rows")
     ap.add_argument("--splice", action="store_true",
-                    help="with --only microvm and/or wasm: replace the microVM and/or WebAssembly "
-                         "section of the existing --out file instead of writing a report of that "
-                         "part alone")
+                    help="with --only microvm, wasm and/or fleet: replace that section of the "
+                         "existing --out file instead of writing a report of that part alone")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     if not os.access(os.path.join(build, "sandboxd"), os.X_OK):
@@ -759,6 +760,7 @@ def main():
             sdkbench.sdk_part(b)
             mvbench.microvm_part(b)
             wasmbench.wasm_part(b)
+            fleetbench.fleet_part(b)
         b.facts["host"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         b.facts["runtime_s"] = time.time() - t0
         text = report.render(b.rows, b.facts, b.profiles)
@@ -766,7 +768,8 @@ def main():
         if a.splice:
             parts = a.only.split(",") if a.only else ["microvm"]
             for part, heading, after in (("microvm", "## microVM", None),
-                                         ("wasm", wasmbench.HEADING, "## microVM")):
+                                         ("wasm", wasmbench.HEADING, "## microVM"),
+                                         ("fleet", fleetbench.HEADING, wasmbench.HEADING)):
                 if part in parts:
                     mvbench.splice(a.out, text, heading, after)
         else:

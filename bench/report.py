@@ -590,6 +590,8 @@ def render(rows, facts, profiles):
     L += mvbench.section(rows, facts)
     import wasmbench
     L += wasmbench.section(rows, facts)
+    import fleetbench
+    L += fleetbench.section(rows, facts)
     L += _image_section(rows, facts)
     L += _startup_section(facts)
     L += _memory_section(facts, profiles)
