@@ -49,7 +49,8 @@ def _placements(tf, fleet):
         tf.api(a, fleet.alice, "DELETE", f"/v1/sandbox/sessions/{r.json()['id']}")
     r = tf.api(a, fleet.admin, "GET", "/v1/audit",
                params={"action": "sandbox.session.place", "limit": 1000})
-    micros = [e["details"]["micros"] / 1e6 for e in r.json()["events"]][-PLACEMENTS:]
+    # the audit chain keeps numbers as text (docs/audit.md)
+    micros = [float(e["details"]["micros"]) / 1e6 for e in r.json()["events"]][-PLACEMENTS:]
     return micros, here, there
 
 

@@ -127,9 +127,8 @@ static void mac(const struct signed_fields *f, char out[65])
 {
   crypto_auth_hmacsha256_state st;
   crypto_auth_hmacsha256_init(&st, g_secret, g_secret_len);
-  const char *parts[] = {"sandboxd-node-v1", f->method,    f->target,
-                         f->node,            f->time,      f->nonce,
-                         f->placed,          f->principal, f->body};
+  const char *parts[] = {"sandboxd-node-v1", f->method, f->target,    f->node, f->time,
+                         f->nonce,           f->placed, f->principal, f->body};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
     if (i)
       crypto_auth_hmacsha256_update(&st, (const unsigned char *)"\n", 1);
@@ -251,8 +250,8 @@ static void add(struct hdrs *h, const char *name, const char *value)
 {
   char *line = NULL;
   if (h->n >= sizeof h->lines / sizeof h->lines[0] - 1 ||
-      (value && *value ? asprintf(&line, "%s: %s", name, value)
-                       : asprintf(&line, "%s;", name)) < 0)
+      (value && *value ? asprintf(&line, "%s: %s", name, value) : asprintf(&line, "%s;", name)) <
+          0)
     h->bad = true;
   else
     h->lines[h->n++] = line;
@@ -397,15 +396,7 @@ int sbx_forward(struct sbx_req *r, const struct sbx_fleet_target *to, bool place
   struct sbx_proxy *p = NULL;
   if (rc == 0) {
     h.lines[h.n] = NULL;
-    struct sbx_proxy_req preq = {.fd = fd,
-                                 .method = r->method,
-                                 .url = url,
-                                 .headers = h.lines,
-                                 .body = r->body,
-                                 .body_len = r->body_len,
-                                 .head_timeout_ms = HEAD_TIMEOUT_MS,
-                                 .client_fd = sbx_req_client_fd(r)};
-    rc = sbx_proxy_start(&preq, &p, err);
+    rc = sbx_proxy_start_for(r, fd, url, h.lines, HEAD_TIMEOUT_MS, &p, err);
   }
   free(url);
   free_hdrs(&h);

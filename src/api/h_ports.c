@@ -215,15 +215,7 @@ int sbx_h_port_proxy(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *
   struct sbx_proxy *p = NULL;
   if (rc == 0) {
     h.lines[h.n] = NULL;
-    struct sbx_proxy_req preq = {.fd = fd,
-                                 .method = r->method,
-                                 .url = url,
-                                 .headers = h.lines,
-                                 .body = r->body,
-                                 .body_len = r->body_len,
-                                 .head_timeout_ms = HEAD_TIMEOUT_MS,
-                                 .client_fd = sbx_req_client_fd(r)};
-    rc = sbx_proxy_start(&preq, &p, err);
+    rc = sbx_proxy_start_for(r, fd, url, h.lines, HEAD_TIMEOUT_MS, &p, err);
   }
   free_headers(&h);
   if (rc < 0)

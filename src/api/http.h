@@ -47,10 +47,10 @@ struct sbx_req {
    * owned, released with the request. */
   json_t *error_details;
   /* The fleet (api/forward.h) */
-  const char *target;    /* the request-target as sent (still encoded), for forwarding */
-  bool from_node;        /* signed by a node of the fleet: never forwarded again */
-  bool placed_here;      /* a session create whose place here a placement reserved */
-  char signed_body[65];  /* the body's SHA-256 the forwarding node signed */
+  const char *target;   /* the request-target as sent (still encoded), for forwarding */
+  bool from_node;       /* signed by a node of the fleet: never forwarded again */
+  bool placed_here;     /* a session create whose place here a placement reserved */
+  char signed_body[65]; /* the body's SHA-256 the forwarding node signed */
 };
 
 enum sbx_resp_kind {

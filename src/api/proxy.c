@@ -63,6 +63,20 @@ static const char *const hop_by_hop[] = {"Connection",
                                          "Upgrade",
                                          NULL};
 
+int sbx_proxy_start_for(struct sbx_req *r, int fd, const char *url, char *const *headers,
+                        unsigned head_timeout_ms, struct sbx_proxy **out, struct sbx_error *err)
+{
+  struct sbx_proxy_req preq = {.fd = fd,
+                               .method = r->method,
+                               .url = url,
+                               .headers = headers,
+                               .body = r->body,
+                               .body_len = r->body_len,
+                               .head_timeout_ms = head_timeout_ms,
+                               .client_fd = sbx_req_client_fd(r)};
+  return sbx_proxy_start(&preq, out, err);
+}
+
 bool sbx_proxy_drop_request_header(const char *name)
 {
   /* Framing is curl's, the API key stays here, and the proxy sets the

@@ -39,6 +39,10 @@ struct sbx_proxy_req {
  * upstream failed to answer). */
 int sbx_proxy_start(const struct sbx_proxy_req *req, struct sbx_proxy **out,
                     struct sbx_error *err);
+/* sbx_proxy_start with the API request r's method and body, and r's
+ * client socket watched for a hang-up. */
+int sbx_proxy_start_for(struct sbx_req *r, int fd, const char *url, char *const *headers,
+                        unsigned head_timeout_ms, struct sbx_proxy **out, struct sbx_error *err);
 /* Turns the exchange into a streamed response (owned by it from now on):
  * the upstream's status, headers and body as it arrives. */
 void sbx_proxy_respond(struct sbx_proxy *p, struct sbx_resp *out);

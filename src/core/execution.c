@@ -272,9 +272,8 @@ static int plan_admit(struct sbx_core *core, const struct exec_plan *plan, struc
                     prof->name, prof->driver_name);
 }
 
-/* Stores the queued row and hands it to the queue (rsv is then taken). */
-static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, json_t *body,
-                        struct sbx_exec_slot_rsv **rsv, json_t **out, struct sbx_error *err)
+/* The new row as it is stored: queued, the request and its metadata. */
+static int queued_row(struct sbx_execution_row *row, json_t *body, struct sbx_error *err)
 {
   snprintf(row->status, sizeof row->status, "queued");
   row->request_json = json_dumps(body, JSON_COMPACT);
@@ -282,14 +281,25 @@ static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, js
   row->metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
   row->exit_code = -1;
   row->created_at = row->updated_at = sbx_wall_s();
-  if (!row->request_json || !row->metadata_json)
-    return sbx_err_sys(err, ENOMEM, "execution");
-  if (core->store.ops->execution_insert(core->store.st, row, err) < 0)
+  return row->request_json && row->metadata_json ? 0 : sbx_err_sys(err, ENOMEM, "execution");
+}
+
+static json_t *queued_answer(const struct sbx_execution_row *row)
+{
+  return json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile",
+                   row->profile);
+}
+
+/* Stores the queued row and hands it to the queue (rsv is then taken). */
+static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, json_t *body,
+                        struct sbx_exec_slot_rsv **rsv, json_t **out, struct sbx_error *err)
+{
+  if (queued_row(row, body, err) < 0 ||
+      core->store.ops->execution_insert(core->store.st, row, err) < 0)
     return -1;
   queue_commit(core, *rsv, row->id);
   *rsv = NULL;
-  *out =
-      json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile", row->profile);
+  *out = queued_answer(row);
   return 0;
 }
 
@@ -302,16 +312,8 @@ static int fleet_insert(struct sbx_core *core, const struct sbx_principal *who,
 {
   int64_t quota = sbx_quota_executions_limit(core, who), count = 0;
   int64_t limit = quota > 0 ? quota : (int64_t)core->cfg.queue_max_per_tenant;
-  snprintf(row->status, sizeof row->status, "queued");
-  row->request_json = json_dumps(body, JSON_COMPACT);
-  json_t *md = json_object_get(body, "metadata");
-  row->metadata_json = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
-  row->exit_code = -1;
-  row->created_at = row->updated_at = sbx_wall_s();
-  int rc = 0;
-  if (!row->request_json || !row->metadata_json)
-    rc = sbx_err_sys(err, ENOMEM, "execution");
-  else {
+  int rc = queued_row(row, body, err);
+  if (rc == 0) {
     sbx_trace_park(row->id, who->tenant);
     rc = core->store.ops->fleet->exec_insert_capped(core->store.st, row, limit, &count, err);
   }
@@ -327,7 +329,7 @@ static int fleet_insert(struct sbx_core *core, const struct sbx_principal *who,
   pthread_mutex_lock(&core->q_lock);
   pthread_cond_signal(&core->q_cond); /* a worker here may take it at once */
   pthread_mutex_unlock(&core->q_lock);
-  *out = json_pack("{s:s, s:s, s:s}", "id", row->id, "status", "queued", "profile", row->profile);
+  *out = queued_answer(row);
   return 0;
 }
 

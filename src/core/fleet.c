@@ -22,8 +22,8 @@
 #include "obs/metrics.h"
 
 #define BEAT_MS 1000
-#define LEASE_MS 10000            /* renewed every beat: ten missed beats */
-#define STALE_MS 3000             /* a node this silent is not placed on */
+#define LEASE_MS 10000             /* renewed every beat: ten missed beats */
+#define STALE_MS 3000              /* a node this silent is not placed on */
 #define DEFAULT_DEAD_AFTER_MS 6000 /* ≤ 10 s from its last beat to its sessions lost */
 #define MAX_NODES 256
 #define PLACE_TRIES 3
@@ -61,7 +61,10 @@ struct sbx_fleet {
 
 bool sbx_fleet_on(struct sbx_core *core) { return core && core->fleet; }
 
-bool sbx_fleet_runs_work(struct sbx_core *core) { return !core->fleet || core->fleet->slots > 0; }
+bool sbx_fleet_runs_work(struct sbx_core *core)
+{
+  return !core->fleet || core->fleet->slots > 0;
+}
 
 const char *sbx_fleet_node_id(struct sbx_core *core)
 {
@@ -104,9 +107,9 @@ static char *node_info(struct sbx_core *core)
     int st = sbx_profile_state(p);
     json_object_set_new(profiles, p->name,
                         json_pack("{s:s, s:s, s:s}", "state",
-                                  st == SBX_PROFILE_AVAILABLE   ? "available"
-                                  : st == SBX_PROFILE_PROBING   ? "probing"
-                                                                : "unavailable",
+                                  st == SBX_PROFILE_AVAILABLE ? "available"
+                                  : st == SBX_PROFILE_PROBING ? "probing"
+                                                              : "unavailable",
                                   "driver", p->driver_name, "reason", p->reason));
   }
   json_t *info = json_pack("{s:o, s:i}", "profiles", profiles, "workers",
@@ -276,8 +279,10 @@ static void beat_once(struct sbx_fleet *f)
   else if (!alive) {
     /* Declared dead while it lived (a stall, a partition): the fleet has
      * already given its sessions up and re-queued its work. */
-    sbx_warn("fleet", "node %s was declared dead by the fleet; ending its sessions and "
-             "joining again", f->id);
+    sbx_warn("fleet",
+             "node %s was declared dead by the fleet; ending its sessions and "
+             "joining again",
+             f->id);
     sbx_sessions_drop(core, "lost", SBX_RS_NODE_LOST);
     if (ops->node_join(core->store.st, &row, &err) < 0)
       sbx_warn("fleet", "joining again: %s", err.msg);
@@ -321,8 +326,8 @@ int sbx_fleet_start(struct sbx_core *core, struct sbx_error *err)
                        "postgres://…); the %s store serves one daemon",
                        core->store.ops->name);
   if (!cfg->node_id || !cfg->node_id[0] || strlen(cfg->node_id) >= SBX_FLEET_ID_MAX)
-    return sbx_err_set(err, SBX_E_INVALID, 0,
-                       "--cluster needs --node-id (1 to %d characters)", SBX_FLEET_ID_MAX - 1);
+    return sbx_err_set(err, SBX_E_INVALID, 0, "--cluster needs --node-id (1 to %d characters)",
+                       SBX_FLEET_ID_MAX - 1);
   if (!cfg->advertise || strncmp(cfg->advertise, "http://", 7) != 0 ||
       strlen(cfg->advertise) >= SBX_FLEET_URL_MAX)
     return sbx_err_set(err, SBX_E_INVALID, 0,
@@ -353,8 +358,8 @@ int sbx_fleet_start(struct sbx_core *core, struct sbx_error *err)
                                            err) < 0)
     return -1;
   if (rel.sessions || rel.failed)
-    sbx_info("fleet", "node %s restarted: %lld session(s) lost, %lld execution(s) ended",
-             f->id, (long long)rel.sessions, (long long)rel.failed);
+    sbx_info("fleet", "node %s restarted: %lld session(s) lost, %lld execution(s) ended", f->id,
+             (long long)rel.sessions, (long long)rel.failed);
   struct sbx_node_row row;
   node_row(f, &row);
   int rc = core->store.ops->fleet->node_join(core->store.st, &row, err);
@@ -478,8 +483,8 @@ int sbx_fleet_place(struct sbx_core *core, const char *profile, struct sbx_fleet
       out->here = strcmp(cand[c].id, f->id) == 0;
       double us = (double)(sbx_now_ns() - t0) / 1e3;
       out->decision = json_pack("{s:s, s:f, s:i, s:o, s:f}", "node", cand[c].id, "score",
-                                round(cand[c].score * 1000) / 1000, "k", (int)f->k,
-                                "candidates", sampled, "micros", round(us));
+                                round(cand[c].score * 1000) / 1000, "k", (int)f->k, "candidates",
+                                sampled, "micros", round(us));
       sbx_metrics_fleet_placement(out->here, us / 1e6);
       return 0;
     }
@@ -584,15 +589,16 @@ void sbx_fleet_count_forward(const char *result, double seconds)
 static int node_json(void *ctx, const struct sbx_node_row *row)
 {
   json_t *info = row->info_json ? json_loads(row->info_json, 0, NULL) : NULL;
-  json_t *n = json_pack(
-      "{s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:I, s:I, s:f, s:I, s:o, s:o, s:I}", "id", row->id,
-      "advertise", row->advertise, "state", row->state, "slots", (json_int_t)row->slots,
-      "used", (json_int_t)row->used, "cpus", row->ncpu, "load1", row->load1, "memory_bytes",
-      (json_int_t)row->mem_total, "memory_available_bytes", (json_int_t)row->mem_avail,
-      "score", round(load_score(row) * 1000) / 1000, "heartbeat_age_ms",
-      (json_int_t)row->heartbeat_age_ms, "started_at", sbx_time_json(row->started_at),
-      "profiles", json_incref(json_object_get(info, "profiles")) ?: json_object(), "joins",
-      (json_int_t)row->joins);
+  json_t *n =
+      json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:f, s:I, s:I, s:f, s:I, s:o, s:o, s:I}", "id",
+                row->id, "advertise", row->advertise, "state", row->state, "slots",
+                (json_int_t)row->slots, "used", (json_int_t)row->used, "cpus", row->ncpu,
+                "load1", row->load1, "memory_bytes", (json_int_t)row->mem_total,
+                "memory_available_bytes", (json_int_t)row->mem_avail, "score",
+                round(load_score(row) * 1000) / 1000, "heartbeat_age_ms",
+                (json_int_t)row->heartbeat_age_ms, "started_at", sbx_time_json(row->started_at),
+                "profiles", json_incref(json_object_get(info, "profiles")) ?: json_object(),
+                "joins", (json_int_t)row->joins);
   json_decref(info);
   return n && json_array_append_new(ctx, n) == 0 ? 0 : -1;
 }

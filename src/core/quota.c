@@ -138,8 +138,7 @@ static void unlock_tenant(struct sbx_quota *q, int64_t tenant)
 }
 
 /* The tenant's limits, resolved from its name. */
-static struct sbx_quota_limits limits_of(struct sbx_quota *q,
-                                                   const struct sbx_principal *who)
+static struct sbx_quota_limits limits_of(struct sbx_quota *q, const struct sbx_principal *who)
 {
   struct sbx_quota_limits lim = {0};
   struct tstate *t = lock_tenant(q, who->tenant_id, who->tenant);

@@ -71,11 +71,11 @@ struct sbx_config {
   /* The fleet (core/fleet.h, docs/fleet.md) */
   bool cluster;
   char node_id[64];
-  char advertise[256];              /* http://HOST:PORT other nodes reach this one at */
-  char cluster_secret_file[4096];   /* the fleet's shared secret (node-to-node requests) */
-  unsigned placement_k;             /* best-of-K (3) */
-  int64_t node_slots;               /* sandboxes offered (-1: from the host; 0: none) */
-  unsigned node_dead_after_ms;      /* silence before a node is declared dead (6000) */
+  char advertise[256];            /* http://HOST:PORT other nodes reach this one at */
+  char cluster_secret_file[4096]; /* the fleet's shared secret (node-to-node requests) */
+  unsigned placement_k;           /* best-of-K (3) */
+  int64_t node_slots;             /* sandboxes offered (-1: from the host; 0: none) */
+  unsigned node_dead_after_ms;    /* silence before a node is declared dead (6000) */
 };
 
 void sbx_config_defaults(struct sbx_config *c);

@@ -192,30 +192,53 @@ static struct family fams[F_COUNT] = {
                   NULL,
                   0,
                   0},
-    [F_NODES] = {"sandboxd_fleet_nodes", "Nodes of the fleet by state (alive, not alive).",
-                 GAUGE, {"state", NULL}, 1},
+    [F_NODES] = {"sandboxd_fleet_nodes",
+                 "Nodes of the fleet by state (alive, not alive).",
+                 GAUGE,
+                 {"state", NULL},
+                 1},
     [F_NODE_DEATHS] = {"sandboxd_fleet_node_deaths_total",
-                       "Nodes this node declared dead (missed heartbeats).", COUNTER,
-                       {NULL, NULL}, 0},
+                       "Nodes this node declared dead (missed heartbeats).",
+                       COUNTER,
+                       {NULL, NULL},
+                       0},
     [F_PLACE] = {"sandboxd_fleet_placements_total",
-                 "Session placements made here, by where they landed (here, remote).", COUNTER,
-                 {"target", NULL}, 1},
+                 "Session placements made here, by where they landed (here, remote).",
+                 COUNTER,
+                 {"target", NULL},
+                 1},
     [F_PLACE_DUR] = {"sandboxd_fleet_placement_seconds",
-                     "Time to place a session: best-of-K and the reservation.", HISTOGRAM,
-                     {NULL, NULL}, 0, place_bounds, NB(place_bounds)},
+                     "Time to place a session: best-of-K and the reservation.",
+                     HISTOGRAM,
+                     {NULL, NULL},
+                     0,
+                     place_bounds,
+                     NB(place_bounds)},
     [F_FORWARD] = {"sandboxd_fleet_forwards_total",
                    "Requests forwarded to the node that owns their object, by result.",
-                   COUNTER, {"result", NULL}, 1},
+                   COUNTER,
+                   {"result", NULL},
+                   1},
     [F_FORWARD_DUR] = {"sandboxd_fleet_forward_seconds",
                        "Time from forwarding a request to its owner's response head.",
-                       HISTOGRAM, {NULL, NULL}, 0, http_bounds, NB(http_bounds)},
+                       HISTOGRAM,
+                       {NULL, NULL},
+                       0,
+                       http_bounds,
+                       NB(http_bounds)},
     [F_CLAIMS] = {"sandboxd_fleet_claims_total",
                   "Executions this node took from the shared queue, by outcome (taken; "
                   "lease_expired: taken over from a node whose lease ran out; lost: another "
                   "node held it by the time it started).",
-                  COUNTER, {"outcome", NULL}, 1},
-    [F_QUEUE] = {"sandboxd_fleet_queue", "The shared queue as last seen: depth (executions "
-                 "queued) and oldest_age_seconds.", GAUGE, {"what", NULL}, 1},
+                  COUNTER,
+                  {"outcome", NULL},
+                  1},
+    [F_QUEUE] = {"sandboxd_fleet_queue",
+                 "The shared queue as last seen: depth (executions "
+                 "queued) and oldest_age_seconds.",
+                 GAUGE,
+                 {"what", NULL},
+                 1},
     [F_DROPPED] = {"sandboxd_metrics_dropped_total",
                    "Metric updates dropped because a family reached its series cap.",
                    COUNTER,
@@ -424,7 +447,9 @@ static void put_histogram(FILE *f, const struct family *fam, const struct series
 static void put_family(FILE *f, const struct family *fam)
 {
   fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
-          fam->type == COUNTER ? "counter" : fam->type == GAUGE ? "gauge" : "histogram");
+          fam->type == COUNTER ? "counter"
+          : fam->type == GAUGE ? "gauge"
+                               : "histogram");
   if (fam->nlabels == 0 && fam->n == 0)
     fprintf(f, "%s 0\n", fam->name); /* a plain counter exists from the start */
   for (size_t i = 0; i < fam->n; i++) {

@@ -194,7 +194,7 @@ struct sbx_node_row {
   int ncpu;
   double load1;
   int64_t mem_total, mem_avail; /* bytes */
-  char *info_json; /* profiles and pools; malloc'd in rows the store returns */
+  char *info_json;              /* profiles and pools; malloc'd in rows the store returns */
   int64_t started_at;
   int64_t heartbeat_age_ms; /* since its last heartbeat, on the database's clock */
   int64_t joins;            /* times it registered */

@@ -22,15 +22,15 @@
 
 static void pp_node(struct pg_params *p, const struct sbx_node_row *n)
 {
-  pp_text(p, n->id);                                 /* $1 */
-  pp_text(p, n->advertise);                          /* $2 */
-  pp_i64(p, n->slots);                               /* $3 */
-  pp_i64(p, n->ncpu);                                /* $4 */
-  pp_f64(p, n->load1);                               /* $5 */
-  pp_i64(p, n->mem_total);                           /* $6 */
-  pp_i64(p, n->mem_avail);                           /* $7 */
-  pp_text(p, n->info_json ? n->info_json : "{}");    /* $8 */
-  pp_i64(p, n->started_at);                          /* $9 */
+  pp_text(p, n->id);                              /* $1 */
+  pp_text(p, n->advertise);                       /* $2 */
+  pp_i64(p, n->slots);                            /* $3 */
+  pp_i64(p, n->ncpu);                             /* $4 */
+  pp_f64(p, n->load1);                            /* $5 */
+  pp_i64(p, n->mem_total);                        /* $6 */
+  pp_i64(p, n->mem_avail);                        /* $7 */
+  pp_text(p, n->info_json ? n->info_json : "{}"); /* $8 */
+  pp_i64(p, n->started_at);                       /* $9 */
 }
 
 static int node_join(struct sbx_store *st, const struct sbx_node_row *row, struct sbx_error *err)
@@ -71,8 +71,8 @@ static int node_leave(struct sbx_store *st, const char *id, struct sbx_error *er
   struct pg_params p = {0};
   pp_text(&p, id);
   return pg_run(st, PG_NO_TENANT, PGQ_NODE_LEAVE,
-                "UPDATE nodes SET state = 'left', used = 0 WHERE id = $1 AND state = 'alive'", &p,
-                NULL, err);
+                "UPDATE nodes SET state = 'left', used = 0 WHERE id = $1 AND state = 'alive'",
+                &p, NULL, err);
 }
 
 static void node_from_row(const PGresult *r, int i, struct sbx_node_row *out)
@@ -193,8 +193,9 @@ static int exec_claim(struct sbx_store *st, const char *node, int64_t cap, int64
   struct pg_tx tx;
   if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
     return -1;
-  PGresult *q = pg_q(&tx, PGQ_EXEC_CLAIM, "SELECT id, tenant_id, lease_expired FROM sbx_fleet_claim($1, $2, $3)",
-                     &p, false, err);
+  PGresult *q = pg_q(&tx, PGQ_EXEC_CLAIM,
+                     "SELECT id, tenant_id, lease_expired FROM sbx_fleet_claim($1, $2, $3)", &p,
+                     false, err);
   _cleanup_pg_res_ PGresult *r = pg_end_keep(&tx, q, err);
   if (!r)
     return -1;
