@@ -145,7 +145,7 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
   bool final = strcmp(row->status, "queued") != 0 && strcmp(row->status, "running") != 0;
   bool signalled = row->signal != 0;
   json_t *o = json_pack(
-      "{s:s, s:s, s:o, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:o, s:{s:f, s:f, s:f, s:I}, s:o, "
+      "{s:s, s:s, s:o, s:s, s:o, s:o, s:b, s:b, s:I, s:I, s:o, s:{s:f, s:f, s:f, s:I, s:I}, s:o, "
       "s:o, s:o}",
       "id", row->id, "status", row->status, "reason",
       row->reason[0] ? json_string(row->reason) : json_null(), "profile", row->profile,
@@ -156,9 +156,9 @@ static json_t *execution_json(const struct sbx_execution_row *row, bool with_out
       (json_int_t)row->std_out.dropped, "stderr_dropped_bytes", (json_int_t)row->std_err.dropped,
       "files", files, "usage", "cpu_seconds", row->cpu_seconds, "memory_mb_seconds",
       row->memory_mb_seconds, "duration_seconds", row->duration_seconds, "memory_peak_bytes",
-      (json_int_t)row->memory_peak_bytes, "created_at", sbx_time_json(row->created_at),
-      "started_at", sbx_time_json(row->started_at), "finished_at",
-      sbx_time_json(row->finished_at));
+      (json_int_t)row->memory_peak_bytes, "oom_kills", (json_int_t)row->oom_kills, "created_at",
+      sbx_time_json(row->created_at), "started_at", sbx_time_json(row->started_at),
+      "finished_at", sbx_time_json(row->finished_at));
   if (with_output) {
     sbx_json_set_output(o, "stdout", row->std_out.buf, row->std_out.len);
     sbx_json_set_output(o, "stderr", row->std_err.buf, row->std_err.len);
@@ -548,6 +548,7 @@ static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_resu
   row->cpu_seconds = res->cpu_seconds;
   row->duration_seconds = (double)res->duration_ms / 1000.0;
   row->memory_peak_bytes = res->memory_peak_bytes;
+  row->oom_kills = res->oom_kills;
   /* Peak-memory × duration: an upper bound of the MB·s integral, which the
    * per-exec counters do not sample. */
   row->memory_mb_seconds = (double)res->memory_peak_bytes / 1048576.0 * row->duration_seconds;

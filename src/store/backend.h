@@ -32,12 +32,12 @@
   "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
   " term_signal, stdout, stdout_truncated, stdout_dropped, stderr, stderr_truncated,"           \
   " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at, node_id"
+  " error_json, created_at, started_at, finished_at, updated_at, node_id, oom_kills"
 #define EXE_SUMMARY_COLS                                                                        \
   "id, tenant_id, status, reason, profile, request_json, metadata_json, exit_code,"             \
   " term_signal, NULL, stdout_truncated, stdout_dropped, NULL, stderr_truncated,"               \
   " stderr_dropped, cpu_seconds, memory_mb_seconds, duration_seconds, memory_peak_bytes,"       \
-  " error_json, created_at, started_at, finished_at, updated_at, node_id"
+  " error_json, created_at, started_at, finished_at, updated_at, node_id, oom_kills"
 #define AUD_COLS                                                                                \
   "seq, time_ms, tenant_id, actor, action, target, outcome, details_json, "                     \
   "prev_hash, hash"

@@ -85,7 +85,8 @@ struct sbx_execution_row {
   int64_t started_at;  /* 0 until running */
   int64_t finished_at; /* 0 until final */
   int64_t updated_at;
-  char node_id[64]; /* the daemon that took it ("" while nobody has) */
+  char node_id[64];   /* the daemon that took it ("" while nobody has) */
+  uint64_t oom_kills; /* in its sandbox while it ran */
 };
 
 /* A collected file with its content, handed to execution_finish(). */

@@ -307,6 +307,11 @@ def test_oom_in_a_one_shot_execution(alice, walled):
                             limits={"memory": "128Mi", "timeout_s": 60})
     f = alice.wait_execution(e["id"], timeout=120)
     assert (f["status"], f["error"]["reason"]) == ("oom_killed", "memory"), f
+    assert f["usage"]["oom_kills"] >= 1, f
+    # and a listing's summary rows carry it too
+    r = alice.get("/v1/sandbox/executions", params={"limit": 100})
+    listed = [x for x in r.json()["executions"] if x["id"] == e["id"]]
+    assert listed and listed[0]["usage"]["oom_kills"] >= 1, listed
 
 
 def test_oom_in_a_background_process(alice, walled):

@@ -16,6 +16,8 @@
 ALTER TABLE sessions ADD COLUMN node_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE executions ADD COLUMN node_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE executions ADD COLUMN lease_until BIGINT NOT NULL DEFAULT 0;
+-- The OOM kills in the execution's sandbox (its usage.oom_kills).
+ALTER TABLE executions ADD COLUMN oom_kills BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX sessions_node ON sessions (node_id, status);
 CREATE INDEX executions_node ON executions (node_id, status);
 

@@ -33,6 +33,7 @@ static int exec_from_row(const PGresult *r, int i, void *row, struct sbx_error *
   out->finished_at = pr_i64(r, i, 22);
   out->updated_at = pr_i64(r, i, 23);
   pr_copy(r, i, 24, out->node_id, sizeof out->node_id);
+  out->oom_kills = (uint64_t)pr_i64(r, i, 25);
   if (pr_strdup(r, i, 5, &out->request_json, err) < 0 ||
       pr_strdup(r, i, 6, &out->metadata_json, err) < 0 ||
       pr_strdup(r, i, 19, &out->error_json, err) < 0 ||
@@ -70,7 +71,7 @@ static void pp_outcome(struct pg_params *p, const struct sbx_execution_row *row)
 static void pp_insert(struct pg_params *p, const struct sbx_execution_row *row);
 #define EXE_INSERT_SQL                                                                          \
   "INSERT INTO executions (" EXE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"           \
-  " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)"
+  " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
 
 int pg_execution_insert(struct sbx_store *st, const struct sbx_execution_row *row,
                         struct sbx_error *err)
@@ -101,6 +102,7 @@ static void pp_insert(struct pg_params *p, const struct sbx_execution_row *row)
   pp_i64(p, row->finished_at);
   pp_i64(p, row->updated_at ? row->updated_at : created);
   pp_text(p, row->node_id);
+  pp_i64(p, (int64_t)row->oom_kills);
 }
 
 /* Status of the tenant's execution: 1 found (copied), 0 not, -1 error. */
@@ -240,6 +242,7 @@ static int finish_row(struct pg_tx *tx, const struct sbx_execution_row *row,
   pp_i64(&p, now);
   pp_i64(&p, row->tenant_id);
   pp_text(&p, row->id);
+  pp_i64(&p, (int64_t)row->oom_kills);
   _cleanup_pg_res_ PGresult *r =
       pg_q(tx, PGQ_EXE_FINISH,
            "UPDATE executions SET status = $1, reason = $2, exit_code = $3, term_signal = $4,"
@@ -248,7 +251,7 @@ static int finish_row(struct pg_tx *tx, const struct sbx_execution_row *row,
            " cpu_seconds = $11, memory_mb_seconds = $12, duration_seconds = $13,"
            " memory_peak_bytes = $14, error_json = $15,"
            " started_at = CASE WHEN $16::bigint > 0 THEN $16 ELSE started_at END,"
-           " finished_at = $17, updated_at = $18"
+           " finished_at = $17, updated_at = $18, oom_kills = $21"
            " WHERE tenant_id = $19 AND id = $20 AND status IN ('queued', 'running')",
            &p, false, err);
   if (!r)

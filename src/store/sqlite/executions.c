@@ -34,6 +34,7 @@ static void exec_scalars(sqlite3_stmt *s, struct sbx_execution_row *out)
   out->finished_at = sqlite3_column_int64(s, 22);
   out->updated_at = sqlite3_column_int64(s, 23);
   sq_col_copy(s, 24, out->node_id, sizeof out->node_id);
+  out->oom_kills = (uint64_t)sqlite3_column_int64(s, 25);
 }
 
 static int output_dup(sqlite3_stmt *s, int col, char **buf, size_t *len, struct sbx_error *err)
@@ -86,7 +87,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_EXE_INSERT,
               "INSERT INTO executions (" EXE_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
               &s, err) < 0)
     return -1;
   int64_t created = row->created_at ? row->created_at : sbx_wall_s();
@@ -99,6 +100,7 @@ int sq_execution_insert(struct sbx_store *st, const struct sbx_execution_row *ro
   sqlite3_bind_int64(s, 23, row->finished_at);
   sqlite3_bind_int64(s, 24, row->updated_at ? row->updated_at : created);
   sq_bind_text(s, 25, row->node_id);
+  sqlite3_bind_int64(s, 26, (int64_t)row->oom_kills);
   return sq_exec_stmt(st, s, "insert execution", err);
 }
 
@@ -229,7 +231,7 @@ static int finish_row(struct sbx_store *st, const struct sbx_execution_row *row,
               " cpu_seconds = ?, memory_mb_seconds = ?, duration_seconds = ?,"
               " memory_peak_bytes = ?, error_json = ?,"
               " started_at = CASE WHEN ? > 0 THEN ? ELSE started_at END,"
-              " finished_at = ?, updated_at = ?"
+              " finished_at = ?, updated_at = ?, oom_kills = ?"
               " WHERE tenant_id = ? AND id = ? AND status IN ('queued', 'running')",
               &s, err) < 0)
     return -1;
@@ -241,8 +243,9 @@ static int finish_row(struct sbx_store *st, const struct sbx_execution_row *row,
   sqlite3_bind_int64(s, 17, row->started_at);
   sqlite3_bind_int64(s, 18, row->finished_at ? row->finished_at : now);
   sqlite3_bind_int64(s, 19, now);
-  sqlite3_bind_int64(s, 20, row->tenant_id);
-  sq_bind_text(s, 21, row->id);
+  sqlite3_bind_int64(s, 20, (int64_t)row->oom_kills);
+  sqlite3_bind_int64(s, 21, row->tenant_id);
+  sq_bind_text(s, 22, row->id);
   if (sq_exec_stmt(st, s, "finish execution", err) < 0)
     return -1;
   if (sqlite3_changes(st->db) == 0)
