@@ -191,7 +191,8 @@ bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n)
     uint64_t value;
   } __attribute__((packed)) reply = {0, {.type = SBX_MSG_OK, .id = h.id, .len = 8}, 0};
   if (h.type == SBX_LINK_MSG_OOM_KILLS) {
-    reply.value = guest_oom_kills(r->vmstat_fd) + r->pressure_kills;
+    r->kernel_kills = guest_oom_kills(r->vmstat_fd); /* a stall after this is news */
+    reply.value = r->kernel_kills + r->pressure_kills;
   } else {
     int e = take_identity(dgram + sizeof h, n - sizeof h);
     if (e) { /* ERR{i32 errno}: the same 8 bytes' room, 4 used */
@@ -217,7 +218,9 @@ bool sbx_relay_guest_answer(struct relay *r, const uint8_t *dgram, size_t n)
  * accounting, as systemd-oomd and Android's lmkd use) tells PID 1 when
  * every task was stalled on memory for half of a second; it then kills
  * the biggest workload process, as the OOM killer would have, and
- * counts it with the kernel's OOM kills (SBX_LINK_MSG_OOM_KILLS). */
+ * counts it with the kernel's OOM kills (SBX_LINK_MSG_OOM_KILLS) — unless
+ * the stall is already being ended (the kernel killed since, memory is
+ * available again, the last victim still exiting): one hog, one kill. */
 
 #define STALL_US 500000   /* "full" stall within … */
 #define WINDOW_US 1000000 /* … this window */
@@ -257,13 +260,27 @@ static uint64_t resident(const char *name)
   return sscanf(buf, "%llu %llu", &size, &rss) == 2 ? rss : 0;
 }
 
-void sbx_relay_guest_pressure(struct relay *r)
+/* The guest's RAM and what is available of it, KiB (0 when unreadable). */
+static void meminfo(uint64_t *total, uint64_t *avail)
+{
+  char buf[4096];
+  *total = *avail = 0;
+  if (sbx_vm_read_text("/proc/meminfo", buf, sizeof buf) < 0)
+    return;
+  const char *t = strstr(buf, "MemTotal:"), *a = strstr(buf, "\nMemAvailable:");
+  if (t && a) {
+    *total = strtoull(t + 9, NULL, 10);
+    *avail = strtoull(a + 14, NULL, 10);
+  }
+}
+
+/* The workload process with the most resident memory, and that, KiB. */
+static pid_t biggest_workload(uint64_t *kib)
 {
   DIR *d = opendir("/proc");
   struct dirent *de;
-  pid_t victim = 0;
+  pid_t victim = 0, self = getpid();
   uint64_t most = 0;
-  pid_t self = getpid();
   while (d && (de = readdir(d))) {
     pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
     /* never PID 1 (this relay) or sbx-init (its child: the daemon's
@@ -278,6 +295,32 @@ void sbx_relay_guest_pressure(struct relay *r)
   }
   if (d)
     closedir(d);
-  if (victim > 0 && kill(victim, SIGKILL) == 0)
+  *kib = most * ((uint64_t)sysconf(_SC_PAGESIZE) / 1024);
+  return victim;
+}
+
+/* A stall trigger reports the window behind it, and scanning /proc under
+ * the stall takes a while: the kernel's OOM killer (or an earlier kill
+ * here) may have ended the hog by then, and the biggest process left is
+ * a bystander (measured: the shell that ran the hog, one exec in two).
+ * So a kill needs memory still short (MemAvailable under an eighth of
+ * RAM), no kernel OOM kill since the last look, the last victim gone, and
+ * a victim that holds a sixteenth of RAM itself. */
+void sbx_relay_guest_pressure(struct relay *r)
+{
+  uint64_t kernel = guest_oom_kills(r->vmstat_fd), total, avail, kib;
+  bool kernel_acted = kernel != r->kernel_kills;
+  r->kernel_kills = kernel;
+  char last[16];
+  snprintf(last, sizeof last, "%d", (int)r->pressure_victim);
+  meminfo(&total, &avail);
+  if (kernel_acted || avail >= total / 8 || (r->pressure_victim > 0 && resident(last) > 0))
+    return;
+  pid_t victim = biggest_workload(&kib);
+  if (victim <= 0 || kib < total / 16 || guest_oom_kills(r->vmstat_fd) != kernel)
+    return;
+  if (kill(victim, SIGKILL) == 0) {
     r->pressure_kills++;
+    r->pressure_victim = victim;
+  }
 }

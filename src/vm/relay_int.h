@@ -6,6 +6,7 @@
 #define SBX_VM_RELAY_INT_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,8 @@ struct relay {
   int vmstat_fd;           /* guest: /proc/vmstat, opened before any workload ran */
   int pressure_fd;         /* guest: /proc/pressure/memory with a trigger armed, or -1 */
   uint64_t pressure_kills; /* guest: workloads killed for memory stalls */
+  uint64_t kernel_kills;   /* guest: the kernel's oom_kill count last seen */
+  pid_t pressure_victim;   /* guest: the last workload killed for a stall */
   struct sbx_link_reader rd;
 };
 
