@@ -272,7 +272,7 @@ static void take_header(void *ctx, const char *name, const char *value)
   struct hdrs *h = ctx;
   /* A client's own X-Sandboxd-* headers never reach the owner. */
   if (sbx_proxy_drop_request_header(name) || strncasecmp(name, "X-Sandboxd-", 11) == 0 ||
-      strcasecmp(name, "X-Request-Id") == 0)
+      strcasecmp(name, "X-Request-Id") == 0 || strcasecmp(name, "traceparent") == 0)
     return;
   if (h->n >= MAX_FWD_HEADERS)
     h->bad = true;
@@ -365,6 +365,9 @@ static int sign_into(struct sbx_req *r, struct sbx_core *core, bool placed, stru
   add(h, H_BODY, body);
   add(h, H_SIG, sig);
   add(h, "X-Request-Id", r->request_id);
+  char tp[64];
+  if (sbx_fleet_traceparent(tp)) /* the owner's spans continue this request's trace */
+    add(h, "traceparent", tp);
   return h->bad ? -1 : 0;
 }
 

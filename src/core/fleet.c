@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "core/internal.h"
 #include "obs/metrics.h"
+#include "obs/trace.h"
 
 #define BEAT_MS 1000
 #define LEASE_MS 10000             /* renewed every beat: ten missed beats */
@@ -370,6 +371,7 @@ int sbx_fleet_start(struct sbx_core *core, struct sbx_error *err)
   if (pthread_create(&f->beat, NULL, beat_main, f) != 0)
     return sbx_err_sys(err, errno, "starting the fleet heartbeat");
   f->beat_started = true;
+  sbx_trace_set_instance(f->id);
   sbx_info("fleet", "node %s joined at %s: %lld slots, best-of-%u placement, dead after %lld ms",
            f->id, f->url, (long long)f->slots, f->k, (long long)f->dead_after_ms);
   return 0;
@@ -582,6 +584,15 @@ int sbx_fleet_execution_elsewhere(struct sbx_core *core, const struct sbx_princi
 void sbx_fleet_count_forward(const char *result, double seconds)
 {
   sbx_metrics_fleet_forward(result, seconds);
+}
+
+bool sbx_fleet_traceparent(char out[64])
+{
+  struct sbx_trace_ctx ctx;
+  if (!sbx_trace_current(&ctx))
+    return false;
+  sbx_traceparent_format(&ctx, out);
+  return true;
 }
 
 /* ---- GET /v1/cluster/nodes ---- */

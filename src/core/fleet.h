@@ -72,6 +72,10 @@ void sbx_fleet_placement_free(struct sbx_fleet_placement *p);
  * unreachable or refused; seconds < 0 when not timed. */
 void sbx_fleet_count_forward(const char *result, double seconds);
 
+/* The traceparent of the thread's current span (the request being
+ * forwarded), so the owner's spans continue its trace: false if none. */
+bool sbx_fleet_traceparent(char out[64]);
+
 /* GET /v1/cluster/nodes: every node ever registered, with its state,
  * load, capacity and profiles (new reference). */
 int sbx_fleet_nodes_json(struct sbx_core *core, json_t **out, struct sbx_error *err);

@@ -124,6 +124,9 @@ void sbx_trace_request_end(struct sbx_span *s, int status);
  * set, starts the export thread.  Idempotent.  Returns 0; a bad setting is
  * logged and leaves export off. */
 int sbx_trace_start(void);
+/* The resource attribute service.instance.id of every span exported from
+ * now on: a fleet node's id (core/fleet.c). */
+void sbx_trace_set_instance(const char *id);
 /* Flushes what is queued (bounded: about 2 s at most), stops the thread.
  * Spans ended afterwards are freed, not exported. */
 void sbx_trace_stop(void);

@@ -30,6 +30,7 @@ static struct {
   char url[2048];
   char service[128];
   json_t *resource_extra; /* OTEL_RESOURCE_ATTRIBUTES as [key, value] pairs */
+  char instance[64];      /* service.instance.id: the fleet node's id ("" alone) */
   struct curl_slist *headers;
   unsigned batch_max, delay_ms, timeout_ms, retries;
 } ex = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -126,6 +127,8 @@ json_t *sbx_trace_otlp_json(struct sbx_span *const *spans, size_t n, const char 
   }
   json_t *rattrs = json_array();
   json_array_append_new(rattrs, kv_str("service.name", service));
+  if (ex.instance[0]) /* the fleet node: every span says where it ran */
+    json_array_append_new(rattrs, kv_str("service.instance.id", ex.instance));
   size_t i;
   json_t *pair;
   json_array_foreach(ex.resource_extra, i, pair)
@@ -339,6 +342,13 @@ static void add_header(const char *k, const char *v)
   struct curl_slist *l = curl_slist_append(ex.headers, line);
   if (l)
     ex.headers = l;
+}
+
+void sbx_trace_set_instance(const char *id)
+{
+  pthread_mutex_lock(&ex.lock);
+  snprintf(ex.instance, sizeof ex.instance, "%s", id ? id : "");
+  pthread_mutex_unlock(&ex.lock);
 }
 
 static void add_resource(const char *k, const char *v)

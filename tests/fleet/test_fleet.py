@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 import sbxpg  # noqa: E402
 from sbxtest import sandboxd_bin, sbx_init_bin, wait_until  # noqa: E402
+from test_traces import Receiver  # noqa: E402
 
 BRIDGE = "sbxfl0"
 HOST_ADDR = "198.51.100.1"
@@ -105,9 +106,12 @@ class Node:
                 "--advertise", self.url, "--cluster-secret-file", self.fleet.secret_file,
                 "--node-slots", str(SLOTS), "--node-dead-after-ms", str(DEAD_AFTER_MS),
                 "--workers", "3", "--log-format", "json"]
+        env = dict(os.environ)
+        if self.fleet.traces:
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.fleet.traces.url
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True)
+                                         start_new_session=True, env=env)
         wait_until(self.ready, 60, what=f"{self.name} ready")
 
     def ready(self):
@@ -156,6 +160,7 @@ class Fleet:
         with open(self.config, "w") as f:
             f.write("[tenant.capped]\nsessions = 3\nexecutions = 4\n")
         self.nodes = {n: Node(self, n) for n in NODES}
+        self.traces = None  # an OTLP receiver on the bridge, when wanted
 
     def key(self, tenant, admin=False):
         argv = [sandboxd_bin(), "key", "create", "--tenant", tenant, "--database", self.db_url,
@@ -174,6 +179,7 @@ def fleet(tmp_path_factory):
         pytest.fail("the fleet test needs root (network namespaces, a bridge)")
     net_up()
     f = Fleet(tmp_path_factory.mktemp("fleet"))
+    f.traces = Receiver(HOST_ADDR)
     try:
         for n in f.nodes.values():
             n.start()
@@ -184,6 +190,7 @@ def fleet(tmp_path_factory):
         for n in f.nodes.values():
             n.stop()
         f.pg.stop()
+        f.traces.close()
         net_down()
 
 
@@ -242,6 +249,27 @@ def test_three_nodes_alive_with_their_profiles(fleet):
     # a tenant key is not enough
     assert api(fleet.nodes["node-b"], fleet.alice, "GET", "/v1/cluster/nodes").status_code == 403
     next_beat(fleet, "node-a")  # node-a's view has what the rows say now
+
+
+def test_spans_name_their_node_and_one_trace_crosses_nodes(fleet):
+    """Every span carries its node as the resource's service.instance.id,
+    and a request forwarded from node-a to node-b stays one trace: node-b's
+    spans continue the caller's traceparent through node-a's."""
+    sid = session_on(fleet, "node-b")
+    a = fleet.nodes["node-a"]
+    tid = secrets.token_hex(16)
+    r = api(a, fleet.alice, "POST", f"/v1/sandbox/sessions/{sid}/exec",
+            json={"command": ["true"]},
+            headers={"traceparent": f"00-{tid}-{secrets.token_hex(8)}-01"})
+    assert r.status_code == 200
+
+    def both():
+        seen = {s["_resource"].get("service.instance.id") for s in fleet.traces.spans()
+                if s.get("traceId") == tid}
+        return seen if seen >= {"node-a", "node-b"} else None
+    seen = wait_until(both, 15, what="spans of one trace on node-a and node-b")
+    assert seen == {"node-a", "node-b"}, seen
+    api(a, fleet.alice, "DELETE", f"/v1/sandbox/sessions/{sid}")
 
 
 def test_placement_spreads_sessions_and_records_the_decision(fleet):

@@ -22,7 +22,7 @@ PROFILE = "process"  # own daemons run with the process driver enabled
 class Receiver:
     """An OTLP/HTTP JSON collector: keeps every POST (path, headers, body)."""
 
-    def __init__(self):
+    def __init__(self, host="127.0.0.1"):
         self.posts = []
         self.lock = threading.Lock()
         outer = self
@@ -42,9 +42,9 @@ class Receiver:
             def log_message(self, *a):
                 pass
 
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.srv = http.server.ThreadingHTTPServer((host, 0), Handler)
         self.port = self.srv.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
         self.thread.start()
 
