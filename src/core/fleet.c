@@ -99,7 +99,8 @@ static int64_t mem_available(void)
   return kb < 0 ? 0 : (int64_t)kb * 1024;
 }
 
-/* What the node offers: each profile's state (and reason), its workers. */
+/* What the node offers: each profile's state (and reason) and warm pool
+ * size, its workers. */
 static char *node_info(struct sbx_core *core)
 {
   json_t *profiles = json_object();
@@ -107,11 +108,12 @@ static char *node_info(struct sbx_core *core)
     const struct sbx_profile *p = &core->profiles.items[i];
     int st = sbx_profile_state(p);
     json_object_set_new(profiles, p->name,
-                        json_pack("{s:s, s:s, s:s}", "state",
+                        json_pack("{s:s, s:s, s:s, s:i}", "state",
                                   st == SBX_PROFILE_AVAILABLE ? "available"
                                   : st == SBX_PROFILE_PROBING ? "probing"
                                                               : "unavailable",
-                                  "driver", p->driver_name, "reason", p->reason));
+                                  "driver", p->driver_name, "reason", p->reason, "pool_size",
+                                  p->pool_size));
   }
   json_t *info = json_pack("{s:o, s:i}", "profiles", profiles, "workers",
                            sbx_fleet_runs_work(core) ? (int)core->cfg.workers : 0);

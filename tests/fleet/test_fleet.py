@@ -246,6 +246,7 @@ def test_three_nodes_alive_with_their_profiles(fleet):
         assert n["slots"] == SLOTS and n["cpus"] >= 1 and n["memory_bytes"] > 0
         assert n["profiles"]["container"]["state"] == "available"
         assert n["heartbeat_age_ms"] < 3000
+        assert n["profiles"]["container"]["pool_size"] >= 0 and n["joins"] == 1
     # a tenant key is not enough
     assert api(fleet.nodes["node-b"], fleet.alice, "GET", "/v1/cluster/nodes").status_code == 403
     next_beat(fleet, "node-a")  # node-a's view has what the rows say now
