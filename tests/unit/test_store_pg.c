@@ -8,8 +8,9 @@
  * row-level security would not confine, RLS seen from the application
  * role's own connection (wrong or no app.tenant_id → no rows), the RLS
  * safety net at open, the audit chain under concurrent appenders, usage
- * records and the outbox, and transparent reconnection after the server
- * dropped every connection. */
+ * records and the outbox, transparent reconnection after the server
+ * dropped every connection, and the fleet's ops (nodes, reservations,
+ * reaping, the shared queue's claims and caps, fleet-wide counts). */
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -437,6 +438,114 @@ static void test_usage_outbox(void)
   CHECK(raw_int("SELECT COUNT(*) FROM usage_records WHERE delivery = 'delivered'") == 1);
 }
 
+/* ---- the fleet (store.h sbx_store_fleet_ops) ---- */
+
+static int count_reaped(void *ctx, const struct sbx_node_reaped *r)
+{
+  struct sbx_node_reaped *out = ctx;
+  *out = *r;
+  return 0;
+}
+
+static void queued_exec(const char *id, int64_t tenant, int64_t created)
+{
+  struct sbx_execution_row e = {.tenant_id = tenant, .exit_code = -1, .created_at = created};
+  snprintf(e.id, sizeof e.id, "%s", id);
+  snprintf(e.status, sizeof e.status, "queued");
+  snprintf(e.profile, sizeof e.profile, "container");
+  e.request_json = "{}";
+  e.metadata_json = "{}";
+  CHECK_OK(OPS->execution_insert(ST, &e, err));
+}
+
+static void test_fleet(void)
+{
+  const struct sbx_store_fleet_ops *f = OPS->fleet;
+  CHECK(f != NULL);
+  if (!f)
+    return;
+  struct sbx_node_row n = {.slots = 2, .ncpu = 2, .mem_total = 1 << 30, .started_at = 77};
+  snprintf(n.id, sizeof n.id, "n1");
+  snprintf(n.advertise, sizeof n.advertise, "http://198.51.100.11:8080");
+  n.info_json = "{\"profiles\":{}}";
+  CHECK_OK(f->node_join(ST, &n, err));
+  bool ok = false, alive = false;
+  /* reservations never pass the slots, and give back */
+  CHECK_OK(f->node_reserve(ST, "n1", 1, &ok, err));
+  CHECK(ok);
+  CHECK_OK(f->node_reserve(ST, "n1", 1, &ok, err));
+  CHECK(ok);
+  CHECK_OK(f->node_reserve(ST, "n1", 1, &ok, err));
+  CHECK(!ok);
+  CHECK_OK(f->node_reserve(ST, "n1", -1, &ok, err));
+  CHECK(raw_int("SELECT used FROM nodes WHERE id = 'n1'") == 1);
+  CHECK_OK(f->node_beat(ST, &n, &alive, err));
+  CHECK(alive);
+
+  /* the shared queue: fair between tenants, capped per tenant, once each
+   * (two tenants of their own: the earlier cases left work queued) */
+  int64_t t_fa = 0, t_fb = 0;
+  CHECK_OK(OPS->tenant_ensure(ST, "fleet-a", &t_fa, err));
+  CHECK_OK(OPS->tenant_ensure(ST, "fleet-b", &t_fb, err));
+  raw_exec("UPDATE executions SET status = 'failed' WHERE status IN ('queued', 'running')");
+  queued_exec("exe_q1", t_fa, 10);
+  queued_exec("exe_q2", t_fa, 11);
+  queued_exec("exe_q3", t_fb, 12);
+  char id[64];
+  int64_t tenant = 0;
+  bool expired = true;
+  struct sbx_error ce = {0};
+  CHECK(f->exec_claim(ST, "n1", 1, 10000, id, &tenant, &expired, &ce) == 1);
+  CHECK(strcmp(id, "exe_q1") == 0 && tenant == t_fa && !expired);
+  /* fleet-a has one taken: the other tenant goes first, then nothing (cap 1) */
+  CHECK(f->exec_claim(ST, "n1", 1, 10000, id, &tenant, &expired, &ce) == 1);
+  CHECK(strcmp(id, "exe_q3") == 0);
+  CHECK(f->exec_claim(ST, "n1", 1, 10000, id, &tenant, &expired, &ce) == 0);
+  /* a holder's start is conditional on holding it */
+  CHECK_ERR(OPS->execution_start(ST, t_fa, "exe_q1", "n2", 100, err), SBX_E_CONFLICT);
+  CHECK_OK(OPS->execution_start(ST, t_fa, "exe_q1", "n1", 100, err));
+  int64_t depth = -1, age = -1;
+  CHECK_OK(f->queue_stats(ST, &depth, &age, err));
+  CHECK(depth == 2); /* q2 (nobody's) and q3 (taken, not started) */
+
+  /* the fleet-wide executions count */
+  int64_t count = 0;
+  struct sbx_execution_row e = {.tenant_id = t_fa, .exit_code = -1};
+  snprintf(e.id, sizeof e.id, "exe_q4");
+  snprintf(e.status, sizeof e.status, "queued");
+  e.request_json = e.metadata_json = "{}";
+  CHECK_ERR(f->exec_insert_capped(ST, &e, 2, &count, err), SBX_E_QUOTA);
+  CHECK(count == 2);
+  CHECK_OK(f->exec_insert_capped(ST, &e, 3, &count, err));
+
+  /* session holds count with ready sessions */
+  CHECK_OK(f->session_hold(ST, t_fb, "hold_1", "n1", 1, 600, &count, err));
+  CHECK_ERR(f->session_hold(ST, t_fb, "hold_2", "n1", 1, 600, &count, err), SBX_E_QUOTA);
+  CHECK_OK(f->session_unhold(ST, t_fb, "hold_1", err));
+  CHECK_OK(f->session_hold(ST, t_fb, "hold_2", "n1", 1, 600, &count, err));
+
+  /* n1 goes silent: declared dead, its running execution ends node_lost,
+   * what it took but had not started goes back, its holds go */
+  raw_exec("UPDATE nodes SET heartbeat_at = clock_timestamp() - interval '1 hour'");
+  struct sbx_node_reaped r = {0};
+  CHECK_OK(f->node_reap(ST, 5000, count_reaped, &r, err));
+  CHECK(strcmp(r.id, "n1") == 0 && r.failed == 1 && r.requeued == 1);
+  CHECK(raw_int("SELECT COUNT(*) FROM executions WHERE id = 'exe_q1' AND status = 'error'"
+                " AND reason = 'node_lost'") == 1);
+  CHECK(raw_int("SELECT COUNT(*) FROM executions WHERE id = 'exe_q3' AND node_id = ''") == 1);
+  CHECK(raw_int("SELECT COUNT(*) FROM session_holds") == 0);
+  CHECK_OK(f->node_beat(ST, &n, &alive, err));
+  CHECK(!alive); /* it learns it was declared dead */
+  /* back: joins again; a reap finds nothing more */
+  CHECK_OK(f->node_join(ST, &n, err));
+  memset(&r, 0, sizeof r);
+  CHECK_OK(f->node_reap(ST, 5000, count_reaped, &r, err));
+  CHECK(r.id[0] == '\0');
+  CHECK(raw_int("SELECT joins FROM nodes WHERE id = 'n1'") == 2);
+  CHECK_OK(f->node_leave(ST, "n1", err));
+  CHECK(raw_int("SELECT COUNT(*) FROM nodes WHERE state = 'left'") == 1);
+}
+
 int main(void)
 {
   app_url = getenv("SBX_TEST_PG_APP_URL");
@@ -473,6 +582,7 @@ int main(void)
   test_reconnect();
   test_audit_chain();
   test_usage_outbox();
+  test_fleet();
   CHECK_OK(OPS->ping(ST, err));
   sbx_store_close(&h);
   PQfinish(super_conn);
