@@ -434,36 +434,37 @@ def test_forged_node_requests_are_refused(fleet):
     api(b, fleet.alice, "DELETE", target)
 
 
-def test_fleet_wide_session_and_execution_quotas(fleet):
-    key = fleet.key("capped")
+def at_once(fleet, n, method, path, key, **kw):
+    """n requests started together, round-robin over the three nodes."""
     nodes = list(fleet.nodes.values())
     results = []
+    lock = threading.Lock()
 
-    def create(n):
-        results.append(api(n, key, "POST", "/v1/sandbox/sessions", json={}))
-    threads = [threading.Thread(target=create, args=(nodes[i % 3],)) for i in range(9)]
+    def one(node):
+        r = api(node, key, method, path, **kw)
+        with lock:
+            results.append(r)
+    threads = [threading.Thread(target=one, args=(nodes[i % 3],)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return results
+
+
+def test_fleet_wide_session_and_execution_quotas(fleet):
+    key = fleet.key("capped")
+    results = at_once(fleet, 9, "POST", "/v1/sandbox/sessions", key, json={})
     codes = sorted(r.status_code for r in results)
     assert codes.count(201) == 3 and codes.count(429) == 6, codes
     assert all(r.json()["error"]["details"]["limit"] == "sessions"
                for r in results if r.status_code == 429)
     for r in results:
         if r.status_code == 201:
-            api(nodes[0], key, "DELETE", f"/v1/sandbox/sessions/{r.json()['id']}")
+            api(fleet.nodes["node-a"], key, "DELETE", f"/v1/sandbox/sessions/{r.json()['id']}")
     # executions: at most 4 queued or running fleet-wide
-    results = []
-
-    def submit(n):
-        results.append(api(n, key, "POST", "/v1/sandbox/executions",
-                           json={"command": ["sleep", "3"]}))
-    threads = [threading.Thread(target=submit, args=(nodes[i % 3],)) for i in range(10)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = at_once(fleet, 10, "POST", "/v1/sandbox/executions", key,
+                      json={"command": ["sleep", "3"]})
     codes = sorted(r.status_code for r in results)
     assert codes.count(202) == 4 and codes.count(429) == 6, codes
     assert all(r.json()["error"]["details"]["limit"] == "executions"
@@ -477,23 +478,11 @@ def test_fleet_wide_request_rate(fleet):
     live nodes holds a third, so a burst spread over all of them still
     gets 3 through at once, not 9."""
     key = fleet.key("rated")
-    nodes = list(fleet.nodes.values())
-    codes = []
-    lock = threading.Lock()
-
-    def hit(n):
-        r = api(n, key, "GET", "/v1/sandbox/sessions")
-        with lock:
-            codes.append(r.status_code)
     t0 = time.monotonic()
-    threads = [threading.Thread(target=hit, args=(nodes[i % 3],)) for i in range(18)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    codes = [r.status_code for r in at_once(fleet, 18, "GET", "/v1/sandbox/sessions", key)]
     elapsed = time.monotonic() - t0
     ok = codes.count(200)
-    assert codes.count(200) + codes.count(429) == 18, codes
+    assert ok + codes.count(429) == 18, codes
     # the burst, plus what the rate refilled while the requests were in flight
     assert 3 <= ok <= 3 + int(3 * elapsed) + 1, (ok, elapsed)
 
