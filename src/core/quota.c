@@ -258,15 +258,7 @@ int sbx_quota_executions_error(struct sbx_error *err, int64_t count, int64_t lim
 
 static int execs_error(struct sbx_error *err, const struct tstate *t)
 {
-  sbx_err_set(err, SBX_E_QUOTA, 0,
-              "quota exceeded: this tenant has %zu executions queued "
-              "or running and may have %lld; retry when one finishes",
-              t->nexecs, (long long)t->lim.executions);
-  sbx_err_fr(err,
-             "Quota dépassé : ce locataire a %zu exécutions en attente ou en cours et "
-             "peut en avoir %lld ; réessayez quand l'une sera terminée",
-             t->nexecs, (long long)t->lim.executions);
-  return exceeded(err, "executions", (double)t->lim.executions);
+  return sbx_quota_executions_error(err, (int64_t)t->nexecs, t->lim.executions);
 }
 
 static int oom(struct sbx_error *err) { return sbx_err_sys(err, ENOMEM, "quota state"); }
