@@ -97,16 +97,32 @@ class Node:
         self.proc = None
 
     def start(self):
+        """node-a takes its fleet settings as flags, node-b from its config
+        file's [server] section, node-c from SANDBOXD_* variables: the three
+        ways an operator sets them (the Helm chart uses the variables)."""
+        fleet_settings = {"cluster": "true", "node_id": self.name, "advertise": self.url,
+                          "cluster_secret_file": self.fleet.secret_file,
+                          "node_slots": str(SLOTS), "node_dead_after_ms": str(DEAD_AFTER_MS)}
+        config = self.fleet.config
+        env = dict(os.environ)
+        extra = []
+        if self.name == "node-a":
+            extra = ["--cluster", "--node-id", self.name, "--advertise", self.url,
+                     "--cluster-secret-file", self.fleet.secret_file, "--node-slots", str(SLOTS),
+                     "--node-dead-after-ms", str(DEAD_AFTER_MS)]
+        elif self.name == "node-b":
+            config = os.path.join(self.state, "sandboxd.conf")
+            with open(self.fleet.config) as f, open(config, "w") as out:
+                out.write("[server]\n" + "".join(f"{k} = {v}\n" for k, v in
+                                                  fleet_settings.items()) + f.read())
+        else:
+            env.update({"SANDBOXD_" + k.upper(): v for k, v in fleet_settings.items()})
         # nsenter, not `ip netns exec`: that one also remounts /sys, which
         # would hide the host's cgroup tree from the daemon.
         argv = ["nsenter", f"--net=/run/netns/sbxfl-{self.name}", sandboxd_bin(), "serve",
                 "--listen", f"{self.addr}:{PORT}", "--state-dir", self.state,
                 "--sbx-init", sbx_init_bin(), "--database", self.fleet.node_db_url,
-                "--config", self.fleet.config, "--cluster", "--node-id", self.name,
-                "--advertise", self.url, "--cluster-secret-file", self.fleet.secret_file,
-                "--node-slots", str(SLOTS), "--node-dead-after-ms", str(DEAD_AFTER_MS),
-                "--workers", "3", "--log-format", "json"]
-        env = dict(os.environ)
+                "--config", config, "--workers", "3", "--log-format", "json"] + extra
         if self.fleet.traces:
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.fleet.traces.url
         with open(self.log, "ab") as log:
