@@ -107,10 +107,24 @@ static struct sbx_live_session *acquire(struct sbx_core *core, const struct sbx_
       not_found(err, id);
     return NULL;
   }
-  sbx_err_set(err, SBX_E_CONFLICT, 0, "session %s is %s (%s); create a new one", id, row.status,
-              row.reason[0] ? row.reason : "ended");
-  sbx_err_fr(err, "La session %s est dans l'état %s (%s) ; créez-en une nouvelle", id,
-             row.status, row.reason[0] ? row.reason : "terminée");
+  if (strcmp(row.status, "ready") == 0 && row.node_id[0] &&
+      strcmp(row.node_id, sbx_fleet_node_id(core)) != 0) {
+    /* Live on another node of the fleet: /v1 routes are forwarded before
+     * they get here; the E2B and MCP surfaces are served where called. */
+    sbx_err_set(err, SBX_E_CONFLICT, 0,
+                "session %s runs on node %s of the fleet; call that node (or the /v1 API, "
+                "which any node forwards)",
+                id, row.node_id);
+    sbx_err_fr(err,
+               "La session %s tourne sur le nœud %s de la flotte ; appelez ce nœud (ou l'API "
+               "/v1, que tout nœud relaie)",
+               id, row.node_id);
+  } else {
+    sbx_err_set(err, SBX_E_CONFLICT, 0, "session %s is %s (%s); create a new one", id,
+                row.status, row.reason[0] ? row.reason : "ended");
+    sbx_err_fr(err, "La session %s est dans l'état %s (%s) ; créez-en une nouvelle", id,
+               row.status, row.reason[0] ? row.reason : "terminée");
+  }
   sbx_session_row_free(&row);
   return NULL;
 }
