@@ -53,17 +53,14 @@ static int node_beat(struct sbx_store *st, const struct sbx_node_row *row, bool 
 {
   struct pg_params p = {0};
   pp_node(&p, row);
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(&tx, PGQ_NODE_BEAT,
-           "UPDATE nodes SET advertise = $2, slots = $3, ncpu = $4, load1 = $5, mem_total = $6,"
-           " mem_avail = $7, info_json = $8, heartbeat_at = clock_timestamp()"
-           " WHERE id = $1 AND state = 'alive' AND started_at = $9",
-           &p, false, err);
+  _cleanup_pg_res_ PGresult *r = pg_run_keep(
+      st, PG_NO_TENANT, PGQ_NODE_BEAT,
+      "UPDATE nodes SET advertise = $2, slots = $3, ncpu = $4, load1 = $5, mem_total = $6,"
+      " mem_avail = $7, info_json = $8, heartbeat_at = clock_timestamp()"
+      " WHERE id = $1 AND state = 'alive' AND started_at = $9",
+      &p, err);
   *alive = r && pg_changes(r) == 1;
-  return pg_end(&tx, r ? 0 : -1, err);
+  return r ? 0 : -1;
 }
 
 static int node_leave(struct sbx_store *st, const char *id, struct sbx_error *err)
@@ -94,12 +91,9 @@ static void node_from_row(const PGresult *r, int i, struct sbx_node_row *out)
 
 static int node_list(struct sbx_store *st, sbx_node_cb cb, void *ctx, struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
-  PGresult *q =
-      pg_q(&tx, PGQ_NODE_LIST, "SELECT " NODE_COLS " FROM nodes ORDER BY id", NULL, false, err);
-  _cleanup_pg_res_ PGresult *r = pg_end_keep(&tx, q, err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_run_keep(st, PG_NO_TENANT, PGQ_NODE_LIST, "SELECT " NODE_COLS " FROM nodes ORDER BY id",
+                  NULL, err);
   if (!r)
     return -1;
   for (int i = 0; i < PQntuples(r); i++) {
@@ -121,16 +115,13 @@ static int node_reserve(struct sbx_store *st, const char *id, int64_t delta, boo
   struct pg_params p = {0};
   pp_text(&p, id);
   pp_i64(&p, delta);
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
   _cleanup_pg_res_ PGresult *r =
-      pg_q(&tx, PGQ_NODE_RESERVE,
-           "UPDATE nodes SET used = GREATEST(used + $2, 0) WHERE id = $1"
-           " AND ($2 < 0 OR (state = 'alive' AND used + $2 <= slots))",
-           &p, false, err);
+      pg_run_keep(st, PG_NO_TENANT, PGQ_NODE_RESERVE,
+                  "UPDATE nodes SET used = GREATEST(used + $2, 0) WHERE id = $1"
+                  " AND ($2 < 0 OR (state = 'alive' AND used + $2 <= slots))",
+                  &p, err);
   *ok = r && pg_changes(r) == 1;
-  return pg_end(&tx, r ? 0 : -1, err);
+  return r ? 0 : -1;
 }
 
 static void reaped_from_row(const PGresult *r, int i, struct sbx_node_reaped *out)
@@ -147,11 +138,8 @@ static int node_reap(struct sbx_store *st, int64_t dead_after_ms, sbx_reap_cb cb
 {
   struct pg_params p = {0};
   pp_i64(&p, dead_after_ms);
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
-  PGresult *q = pg_q(&tx, PGQ_NODE_REAP, "SELECT * FROM sbx_fleet_reap($1)", &p, false, err);
-  _cleanup_pg_res_ PGresult *r = pg_end_keep(&tx, q, err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_run_keep(st, PG_NO_TENANT, PGQ_NODE_REAP, "SELECT * FROM sbx_fleet_reap($1)", &p, err);
   if (!r)
     return -1;
   for (int i = 0; i < PQntuples(r); i++) {
@@ -169,13 +157,10 @@ static int node_release(struct sbx_store *st, const char *id, const char *reason
   struct pg_params p = {0};
   pp_text(&p, id);
   pp_text(&p, reason);
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
-  PGresult *q = pg_q(&tx, PGQ_NODE_RELEASE,
-                     "SELECT $1::text, sessions, failed, 0 FROM sbx_fleet_release($1, $2)", &p,
-                     false, err);
-  _cleanup_pg_res_ PGresult *r = pg_end_keep(&tx, q, err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_run_keep(st, PG_NO_TENANT, PGQ_NODE_RELEASE,
+                  "SELECT $1::text, sessions, failed, 0 FROM sbx_fleet_release($1, $2)", &p,
+                  err);
   if (!r)
     return -1;
   if (PQntuples(r) == 1)
@@ -190,13 +175,10 @@ static int exec_claim(struct sbx_store *st, const char *node, int64_t cap, int64
   pp_text(&p, node);
   pp_i64(&p, cap);
   pp_i64(&p, lease_ms);
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
-  PGresult *q = pg_q(&tx, PGQ_EXEC_CLAIM,
-                     "SELECT id, tenant_id, lease_expired FROM sbx_fleet_claim($1, $2, $3)", &p,
-                     false, err);
-  _cleanup_pg_res_ PGresult *r = pg_end_keep(&tx, q, err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_run_keep(st, PG_NO_TENANT, PGQ_EXEC_CLAIM,
+                  "SELECT id, tenant_id, lease_expired FROM sbx_fleet_claim($1, $2, $3)", &p,
+                  err);
   if (!r)
     return -1;
   if (PQntuples(r) != 1)
@@ -210,12 +192,9 @@ static int exec_claim(struct sbx_store *st, const char *node, int64_t cap, int64
 static int queue_stats(struct sbx_store *st, int64_t *depth, int64_t *oldest_age_s,
                        struct sbx_error *err)
 {
-  struct pg_tx tx;
-  if (pg_begin(st, &tx, PG_NO_TENANT, err) < 0)
-    return -1;
-  PGresult *q = pg_q(&tx, PGQ_QUEUE_STATS, "SELECT depth, oldest_age FROM sbx_fleet_queue()",
-                     NULL, false, err);
-  _cleanup_pg_res_ PGresult *r = pg_end_keep(&tx, q, err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_run_keep(st, PG_NO_TENANT, PGQ_QUEUE_STATS,
+                  "SELECT depth, oldest_age FROM sbx_fleet_queue()", NULL, err);
   if (!r)
     return -1;
   *depth = PQntuples(r) == 1 ? pr_i64(r, 0, 0) : 0;

@@ -148,6 +148,10 @@ PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struc
  * SBX_E_INVALID with field "after".  Returns 0 or -1. */
 int pg_cursor_time(struct pg_tx *tx, enum pg_slot slot, const char *sql, int64_t tenant_id,
                    const char *after, int64_t *t, struct sbx_error *err);
+/* Runs one statement alone in a transaction scoped to tenant_id and keeps
+ * its result (NULL with err when it or the commit failed). */
+PGresult *pg_run_keep(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot,
+                      const char *sql, const struct pg_params *p, struct sbx_error *err);
 /* Same, and NULL unless exactly one row came back: NOT_FOUND with msg. */
 PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                 const char *not_found, struct sbx_error *err);

@@ -205,6 +205,15 @@ int pg_run(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot, const cha
   return pg_end(&tx, ret, err);
 }
 
+PGresult *pg_run_keep(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot,
+                      const char *sql, const struct pg_params *p, struct sbx_error *err)
+{
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, tenant_id, err) < 0)
+    return NULL;
+  return pg_end_keep(&tx, pg_q(&tx, slot, sql, p, false, err), err);
+}
+
 PGresult *pg_q1(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                 const char *not_found, struct sbx_error *err)
 {
