@@ -240,36 +240,9 @@ int sbx_forward_body_ok(struct sbx_req *r, struct sbx_error *err)
 
 /* ---- sending ---- */
 
-struct hdrs {
-  char *lines[MAX_FWD_HEADERS + 16];
-  size_t n;
-  bool bad;
-};
-
-static void add(struct hdrs *h, const char *name, const char *value)
-{
-  char *line = NULL;
-  if (h->n >= sizeof h->lines / sizeof h->lines[0] - 1 ||
-      (value && *value ? asprintf(&line, "%s: %s", name, value) : asprintf(&line, "%s;", name)) <
-          0)
-    h->bad = true;
-  else
-    h->lines[h->n++] = line;
-}
-
-/* A line as it is ("Name:" tells curl to leave a header of its own out). */
-static void add_raw(struct hdrs *h, const char *line)
-{
-  char *dup = h->n < sizeof h->lines / sizeof h->lines[0] - 1 ? strdup(line) : NULL;
-  if (!dup)
-    h->bad = true;
-  else
-    h->lines[h->n++] = dup;
-}
-
 static void take_header(void *ctx, const char *name, const char *value)
 {
-  struct hdrs *h = ctx;
+  struct sbx_proxy_lines *h = ctx;
   /* A client's own X-Sandboxd-* headers never reach the owner. */
   if (sbx_proxy_drop_request_header(name) || strncasecmp(name, "X-Sandboxd-", 11) == 0 ||
       strcasecmp(name, "X-Request-Id") == 0 || strcasecmp(name, "traceparent") == 0)
@@ -277,13 +250,7 @@ static void take_header(void *ctx, const char *name, const char *value)
   if (h->n >= MAX_FWD_HEADERS)
     h->bad = true;
   else
-    add(h, name, value);
-}
-
-static void free_hdrs(struct hdrs *h)
-{
-  for (size_t i = 0; i < h->n; i++)
-    free(h->lines[i]);
+    sbx_proxy_line_add(h, name, value);
 }
 
 /* "http://HOST:PORT" → a connected TCP socket, or -1 with err. */
@@ -339,7 +306,8 @@ static int connect_node(const char *url, int *fd, struct sbx_error *err)
   return rc;
 }
 
-static int sign_into(struct sbx_req *r, struct sbx_core *core, bool placed, struct hdrs *h)
+static int sign_into(struct sbx_req *r, struct sbx_core *core, bool placed,
+                     struct sbx_proxy_lines *h)
 {
   char principal[256], when[24], nonce[33], body[65], sig[65];
   unsigned char raw[16];
@@ -357,17 +325,17 @@ static int sign_into(struct sbx_req *r, struct sbx_core *core, bool placed, stru
                             .principal = principal,
                             .body = body};
   mac(&f, sig);
-  add(h, H_NODE, f.node);
-  add(h, H_TIME, when);
-  add(h, H_NONCE, nonce);
-  add(h, H_PLACED, f.placed);
-  add(h, H_PRINCIPAL, principal);
-  add(h, H_BODY, body);
-  add(h, H_SIG, sig);
-  add(h, "X-Request-Id", r->request_id);
+  sbx_proxy_line_add(h, H_NODE, f.node);
+  sbx_proxy_line_add(h, H_TIME, when);
+  sbx_proxy_line_add(h, H_NONCE, nonce);
+  sbx_proxy_line_add(h, H_PLACED, f.placed);
+  sbx_proxy_line_add(h, H_PRINCIPAL, principal);
+  sbx_proxy_line_add(h, H_BODY, body);
+  sbx_proxy_line_add(h, H_SIG, sig);
+  sbx_proxy_line_add(h, "X-Request-Id", r->request_id);
   char tp[64];
   if (sbx_fleet_traceparent(tp)) /* the owner's spans continue this request's trace */
-    add(h, "traceparent", tp);
+    sbx_proxy_line_add(h, "traceparent", tp);
   return h->bad ? -1 : 0;
 }
 
@@ -375,34 +343,29 @@ int sbx_forward(struct sbx_req *r, const struct sbx_fleet_target *to, bool place
                 struct sbx_resp *out, struct sbx_error *err)
 {
   uint64_t t0 = sbx_now_ns();
-  struct hdrs h = {0};
+  struct sbx_proxy_lines h = {0};
   sbx_req_each_header(r, take_header, &h);
-  /* curl adds these unless told not to: only what the client sent goes */
-  if (!sbx_req_header(r, "Content-Type"))
-    add_raw(&h, "Content-Type:");
-  if (!sbx_req_header(r, "Accept"))
-    add_raw(&h, "Accept:");
-  add_raw(&h, "Expect:");
   int rc = sign_into(r, r->core, placed, &h);
+  sbx_proxy_lines_end(&h, sbx_req_header(r, "Content-Type") != NULL,
+                      sbx_req_header(r, "Accept") != NULL);
   if (rc < 0 || h.bad) {
-    free_hdrs(&h);
+    sbx_proxy_lines_free(&h);
     return sbx_err_field(err, "headers", "too many request headers to forward (at most %d)",
                          MAX_FWD_HEADERS);
   }
   char *url = NULL;
   int fd = -1;
   if (asprintf(&url, "%s%s", to->url, r->target ? r->target : r->path) < 0) {
-    free_hdrs(&h);
+    sbx_proxy_lines_free(&h);
     return sbx_err_sys(err, ENOMEM, "forward");
   }
   rc = connect_node(to->url, &fd, err);
   struct sbx_proxy *p = NULL;
   if (rc == 0) {
-    h.lines[h.n] = NULL;
-    rc = sbx_proxy_start_for(r, fd, url, h.lines, HEAD_TIMEOUT_MS, &p, err);
+    rc = sbx_proxy_start_for(r, fd, url, h.line, HEAD_TIMEOUT_MS, &p, err);
   }
   free(url);
-  free_hdrs(&h);
+  sbx_proxy_lines_free(&h);
   double secs = (double)(sbx_now_ns() - t0) / 1e9;
   if (rc < 0) {
     sbx_fleet_count_forward("unreachable", secs);

@@ -89,10 +89,9 @@ static char *build_url(struct sbx_req *r, unsigned port)
 }
 
 struct hdr_ctx {
-  char *lines[MAX_FWD_HEADERS + 8];
-  size_t n;
+  struct sbx_proxy_lines l;
   const char *connection; /* the client's Connection header: names it lists are hop-by-hop */
-  bool content_type, accept, bad;
+  bool content_type, accept;
 };
 
 static bool listed_in_connection(const char *list, const char *name)
@@ -108,43 +107,18 @@ static bool listed_in_connection(const char *list, const char *name)
   return false;
 }
 
-static void add_line(struct hdr_ctx *h, const char *name, const char *value)
-{
-  if (h->n >= MAX_FWD_HEADERS + 7) {
-    h->bad = true;
-    return;
-  }
-  char *line = NULL;
-  /* curl's syntax for a header with an empty value is "Name;". */
-  int n =
-      value && *value ? asprintf(&line, "%s: %s", name, value) : asprintf(&line, "%s;", name);
-  if (n < 0)
-    h->bad = true;
-  else
-    h->lines[h->n++] = line;
-}
-
-static void add_raw(struct hdr_ctx *h, const char *line)
-{
-  char *dup = h->n < MAX_FWD_HEADERS + 7 ? strdup(line) : NULL;
-  if (!dup)
-    h->bad = true;
-  else
-    h->lines[h->n++] = dup;
-}
-
 static void take_header(void *ctx, const char *name, const char *value)
 {
   struct hdr_ctx *h = ctx;
   if (sbx_proxy_drop_request_header(name) || listed_in_connection(h->connection, name))
     return;
-  if (h->n >= MAX_FWD_HEADERS) {
-    h->bad = true;
+  if (h->l.n >= MAX_FWD_HEADERS) {
+    h->l.bad = true;
     return;
   }
   h->content_type |= strcasecmp(name, "Content-Type") == 0;
   h->accept |= strcasecmp(name, "Accept") == 0;
-  add_line(h, name, value);
+  sbx_proxy_line_add(&h->l, name, value);
 }
 
 static int build_headers(struct sbx_req *r, unsigned port, struct hdr_ctx *h,
@@ -157,32 +131,20 @@ static int build_headers(struct sbx_req *r, unsigned port, struct hdr_ctx *h,
   sbx_req_client_addr(r, addr, sizeof addr);
   snprintf(prefix, sizeof prefix, "/v1/sandbox/sessions/%s/ports/%u", r->params[0], port);
   if (addr[0])
-    add_line(h, "X-Forwarded-For", addr);
+    sbx_proxy_line_add(&h->l, "X-Forwarded-For", addr);
   const char *host = sbx_req_header(r, "Host");
   if (host)
-    add_line(h, "X-Forwarded-Host", host);
-  add_line(h, "X-Forwarded-Proto", "http");
-  add_line(h, "X-Forwarded-Prefix", prefix);
-  /* Headers curl would add on its own: only what the client sent goes
-   * ("Name:" tells curl to leave that header out). */
-  if (!h->content_type)
-    add_raw(h, "Content-Type:");
-  if (!h->accept)
-    add_raw(h, "Accept:");
-  add_raw(h, "Expect:");
-  if (h->bad) {
+    sbx_proxy_line_add(&h->l, "X-Forwarded-Host", host);
+  sbx_proxy_line_add(&h->l, "X-Forwarded-Proto", "http");
+  sbx_proxy_line_add(&h->l, "X-Forwarded-Prefix", prefix);
+  sbx_proxy_lines_end(&h->l, h->content_type, h->accept);
+  if (h->l.bad) {
     sbx_err_field(err, "headers", "too many request headers to forward (at most %d)",
                   MAX_FWD_HEADERS);
     return sbx_err_fr(err, "Requête invalide : trop d'en-têtes à transmettre (au plus %d)",
                       MAX_FWD_HEADERS);
   }
   return 0;
-}
-
-static void free_headers(struct hdr_ctx *h)
-{
-  for (size_t i = 0; i < h->n; i++)
-    free(h->lines[i]);
 }
 
 /* Opens the connection into the sandbox.  The session is released at once:
@@ -214,10 +176,9 @@ int sbx_h_port_proxy(struct sbx_req *r, struct sbx_resp *out, struct sbx_error *
     rc = connect_in(r, port, &fd, err);
   struct sbx_proxy *p = NULL;
   if (rc == 0) {
-    h.lines[h.n] = NULL;
-    rc = sbx_proxy_start_for(r, fd, url, h.lines, HEAD_TIMEOUT_MS, &p, err);
+    rc = sbx_proxy_start_for(r, fd, url, h.l.line, HEAD_TIMEOUT_MS, &p, err);
   }
-  free_headers(&h);
+  sbx_proxy_lines_free(&h.l);
   if (rc < 0)
     return -1;
   sbx_proxy_respond(p, out);

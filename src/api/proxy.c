@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -62,6 +63,42 @@ static const char *const hop_by_hop[] = {"Connection",
                                          "Transfer-Encoding",
                                          "Upgrade",
                                          NULL};
+
+void sbx_proxy_line_add(struct sbx_proxy_lines *h, const char *name, const char *value)
+{
+  char *line = NULL;
+  if (h->n >= SBX_PROXY_LINES_MAX || (value && *value ? asprintf(&line, "%s: %s", name, value)
+                                                      : asprintf(&line, "%s;", name)) < 0)
+    h->bad = true;
+  else
+    h->line[h->n++] = line;
+}
+
+void sbx_proxy_line_raw(struct sbx_proxy_lines *h, const char *line)
+{
+  char *dup = h->n < SBX_PROXY_LINES_MAX ? strdup(line) : NULL;
+  if (!dup)
+    h->bad = true;
+  else
+    h->line[h->n++] = dup;
+}
+
+void sbx_proxy_lines_end(struct sbx_proxy_lines *h, bool has_content_type, bool has_accept)
+{
+  if (!has_content_type)
+    sbx_proxy_line_raw(h, "Content-Type:");
+  if (!has_accept)
+    sbx_proxy_line_raw(h, "Accept:");
+  sbx_proxy_line_raw(h, "Expect:");
+  h->line[h->n] = NULL;
+}
+
+void sbx_proxy_lines_free(struct sbx_proxy_lines *h)
+{
+  for (size_t i = 0; i < h->n; i++)
+    free(h->line[i]);
+  h->n = 0;
+}
 
 int sbx_proxy_start_for(struct sbx_req *r, int fd, const char *url, char *const *headers,
                         unsigned head_timeout_ms, struct sbx_proxy **out, struct sbx_error *err)

@@ -39,6 +39,24 @@ struct sbx_proxy_req {
  * upstream failed to answer). */
 int sbx_proxy_start(const struct sbx_proxy_req *req, struct sbx_proxy **out,
                     struct sbx_error *err);
+/* The request header lines a forward hands to curl, NULL-terminated by
+ * sbx_proxy_lines_end.  Past SBX_PROXY_LINES_MAX lines, or out of memory,
+ * bad is set and nothing more is added. */
+#define SBX_PROXY_LINES_MAX 224
+struct sbx_proxy_lines {
+  char *line[SBX_PROXY_LINES_MAX + 1];
+  size_t n;
+  bool bad;
+};
+/* "Name: value" ("Name;" for an empty value: curl's syntax for one). */
+void sbx_proxy_line_add(struct sbx_proxy_lines *h, const char *name, const char *value);
+/* A line as it is ("Name:" tells curl to leave a header of its own out). */
+void sbx_proxy_line_raw(struct sbx_proxy_lines *h, const char *line);
+/* The headers curl would add on its own are left out unless the client
+ * sent them (has_*), then the list is NULL-terminated. */
+void sbx_proxy_lines_end(struct sbx_proxy_lines *h, bool has_content_type, bool has_accept);
+void sbx_proxy_lines_free(struct sbx_proxy_lines *h);
+
 /* sbx_proxy_start with the API request r's method and body, and r's
  * client socket watched for a hang-up. */
 int sbx_proxy_start_for(struct sbx_req *r, int fd, const char *url, char *const *headers,
