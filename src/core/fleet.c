@@ -551,6 +551,14 @@ static bool alive_url(struct sbx_fleet *f, const char *node, struct sbx_fleet_ta
   return found;
 }
 
+/* A stored object in its live status (live) held by another node that is
+ * alive: where its requests go. */
+static bool held_elsewhere(struct sbx_fleet *f, bool live, const char *node,
+                           struct sbx_fleet_target *to)
+{
+  return live && node[0] && strcmp(node, f->id) != 0 && alive_url(f, node, to);
+}
+
 int sbx_fleet_session_elsewhere(struct sbx_core *core, const struct sbx_principal *who,
                                 const char *id, struct sbx_fleet_target *to,
                                 struct sbx_error *err)
@@ -560,9 +568,7 @@ int sbx_fleet_session_elsewhere(struct sbx_core *core, const struct sbx_principa
   struct sbx_session_row row = {0};
   if (core->store.ops->session_get(core->store.st, who->tenant_id, id, &row, err) < 0)
     return err->code == SBX_E_NOT_FOUND ? 0 : -1;
-  bool remote = strcmp(row.status, "ready") == 0 && row.node_id[0] &&
-                strcmp(row.node_id, core->fleet->id) != 0 &&
-                alive_url(core->fleet, row.node_id, to);
+  bool remote = held_elsewhere(core->fleet, strcmp(row.status, "ready") == 0, row.node_id, to);
   sbx_session_row_free(&row);
   return remote;
 }
@@ -576,9 +582,7 @@ int sbx_fleet_execution_elsewhere(struct sbx_core *core, const struct sbx_princi
   struct sbx_execution_row row = {0};
   if (core->store.ops->execution_get(core->store.st, who->tenant_id, id, &row, err) < 0)
     return err->code == SBX_E_NOT_FOUND ? 0 : -1;
-  bool remote = strcmp(row.status, "running") == 0 && row.node_id[0] &&
-                strcmp(row.node_id, core->fleet->id) != 0 &&
-                alive_url(core->fleet, row.node_id, to);
+  bool remote = held_elsewhere(core->fleet, strcmp(row.status, "running") == 0, row.node_id, to);
   sbx_execution_row_free(&row);
   return remote;
 }

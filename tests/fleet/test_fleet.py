@@ -527,6 +527,32 @@ def executions_counted(fleet, only=NODES):
     return total
 
 
+def test_cancel_reaches_the_node_running_it(fleet):
+    """A cancel sent to any node stops the execution on the node running it."""
+    key = fleet.key("canceller")
+    a = fleet.nodes["node-a"]
+    ids = [api(a, key, "POST", "/v1/sandbox/executions",
+               json={"command": ["sleep", "60"]}).json()["id"] for _ in range(4)]
+
+    def running_elsewhere():
+        for e in ids:
+            x = api(a, key, "GET", f"/v1/sandbox/executions/{e}").json()
+            if x["status"] == "running" and x["node_id"] != "node-a":
+                return x
+        return None
+    x = wait_until(running_elsewhere, 30, interval=0.2, what="a run on node-b or node-c")
+    t0 = time.monotonic()
+    r = api(a, key, "POST", f"/v1/sandbox/executions/{x['id']}/cancel")
+    assert r.status_code == 200, r.text
+    f = wait_until(lambda: (lambda y: y if y["status"] not in ("queued", "running") else None)(
+        api(a, key, "GET", f"/v1/sandbox/executions/{x['id']}").json()), 20, interval=0.2,
+        what="the cancelled run final")
+    assert (f["status"], f["reason"], f["node_id"]) == ("killed", "cancelled", x["node_id"]), f
+    assert time.monotonic() - t0 < 20
+    for e in ids:
+        api(a, key, "POST", f"/v1/sandbox/executions/{e}/cancel")
+
+
 def test_300_executions_across_the_fleet_each_run_once(fleet):
     key = fleet.key("batch")
     before = executions_counted(fleet)
