@@ -319,10 +319,30 @@ struct netns_ctx {
   int n;
 };
 
+/* In this run's cgroups, or this process or a child of it: what a sandbox
+ * of ours is made of, or what it leaves behind.  Other processes of the
+ * host (a CI runner's, a test host in a network namespace) make and drop
+ * namespaces of their own at any moment. */
+static bool ours(const char *pid)
+{
+  char p[64], buf[4096];
+  if (atoi(pid) == getpid())
+    return true;
+  snprintf(p, sizeof p, "/proc/%s/cgroup", pid);
+  char mine[80];
+  snprintf(mine, sizeof mine, "/%s/", h_parent);
+  if (slurp_small(p, buf, sizeof buf) > 0 && strstr(buf, mine))
+    return true;
+  snprintf(p, sizeof p, "/proc/%s/stat", pid);
+  const char *rp = slurp_small(p, buf, sizeof buf) > 0 ? strrchr(buf, ')') : NULL;
+  int ppid = 0;
+  return rp && sscanf(rp, ") %*c %d", &ppid) == 1 && ppid == getpid();
+}
+
 static int netns_fn(const char *pid, void *ctx)
 {
   struct netns_ctx *c = ctx;
-  if (foreign(pid))
+  if (!ours(pid))
     return 0;
   char l[128];
   h_ns_link(atoi(pid), "net", l, sizeof l);

@@ -95,8 +95,9 @@ void h_ns_link(int pid, const char *ns, char *buf, size_t len);
  * namespace's inode number is soon reused) are in the namespace link (via
  * /proc/<pid>/ns/<ns>) or hold an fd to it. */
 int h_ns_holders(const char *ns, const char *link);
-/* Distinct network namespaces of processes that do not belong to another
- * sandboxd instance (other engineers' daemons run on this host too). */
+/* Distinct network namespaces of this run's processes: this one, its
+ * children and everything in its cgroups (the host's other processes
+ * make and drop namespaces of their own at any moment). */
 int h_netns_count(void);
 /* Do any process's mountinfo lines mention this mount namespace's root
  * tmpfs?  (Mount namespaces are not named in mountinfo; the sandbox's
