@@ -1,13 +1,13 @@
 /* exec.c — EXEC on the main channel: validate the request, hand it to a
- * spare shepherd (or fork one) and forget it (its report goes to the daemon
- * on ctl; the SIGCHLD handler in main.c reaps it). */
+ * shepherd (an idle one of this sandbox's herd, or a new fork) and forget
+ * it (its report goes to the daemon on ctl; the SIGCHLD handler in main.c
+ * reaps shepherds that end). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,64 +26,49 @@ static void report_err(int ctl, int e)
   sbx_proto_send(ctl, SBX_MSG_ERR, 0, 0, &v, sizeof v, NULL, 0);
 }
 
-/* A spare shepherd, forked ahead of time: an EXEC then costs a hand-over
- * (one datagram carrying the request and its fds) instead of a fork on the
- * critical path (a fork is ~0.6 ms on a VM, as much as the exec itself).
- * The spare is refilled right after each hand-over, while the workload
- * starts on the other core; the first EXEC of a sandbox forks directly, so
- * an idle session that never runs anything costs no extra process. */
-static pid_t spare_pid = -1;
-static int spare_sock = -1;
+/* The herd: shepherds that come back for another EXEC once theirs has
+ * ended cleanly (its whole tree reaped), each on a socketpair to sbx-init.
+ * A shepherd says 'r' on it before it reports EXITED to the daemon, so by
+ * the time the daemon can send the next EXEC, sbx-init knows the shepherd
+ * is idle: the next EXEC costs a hand-over (one datagram carrying the
+ * request and its fds, and a one-byte ack) instead of a fork and an exit,
+ * which on a VM cost as much as the workload's own exec (copying and then
+ * tearing down page tables, with TLB shoot-downs across cores).  Reusing a
+ * shepherd gives the next workload nothing the last one could not already
+ * reach: both run as the sandbox uid under the same filter, and a shepherd
+ * (a fork of sbx-init, not dumpable) cannot be ptraced or written through
+ * /proc by them.  Execs beyond the herd's size, and those with a terminal,
+ * get a shepherd of their own that ends with them. */
+#define HERD_MAX 4
 
-static void start_shepherd(const struct sbxi *in, const char *payload, size_t len, int *fds,
-                           bool forked);
+static struct herd_entry {
+  pid_t pid;
+  int sock;
+  bool idle;
+} herd[HERD_MAX];
+static size_t herd_n;
 
-static _Noreturn void spare_wait(const struct sbxi *in, int sock)
+static void herd_drop(size_t i)
 {
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (getppid() != in->self)
-    _exit(0);
-  sbxi_xfer_drop_all(); /* their ends must close when sbx-init's do */
-  /* The spare never speaks on the main channel: drop it now, so a dead
-   * sbx-init is seen by the daemon whatever spares exist. */
-  close(in->chan);
-  struct sbxi mine = *in;
-  mine.chan = -1;
-  static char buf[sizeof(struct sbx_proto_hdr) + SBX_PROTO_MAX_INLINE];
-  int fds[SBX_PROTO_MAX_FDS];
-  size_t nfds = SBX_PROTO_MAX_FDS;
-  ssize_t n = sbx_proto_recv(sock, buf, sizeof buf, fds, &nfds);
-  /* The ack tells sbx-init the request is ours from here on; dying before
-   * it (a workload's kill -1 reaches spares too) leaves the request with
-   * sbx-init, which starts it on a shepherd of its own. */
-  if (n <= 0 || nfds != 4 || write(sock, "k", 1) != 1)
-    _exit(0);
-  close(sock);
-  struct sbx_proto_hdr h;
-  memcpy(&h, buf, sizeof h);
-  start_shepherd(&mine, buf + sizeof h, h.len, fds, true);
-  _exit(0);
+  close(herd[i].sock);
+  herd[i] = herd[--herd_n];
 }
 
-static void spare_refill(const struct sbxi *in)
+/* Who said 'r' since the last look, and who is gone (their end closed:
+ * the shepherd exited, or the workload killed it). */
+static void herd_refresh(void)
 {
-  if (spare_pid > 0)
-    return;
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    return;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(sv[0]);
-    spare_wait(in, sv[1]);
+  for (size_t i = 0; i < herd_n;) {
+    char c = 0;
+    ssize_t n = recv(herd[i].sock, &c, 1, MSG_DONTWAIT);
+    if (n == 1 && c == 'r')
+      herd[i].idle = true;
+    if (n == 0 || (n == 1 && c != 'r') || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      herd_drop(i);
+      continue;
+    }
+    i++;
   }
-  close(sv[1]);
-  if (pid < 0) {
-    close(sv[0]);
-    return;
-  }
-  spare_pid = pid;
-  spare_sock = sv[0];
 }
 
 static int64_t mono_ms(void)
@@ -93,10 +78,10 @@ static int64_t mono_ms(void)
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The spare's ack within ms.  Our SIGCHLD handler interrupts poll and read
- * whenever any child ends (the last exec's shepherd, an orphan): that is
- * no answer, so wait on for the rest of the time. */
-static bool spare_acked(int sock, int ms)
+/* The shepherd's ack within ms.  Our SIGCHLD handler interrupts poll and
+ * read whenever any child ends (another exec's shepherd, an orphan): that
+ * is no answer, so wait on for the rest of the time. */
+static bool acked(int sock, int ms)
 {
   int64_t due = mono_ms() + ms;
   for (;;) {
@@ -115,74 +100,155 @@ static bool spare_acked(int sock, int ms)
   }
 }
 
-/* Hands the request to the spare; false if there is none, or it is gone
- * or dies before acknowledging (a SIGKILL already queued for it lands
- * between our send and its exit): the caller then starts it itself.  Once
- * the spare has acknowledged, the request is its own whatever happens
- * next: starting it here too would run the command twice. */
-static bool spare_take(const char *payload, size_t len, int *fds)
+/* Hands the request to idle shepherd i; false if it is gone or dies
+ * before acknowledging (a SIGKILL already queued for it lands between our
+ * send and its exit): it leaves the herd and the caller tries another.
+ * Once it has acknowledged, the request is its own whatever happens next:
+ * starting it elsewhere too would run the command twice. */
+static bool hand_over(size_t i, const char *payload, size_t len, int *fds)
 {
-  if (spare_pid <= 0 || len > SBX_PROTO_MAX_INLINE)
-    return false;
-  int rc = sbx_proto_send(spare_sock, SBX_MSG_EXEC, 0, 0, payload, len, fds, 4);
+  int rc = sbx_proto_send(herd[i].sock, SBX_MSG_EXEC, 0, 0, payload, len, fds, 4);
   if (rc == 0)
-    rc = spare_acked(spare_sock, 2000) ? 0 : -1;
-  if (rc < 0 && spare_pid > 0) {
-    kill(spare_pid, SIGKILL); /* a stuck spare must not start it a second time */
-    /* ... unless it acknowledged just after we stopped waiting: then it
-     * started it (or dies with it, which the daemon sees as a lost exec). */
-    char ack = 0;
-    if (recv(spare_sock, &ack, 1, MSG_DONTWAIT) == 1 && ack == 'k')
-      rc = 0;
+    rc = acked(herd[i].sock, 2000) ? 0 : -1;
+  if (rc == 0) {
+    herd[i].idle = false;
+    return true;
   }
-  close(spare_sock);
-  spare_sock = -1;
-  spare_pid = -1;
-  return rc == 0;
+  kill(herd[i].pid, SIGKILL); /* a stuck shepherd must not start it later */
+  /* ... unless it acknowledged just after we stopped waiting: then it
+   * started it (or dies with it, which the daemon sees as a lost exec). */
+  char ack = 0;
+  bool took = recv(herd[i].sock, &ack, 1, MSG_DONTWAIT) == 1 && ack == 'k';
+  herd_drop(i);
+  return took;
 }
 
-/* Parses EXEC and becomes (forked: already is) the shepherd. */
-static void start_shepherd(const struct sbxi *in, const char *payload, size_t len, int *fds,
-                           bool forked)
+/* One EXEC's fields, parsed from its payload (pointing into it). */
+struct exec_req {
+  uint32_t flags;
+  const char *cwd;
+  char **argv, **env;
+  struct sbxi_pty pty;
+  struct sbxi_code code;
+};
+
+static bool exec_parse(const char *payload, size_t len, struct exec_req *q)
 {
   struct sbx_rbuf r;
-  sbx_rbuf_init(&r, payload, payload ? len : 0);
-  uint32_t flags = sbx_rbuf_u32(&r);
-  const char *cwd = sbx_rbuf_str(&r, SBX_PROTO_MAX_PATH);
-  char **argv = sbx_rbuf_strv(&r, SBX_PROTO_MAX_STRV);
-  char **env = argv ? sbx_rbuf_strv(&r, SBX_PROTO_MAX_STRV) : NULL;
-  struct sbxi_pty pty = {.master = -1, .slave = -1};
-  if (flags & SBX_PROTO_EXEC_PTY) {
-    pty.cols = sbx_rbuf_u32(&r);
-    pty.rows = sbx_rbuf_u32(&r);
-    if (!pty.cols || !pty.rows || pty.cols > SBX_PROTO_PTY_MAX || pty.rows > SBX_PROTO_PTY_MAX)
+  memset(q, 0, sizeof *q);
+  q->pty.master = q->pty.slave = -1;
+  if (!payload)
+    return false;
+  sbx_rbuf_init(&r, payload, len);
+  q->flags = sbx_rbuf_u32(&r);
+  q->cwd = sbx_rbuf_str(&r, SBX_PROTO_MAX_PATH);
+  q->argv = sbx_rbuf_strv(&r, SBX_PROTO_MAX_STRV);
+  q->env = q->argv ? sbx_rbuf_strv(&r, SBX_PROTO_MAX_STRV) : NULL;
+  if (q->flags & SBX_PROTO_EXEC_PTY) {
+    q->pty.cols = sbx_rbuf_u32(&r);
+    q->pty.rows = sbx_rbuf_u32(&r);
+    if (!q->pty.cols || !q->pty.rows || q->pty.cols > SBX_PROTO_PTY_MAX ||
+        q->pty.rows > SBX_PROTO_PTY_MAX)
       r.bad = true;
   }
-  pty.relay = (flags & SBX_PROTO_EXEC_PTY_RELAY) != 0;
-  struct sbxi_code code = {NULL, NULL};
-  if (flags & SBX_PROTO_EXEC_CODE) {
-    code.path = sbx_rbuf_str(&r, SBX_PROTO_MAX_PATH);
-    code.text = sbx_rbuf_str(&r, SBX_PROTO_MAX_PAYLOAD);
-    if (!code.path || !code.text || !sbx_proto_path_ok(code.path))
+  q->pty.relay = (q->flags & SBX_PROTO_EXEC_PTY_RELAY) != 0;
+  if (q->flags & SBX_PROTO_EXEC_CODE) {
+    q->code.path = sbx_rbuf_str(&r, SBX_PROTO_MAX_PATH);
+    q->code.text = sbx_rbuf_str(&r, SBX_PROTO_MAX_PAYLOAD);
+    if (!q->code.path || !q->code.text || !sbx_proto_path_ok(q->code.path))
       r.bad = true;
   }
-  if ((flags & ~(SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY | SBX_PROTO_EXEC_CODE)) ||
-      (pty.relay && !(flags & SBX_PROTO_EXEC_PTY)) || r.off != r.len)
+  if ((q->flags & ~(SBX_PROTO_EXEC_PTY | SBX_PROTO_EXEC_PTY_RELAY | SBX_PROTO_EXEC_CODE)) ||
+      (q->pty.relay && !(q->flags & SBX_PROTO_EXEC_PTY)) || r.off != r.len)
     r.bad = true;
-  if (!payload || r.bad || !cwd || !argv || !env || !argv[0] || !sbx_proto_path_ok(cwd)) {
+  return !r.bad && q->cwd && q->argv && q->env && q->argv[0] && sbx_proto_path_ok(q->cwd);
+}
+
+static void exec_req_free(struct exec_req *q)
+{
+  free(q->argv);
+  free(q->env);
+  q->argv = q->env = NULL;
+}
+
+/* Runs q on this (shepherd) process; true if it may take another. */
+static bool run_job(const struct sbxi *in, struct exec_req *q, int *fds, int back)
+{
+  bool pty = q->flags & SBX_PROTO_EXEC_PTY;
+  return sbxi_shepherd(in, q->cwd, q->argv, q->env, fds, pty ? &q->pty : NULL,
+                       q->code.path ? &q->code : NULL, pty ? -1 : back);
+}
+
+/* The next valid request on back, acknowledged; false when sbx-init is
+ * gone or sent something that is not one. */
+static bool next_job(int back, char *buf, size_t size, struct exec_req *q, int *fds)
+{
+  for (;;) {
+    size_t nfds = SBX_PROTO_MAX_FDS;
+    ssize_t n;
+    do
+      n = sbx_proto_recv(back, buf, size, fds, &nfds);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0 || nfds != 4) {
+      if (n > 0)
+        close_all(fds, nfds);
+      return false;
+    }
+    /* The ack tells sbx-init the request is ours from here on; dying
+     * before it (a workload's kill -1 reaches idle shepherds too) leaves
+     * the request with sbx-init, which starts it on another shepherd. */
+    if (write(back, "k", 1) != 1) {
+      close_all(fds, 4);
+      return false;
+    }
+    struct sbx_proto_hdr h;
+    memcpy(&h, buf, sizeof h);
+    if (exec_parse(buf + sizeof h, h.len, q))
+      return true;
+    exec_req_free(q);
     report_err(fds[3], EINVAL);
-    goto out;
+    close_all(fds, 4);
   }
-  pid_t pid = forked ? 0 : fork();
-  if (pid == 0)
-    sbxi_shepherd(in, cwd, argv, env, fds, (flags & SBX_PROTO_EXEC_PTY) ? &pty : NULL,
-                  code.path ? &code : NULL);
-  if (pid < 0)
-    report_err(fds[3], errno);
-out:
-  free(argv);
-  free(env);
-  close_all(fds, 4);
+}
+
+/* A new shepherd's life: the request sbx-init forked it for, then (with a
+ * way back) the ones handed to it, until one does not end cleanly. */
+static _Noreturn void shepherd_main(const struct sbxi *in, struct exec_req *q, int *fds,
+                                    int back)
+{
+  static char buf[sizeof(struct sbx_proto_hdr) + SBX_PROTO_MAX_INLINE];
+  for (size_t i = 0; i < herd_n; i++) /* sbx-init's ends, not ours */
+    close(herd[i].sock);
+  herd_n = 0;
+  while (run_job(in, q, fds, back) && back >= 0) {
+    exec_req_free(q);
+    if (!next_job(back, buf, sizeof buf, q, fds))
+      break;
+  }
+  _exit(0);
+}
+
+/* Forks a shepherd for q: one of the herd when there is room. */
+static void start_shepherd(const struct sbxi *in, struct exec_req *q, int *fds)
+{
+  int sv[2] = {-1, -1};
+  bool joins = herd_n < HERD_MAX && !(q->flags & SBX_PROTO_EXEC_PTY) &&
+               socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (joins)
+      close(sv[0]);
+    shepherd_main(in, q, fds, joins ? sv[1] : -1);
+  }
+  int e = errno;
+  if (joins)
+    close(sv[1]);
+  if (pid < 0) {
+    if (joins)
+      close(sv[0]);
+    report_err(fds[3], e);
+  } else if (joins)
+    herd[herd_n++] = (struct herd_entry){.pid = pid, .sock = sv[0], .idle = false};
 }
 
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds)
@@ -193,9 +259,17 @@ void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds,
     close_all(fds, nfds);
     return;
   }
-  if (payload && spare_take(payload, len, fds))
-    close_all(fds, nfds); /* the spare holds its own copies now */
+  herd_refresh();
+  for (size_t i = herd_n; payload && len <= SBX_PROTO_MAX_INLINE && i-- > 0;)
+    if (herd[i].idle && hand_over(i, payload, len, fds)) {
+      close_all(fds, 4); /* the shepherd holds its own copies now */
+      return;
+    }
+  struct exec_req q;
+  if (exec_parse(payload, len, &q))
+    start_shepherd(in, &q, fds);
   else
-    start_shepherd(in, payload, len, fds, false);
-  spare_refill(in);
+    report_err(fds[3], EINVAL);
+  exec_req_free(&q);
+  close_all(fds, 4);
 }

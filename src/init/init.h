@@ -60,10 +60,13 @@ struct sbxi_code {
 
 /* EXEC: consumes fds (4 of them). */
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds);
-/* Never returns. */
-_Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                             const int fds[4], struct sbxi_pty *pty /* NULL: pipes */,
-                             const struct sbxi_code *code /* NULL: none */);
+/* Runs one exec on this shepherd process and reports it on fds[3] (ctl),
+ * which it closes.  back: the shepherd's socket to sbx-init, or -1 for a
+ * shepherd that ends with its exec.  True when the exec ended cleanly and
+ * the shepherd said so on back ('r'): it may take another. */
+bool sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
+                   const int fds[4], struct sbxi_pty *pty /* NULL: pipes */,
+                   const struct sbxi_code *code /* NULL: none */, int back);
 
 /* engine.c: an engine sandbox (sbx-init --engine PROG --engine-arg A …).
  * The runner is started by sbxi_engine_ensure (again after it died:
@@ -77,8 +80,19 @@ _Noreturn void sbxi_engine_client(char **argv, char **env);
 
 /* SIGKILLs every descendant of this process, reaping each, until none is
  * left.  If main > 0 and is reaped here its wait status goes to *main_status
- * and *main_reaped is set. */
-void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped);
+ * and *main_reaped is set.  False if the children could not be listed
+ * (no /proc): then only those already dead were reaped. */
+bool sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped);
+
+/* What the processes this one reaped (through sbxi_wait) used, as
+ * getrusage(RUSAGE_CHILDREN) counts it, since a shepherd last reset it:
+ * one exec's worth, although the shepherd runs many. */
+struct sbxi_reaped {
+  uint64_t cpu_us, maxrss_kb;
+};
+extern struct sbxi_reaped sbxi_reaped;
+/* wait4, adding the reaped process's rusage to sbxi_reaped. */
+pid_t sbxi_wait(pid_t pid, int *status, int options);
 
 /* pty.c: EXEC with SBX_PROTO_EXEC_PTY. */
 struct sbxi_pty {

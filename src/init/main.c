@@ -141,8 +141,15 @@ static void on_sigchld(int sig)
   errno = saved;
 }
 
+/* Every signal at its default but the two below, whatever the process
+ * that started us ignored (a daemon under nohup ignores SIGHUP, and an
+ * ignored signal stays ignored across execve): our children inherit these,
+ * so a workload's shepherd only has SIGPIPE to put back. */
 static void setup_signals(void)
 {
+  for (int s = 1; s < NSIG; s++)
+    if (s != SIGKILL && s != SIGSTOP)
+      signal(s, SIG_DFL);
   struct sigaction sa = {.sa_handler = SIG_IGN};
   sigaction(SIGPIPE, &sa, NULL);
   sa.sa_handler = on_sigchld;

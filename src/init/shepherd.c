@@ -1,7 +1,8 @@
-/* shepherd.c — one per exec: forks the workload, reports STARTED/EXITED on
- * the exec's ctl socket, and makes sure nothing of the workload's tree
- * survives it (it is a child subreaper, so double-forked grandchildren
- * reparent to it and are found and killed too).
+/* shepherd.c — one exec at a time: forks the workload, reports
+ * STARTED/EXITED on the exec's ctl socket, and makes sure nothing of the
+ * workload's tree survives it (it is a child subreaper, so double-forked
+ * grandchildren reparent to it and are found and killed too).  A shepherd
+ * whose exec ended cleanly may run the next one (exec.c's herd).
  *
  * The workload can kill its shepherd, and nothing here can stop that: both
  * run as the sandbox uid, so kill(2)'s permission check passes, SIGKILL
@@ -15,7 +16,7 @@
  * wall for every sandbox to save an exec that killed itself.  So the
  * outcome is made right instead: the workload's main process dies with
  * its shepherd (PR_SET_PDEATHSIG), sbx-init (PID 1, spared) serves on and
- * refills the spare, and the daemon — seeing ctl hang up while sbx-init
+ * forks new shepherds, and the daemon — seeing ctl hang up while sbx-init
  * still answers a PING — reports killed/shepherd_lost (runtime/sandbox.c)
  * and the session lives on. */
 #include <dirent.h>
@@ -107,10 +108,12 @@ static void set_stdio(const int fds[3])
       _exit(127);
 }
 
+/* sbx-init set every signal to its default at start-up but SIGPIPE
+ * (ignored: an ignored signal would stay so across execve) and SIGCHLD
+ * (its handler; setup_self put it back; a handler ends at execve anyway). */
 static void reset_signals(void)
 {
-  for (int s = 1; s < NSIG; s++)
-    signal(s, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -201,33 +204,33 @@ static void send_u32(int ctl, uint32_t type, uint32_t v)
 
 /* Kill the workload's tree and report its status and rusage.  The main pid
  * is still unreaped here (alive or a zombie), so kill(-main) cannot hit a
- * recycled process group. */
-static _Noreturn void finish(int ctl, pid_t main)
+ * recycled process group.  True when this shepherd may take another exec:
+ * it has a way back to sbx-init, no terminal, and nothing of the tree is
+ * left; then it tells sbx-init so on back before the daemon hears EXITED. */
+static bool finish(int ctl, pid_t main, int back)
 {
   kill(-main, SIGKILL);
   kill(main, SIGKILL);
   int st = 0;
   bool reaped = false;
-  sbxi_kill_tree(main, &st, &reaped);
+  bool empty = sbxi_kill_tree(main, &st, &reaped);
   while (!reaped) {
-    pid_t r = waitpid(main, &st, 0);
+    pid_t r = sbxi_wait(main, &st, 0);
     if (r == main || (r < 0 && errno != EINTR))
       reaped = true;
   }
   if (relay) /* the output before EXITED, and the pipe's EOF after it */
     sbxi_relay_drain(relay);
   code_remove();
-  struct rusage ru;
-  getrusage(RUSAGE_CHILDREN, &ru);
-  uint64_t cpu_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
-                    (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+  bool again = back >= 0 && empty && !relay && write(back, "r", 1) == 1;
   struct sbx_wbuf w;
   sbx_wbuf_init(&w, 64);
   sbx_wbuf_u32(&w, (uint32_t)st);
-  sbx_wbuf_u64(&w, cpu_us);
-  sbx_wbuf_u64(&w, (uint64_t)ru.ru_maxrss);
+  sbx_wbuf_u64(&w, sbxi_reaped.cpu_us);
+  sbx_wbuf_u64(&w, sbxi_reaped.maxrss_kb);
   sbx_proto_send(ctl, SBX_MSG_EXITED, 0, 0, w.buf, w.len, NULL, 0);
-  _exit(0);
+  sbx_wbuf_free(&w);
+  return again;
 }
 
 /* Reaps orphans that died while leaving the main process unreaped; true
@@ -241,7 +244,7 @@ static bool reap_orphans(pid_t main)
       return false;
     if (si.si_pid == main)
       return true;
-    waitpid(si.si_pid, NULL, 0);
+    sbxi_wait(si.si_pid, NULL, 0);
   }
 }
 
@@ -274,7 +277,7 @@ static bool on_signal_msg(const char *buf, ssize_t n, pid_t main)
   return true;
 }
 
-static _Noreturn void supervise(int ctl, int sfd, pid_t main)
+static bool supervise(int ctl, int sfd, pid_t main, int back)
 {
   for (;;) {
     struct pollfd p[6] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
@@ -282,7 +285,7 @@ static _Noreturn void supervise(int ctl, int sfd, pid_t main)
     if (poll(p, 2 + nr, -1) < 0) {
       if (errno == EINTR)
         continue;
-      finish(ctl, main);
+      return finish(ctl, main, back);
     }
     if (nr)
       sbxi_relay_service(relay, p + 2, nr);
@@ -290,7 +293,7 @@ static _Noreturn void supervise(int ctl, int sfd, pid_t main)
       struct signalfd_siginfo si[8];
       (void)!read(sfd, si, sizeof si);
       if (reap_orphans(main))
-        finish(ctl, main);
+        return finish(ctl, main, back);
     }
     if (p[1].revents) {
       char buf[64];
@@ -300,11 +303,12 @@ static _Noreturn void supervise(int ctl, int sfd, pid_t main)
       if (n > 0 && on_signal_msg(buf, n, main))
         continue;
       /* KILL, EOF (the daemon thread is gone) or anything broken: kill. */
-      finish(ctl, main);
+      return finish(ctl, main, back);
     }
   }
 }
 
+/* Once per shepherd, before its first exec. */
 static int setup_self(const struct sbxi *in, int *sfd)
 {
   close(in->chan);
@@ -321,6 +325,29 @@ static int setup_self(const struct sbxi *in, int *sfd)
   signal(SIGCHLD, SIG_DFL);
   *sfd = signalfd(-1, &m, SFD_CLOEXEC | SFD_NONBLOCK);
   return *sfd < 0 ? -1 : 0;
+}
+
+/* Before each exec: the last one's SIGCHLDs are read, its counts reset. */
+static int shepherd_ready(const struct sbxi *in)
+{
+  static int sfd = -1;
+  if (sfd < 0 && setup_self(in, &sfd) < 0)
+    return -1;
+  struct signalfd_siginfo si[8];
+  while (read(sfd, si, sizeof si) > 0)
+    ;
+  memset(&sbxi_reaped, 0, sizeof sbxi_reaped);
+  return sfd;
+}
+
+static void free_env(char **run_env, char **env)
+{
+  if (run_env == env)
+    return;
+  for (size_t i = 0; run_env[i]; i++)
+    if (run_env[i] != env[i])
+      free(run_env[i]);
+  free(run_env);
 }
 
 /* After the workload was forked (pid < 0: it was not): what of its stdio
@@ -345,25 +372,24 @@ static void keep_stdio(int ctl, const int fds[4], struct sbxi_pty *pty, pid_t pi
     close(fds[i]);
 }
 
-_Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                             const int fds[4], struct sbxi_pty *pty,
-                             const struct sbxi_code *code)
+bool sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
+                   const int fds[4], struct sbxi_pty *pty, const struct sbxi_code *code, int back)
 {
-  int ctl = fds[3], sfd, werr;
-  if (setup_self(in, &sfd) < 0) {
+  int ctl = fds[3], sfd = shepherd_ready(in), werr;
+  if (sfd < 0) {
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)errno);
-    _exit(1);
+    return false;
   }
   if (code && (werr = code_write(in->rootfd, code)) != 0) {
     send_exec_failed(ctl, werr, 2);
-    _exit(0);
+    return false;
   }
   int cwdfd = sbxi_open_in_root(in->rootfd, cwd, O_RDONLY | O_DIRECTORY, 0);
   if (cwdfd < 0) {
     werr = errno;
     code_remove();
     send_exec_failed(ctl, werr, 1);
-    _exit(0);
+    return false;
   }
   char **const run_env = rewrite_env(in, env);
   int ep[2];
@@ -371,7 +397,7 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
     werr = errno;
     code_remove();
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)werr);
-    _exit(1);
+    return false;
   }
   /* vfork: the workload only sets up its fds and credentials-free state
    * and execs (or _exits), so sharing our memory until then is safe, and it
@@ -383,11 +409,11 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   keep_stdio(ctl, fds, pty, pid);
   close(ep[1]);
   close(cwdfd);
-  close(in->rootfd);
+  free_env(run_env, env);
   if (pid < 0) {
     code_remove();
     send_u32(ctl, SBX_MSG_ERR, (uint32_t)e);
-    _exit(1);
+    return false;
   }
   int32_t child_err;
   ssize_t n;
@@ -396,11 +422,13 @@ _Noreturn void sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv
   while (n < 0 && errno == EINTR);
   close(ep[0]);
   if (n == sizeof child_err) {
-    waitpid(pid, NULL, 0);
+    sbxi_wait(pid, NULL, 0);
     code_remove();
     send_exec_failed(ctl, child_err, 0);
-    _exit(0);
+    return false;
   }
   send_u32(ctl, SBX_MSG_STARTED, (uint32_t)pid);
-  supervise(ctl, sfd, pid);
+  bool again = supervise(ctl, sfd, pid, back);
+  close(ctl);
+  return again;
 }

@@ -11,12 +11,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "init/init.h"
 
 #define MAX_BATCH 4096
+
+struct sbxi_reaped sbxi_reaped;
+
+pid_t sbxi_wait(pid_t pid, int *status, int options)
+{
+  struct rusage ru;
+  pid_t r = wait4(pid, status, options, &ru);
+  if (r > 0) {
+    sbxi_reaped.cpu_us += (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
+                          (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+    if (ru.ru_maxrss > 0 && (uint64_t)ru.ru_maxrss > sbxi_reaped.maxrss_kb)
+      sbxi_reaped.maxrss_kb = (uint64_t)ru.ru_maxrss;
+  }
+  return r;
+}
 
 static size_t parse_pids(const char *s, pid_t *out, size_t max)
 {
@@ -92,7 +108,7 @@ static void reap(pid_t pid, pid_t main, int *main_status, bool *main_reaped)
   int st;
   pid_t r;
   do
-    r = waitpid(pid, &st, 0);
+    r = sbxi_wait(pid, &st, 0);
   while (r < 0 && errno == EINTR);
   if (r == main && main > 0 && main_status) {
     *main_status = st;
@@ -106,14 +122,14 @@ static void reap_blind(pid_t main, int *main_status, bool *main_reaped)
 {
   int st;
   pid_t r;
-  while ((r = waitpid(-1, &st, WNOHANG)) > 0)
+  while ((r = sbxi_wait(-1, &st, WNOHANG)) > 0)
     if (r == main && main > 0 && main_status) {
       *main_status = st;
       *main_reaped = true;
     }
 }
 
-void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped)
+bool sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped)
 {
   static pid_t pids[MAX_BATCH];
   pid_t self = getpid();
@@ -123,10 +139,10 @@ void sbxi_kill_tree(pid_t main, int *main_status, bool *main_reaped)
       n = children_scan(self, pids, MAX_BATCH);
     if (n < 0) {
       reap_blind(main, main_status, main_reaped);
-      return;
+      return false;
     }
     if (n == 0)
-      return;
+      return true;
     for (ssize_t i = 0; i < n; i++)
       kill(pids[i], SIGKILL);
     for (ssize_t i = 0; i < n; i++)

@@ -220,6 +220,91 @@ def test_concurrent_execs_in_one_session(alice, session):
     assert time.monotonic() - t0 < 10
 
 
+# ---- shepherds that run one exec after another ------------------------------
+# An exec's shepherd (the workload's parent inside the sandbox) that ended
+# cleanly runs a later exec of the same session instead of a fresh fork.
+
+SHEPHERD = ["sh", "-c", "echo $PPID"]
+
+
+def shepherd_of(alice, sid, command=SHEPHERD):
+    r = alice.exec(sid, command=command, timeout_s=60)
+    assert r["status"] == "succeeded", r
+    return int(r["stdout"].split()[-1])
+
+
+def test_execs_one_after_another_share_a_shepherd(alice, session):
+    sid = session["id"]
+    first = shepherd_of(alice, sid)
+    assert [shepherd_of(alice, sid) for _ in range(5)] == [first] * 5
+    # one that failed to start, or exited non-zero, leaves it reusable too
+    assert alice.exec(sid, command=["sh", "-c", "exit 3"])["exit_code"] == 3
+    assert shepherd_of(alice, sid) == first
+
+
+def test_execs_at_once_get_shepherds_of_their_own_and_the_herd_is_bounded(alice, session):
+    sid = session["id"]
+    got = [None] * 6
+
+    def run(i):
+        got[i] = shepherd_of(alice, sid, ["sh", "-c", "sleep 1; echo $PPID"])
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert None not in got and len(set(got)) == 6, got
+    # afterwards the next execs run on shepherds of those; no more than
+    # four of them stay (the herd), and each serves one exec at a time
+    again = [shepherd_of(alice, sid) for _ in range(3)]
+    assert set(again) <= set(got), (again, got)
+    r = alice.exec(sid, command=["python3", "-c", SIBLINGS])
+    assert r["status"] == "succeeded", r
+    # the idle shepherds and this exec's own: sbx-init's children
+    assert 1 <= int(r["stdout"]) <= 4, r["stdout"]
+
+
+# The children of this process's shepherd's parent (sbx-init).
+SIBLINGS = """import os
+def ppid(p):
+    with open(f"/proc/{p}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+init = ppid(os.getppid())
+n = 0
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        n += ppid(p) == init
+    except OSError:
+        pass
+print(n)"""
+
+
+def test_each_exec_reports_its_own_usage_on_a_reused_shepherd(alice, session):
+    """CPU and peak memory are the exec's own, not the sum or the maximum
+    over every exec its shepherd ran before."""
+    sid = session["id"]
+    big = alice.exec(sid, timeout_s=60, command=[
+        "python3", "-c", "import time\nb = b'x' * (96 << 20)\nt = time.process_time()\n"
+                         "while time.process_time() - t < 0.5: pass"])
+    assert big["status"] == "succeeded", big
+    assert big["usage"]["memory_peak_bytes"] >= 90 << 20, big["usage"]
+    assert big["usage"]["cpu_seconds"] >= 0.4, big["usage"]
+    small = alice.exec(sid, command=["true"])
+    assert small["status"] == "succeeded", small
+    assert small["usage"]["memory_peak_bytes"] < 48 << 20, small["usage"]
+    assert small["usage"]["cpu_seconds"] < 0.3, small["usage"]
+
+
+def test_workload_starts_with_default_signals(alice, session):
+    """Nothing sbx-init or its shepherds ignore, block or catch reaches the
+    workload (SIGPIPE is ignored in sbx-init)."""
+    r = alice.exec(session["id"], command=["sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"])
+    assert r["status"] == "succeeded", r
+    fields = dict(line.split(":") for line in r["stdout"].splitlines())
+    assert {k: int(v, 16) for k, v in fields.items()} == {"SigIgn": 0, "SigBlk": 0}, r["stdout"]
+
+
 SIXTY_MB = 60_000_000
 
 
