@@ -41,7 +41,7 @@ struct client {
 };
 
 static const char *g_url, *g_key, *g_exec_body = "{\"command\":[\"true\"]}";
-static bool g_create_exec; /* -b given: create mode also runs the first exec */
+static bool g_create_exec;     /* -b given: create mode also runs the first exec */
 static const char *g_put_path; /* -f: a file uploaded before that exec */
 static char *g_put_data;
 static size_t g_put_len;
@@ -118,7 +118,8 @@ static long request_len(struct client *c, const char *method, const char *path, 
   }
   CURLcode rc = curl_easy_perform(c->h);
   if (rc != CURLE_OK) {
-    fprintf(stderr, "apiloop: %s %s: %s\n", method ? method : "GET", path, curl_easy_strerror(rc));
+    fprintf(stderr, "apiloop: %s %s: %s\n", method ? method : "GET", path,
+            curl_easy_strerror(rc));
     return -1;
   }
   long code = 0;
@@ -346,26 +347,45 @@ int main(int argc, char **argv)
   int o;
   while ((o = getopt(argc, argv, "u:k:n:w:p:t:d:b:f:")) != -1) {
     switch (o) {
-    case 'u': g_url = optarg; break;
-    case 'k': g_key = optarg; break;
-    case 'n': g_n = atol(optarg); break;
-    case 'w': g_warm = atol(optarg); break;
-    case 'p': g_pause_ms = atol(optarg); break;
-    case 't': g_threads = atol(optarg); break;
-    case 'd': g_secs = atof(optarg); break;
-    case 'b': g_exec_body = optarg; g_create_exec = true; break;
+    case 'u':
+      g_url = optarg;
+      break;
+    case 'k':
+      g_key = optarg;
+      break;
+    case 'n':
+      g_n = atol(optarg);
+      break;
+    case 'w':
+      g_warm = atol(optarg);
+      break;
+    case 'p':
+      g_pause_ms = atol(optarg);
+      break;
+    case 't':
+      g_threads = atol(optarg);
+      break;
+    case 'd':
+      g_secs = atof(optarg);
+      break;
+    case 'b':
+      g_exec_body = optarg;
+      g_create_exec = true;
+      break;
     case 'f':
       if (load_put(optarg) < 0) {
         fprintf(stderr, "apiloop: -f %s: not LOCAL=/PATH with LOCAL readable\n", optarg);
         return 2;
       }
       break;
-    default: return 2;
+    default:
+      return 2;
     }
   }
   if (!g_url || !g_key || argc - optind != 2) {
-    fprintf(stderr,
-            "usage: apiloop -u URL -k KEY [-n N] [-w W] [-p MS] [-t T] [-d S] [-b BODY [-f F=P]] MODE ARG\n");
+    fprintf(
+        stderr,
+        "usage: apiloop -u URL -k KEY [-n N] [-w W] [-p MS] [-t T] [-d S] [-b BODY [-f F=P]] MODE ARG\n");
     return 2;
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);

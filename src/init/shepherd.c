@@ -373,7 +373,8 @@ static void keep_stdio(int ctl, const int fds[4], struct sbxi_pty *pty, pid_t pi
 }
 
 bool sbxi_shepherd(const struct sbxi *in, const char *cwd, char **argv, char **env,
-                   const int fds[4], struct sbxi_pty *pty, const struct sbxi_code *code, int back)
+                   const int fds[4], struct sbxi_pty *pty, const struct sbxi_code *code,
+                   int back)
 {
   int ctl = fds[3], sfd = shepherd_ready(in), werr;
   if (sfd < 0) {

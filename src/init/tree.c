@@ -26,7 +26,8 @@ pid_t sbxi_wait(pid_t pid, int *status, int options)
   struct rusage ru;
   pid_t r = wait4(pid, status, options, &ru);
   if (r > 0) {
-    sbxi_reaped.cpu_us += (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
+    sbxi_reaped.cpu_us += (uint64_t)ru.ru_utime.tv_sec * 1000000 +
+                          (uint64_t)ru.ru_utime.tv_usec +
                           (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
     if (ru.ru_maxrss > 0 && (uint64_t)ru.ru_maxrss > sbxi_reaped.maxrss_kb)
       sbxi_reaped.maxrss_kb = (uint64_t)ru.ru_maxrss;
