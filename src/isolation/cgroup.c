@@ -535,14 +535,31 @@ static int v1_memory(struct sbx_cgroup *cg, uint64_t mem, struct sbx_error *err)
   return write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom_control", "0", err);
 }
 
-static int set_v1(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
+/* Which groups of limits differ from those last written (all of them
+ * before the first write). */
+struct lim_change {
+  bool memory, pids, cpu;
+};
+
+static struct lim_change changed(const struct sbx_cgroup *cg, const struct sbx_iso_limits *lim)
+{
+  if (!cg->set_known)
+    return (struct lim_change){true, true, true};
+  return (struct lim_change){cg->set.memory_bytes != lim->memory_bytes,
+                             cg->set.pids != lim->pids, cg->set.cpu_millis != lim->cpu_millis};
+}
+
+static int set_v1(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct lim_change c,
+                  struct sbx_error *err)
 {
   char v[32];
-  if (v1_memory(cg, lim->memory_bytes, err) < 0)
+  if (c.memory && v1_memory(cg, lim->memory_bytes, err) < 0)
     return -1;
   snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
-  if (write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
+  if (c.pids && write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
     return -1;
+  if (!c.cpu)
+    return 0;
   if (write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_period_us", "100000", err) < 0)
     return -1;
   snprintf(v, sizeof v, lim->cpu_millis ? "%llu" : "-1",
@@ -550,22 +567,26 @@ static int set_v1(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struc
   return write_ctrl(cg, SBX_CGC_CPU, "cpu.cfs_quota_us", v, err);
 }
 
-static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct sbx_error *err)
+static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct lim_change c,
+                  struct sbx_error *err)
 {
   char v[48];
   snprintf(v, sizeof v, lim->memory_bytes ? "%llu" : "max",
            (unsigned long long)lim->memory_bytes);
-  if (write_ctrl(cg, SBX_CGC_MEMORY, "memory.max", v, err) < 0 ||
-      write_ctrl(cg, SBX_CGC_MEMORY, "memory.swap.max", "0", err) < 0 ||
-      /* 0, as v1 behaves: the OOM killer takes the workload that grew,
-       * not the whole cgroup — with 1 it takes sbx-init too and a
-       * session dies with its command.  The daemon then ends that exec's
-       * tree itself and reports oom_killed (runtime/sandbox.c). */
-      write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom.group", "0", err) < 0)
+  if (c.memory && (write_ctrl(cg, SBX_CGC_MEMORY, "memory.max", v, err) < 0 ||
+                   write_ctrl(cg, SBX_CGC_MEMORY, "memory.swap.max", "0", err) < 0 ||
+                   /* 0, as v1 behaves: the OOM killer takes the workload that
+                    * grew, not the whole cgroup — with 1 it takes sbx-init too
+                    * and a session dies with its command.  The daemon then ends
+                    * that exec's tree itself and reports oom_killed
+                    * (runtime/sandbox.c). */
+                   write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom.group", "0", err) < 0))
     return -1;
   snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
-  if (write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
+  if (c.pids && write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
     return -1;
+  if (!c.cpu)
+    return 0;
   if (lim->cpu_millis)
     snprintf(v, sizeof v, "%llu 100000", (unsigned long long)lim->cpu_millis * 100);
   else
@@ -576,7 +597,13 @@ static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struc
 int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim,
                       struct sbx_error *err)
 {
-  return cg->host->version == SBX_CG_V2 ? set_v2(cg, lim, err) : set_v1(cg, lim, err);
+  struct lim_change c = changed(cg, lim);
+  int r = cg->host->version == SBX_CG_V2 ? set_v2(cg, lim, c, err) : set_v1(cg, lim, c, err);
+  /* after a failure part of them may be written: write all next time */
+  cg->set_known = r == 0;
+  if (r == 0)
+    cg->set = *lim;
+  return r;
 }
 
 int sbx_cg_attach(struct sbx_cgroup *cg, pid_t pid, struct sbx_error *err)

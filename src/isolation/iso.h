@@ -116,6 +116,12 @@ struct sbx_cgroup {
    * with pread from then on (closed by sbx_cg_remove), stored as fd + 1 so
    * that a zeroed struct holds none. */
   int oom_fd1;
+  /* The limits last written, per group (memory, pids, CPU), so that
+   * setting the same again writes nothing: each cgroupfs write is a path
+   * walk, and a warm sandbox handed over with the limits it was built
+   * with is the common case.  Only this struct writes them. */
+  struct sbx_iso_limits set;
+  bool set_known;
 };
 
 /* Detects the cgroup layout of this process.  root: "/sys/fs/cgroup" or a

@@ -145,6 +145,22 @@ int main(void)
   CHECK_STR(F("memory.max"), "max");
   CHECK_STR(F("pids.max"), "max");
   CHECK_STR(F("cpu.max"), "max 100000");
+  /* the same limits again write nothing (a marker left in the files
+   * stays); a change writes its own group only */
+  snprintf(rel, sizeof rel, "%s/memory.max", leaf);
+  put(rel, "untouched");
+  snprintf(rel, sizeof rel, "%s/cpu.max", leaf);
+  put(rel, "untouched");
+  CHECK(sbx_cg_set_limits(&cg, &none, &err) == 0);
+  CHECK_STR(F("memory.max"), "untouched");
+  struct sbx_iso_limits more_pids = {.pids = 70};
+  CHECK(sbx_cg_set_limits(&cg, &more_pids, &err) == 0);
+  CHECK_STR(F("pids.max"), "70");
+  CHECK_STR(F("memory.max"), "untouched");
+  CHECK_STR(F("cpu.max"), "untouched");
+  CHECK(sbx_cg_set_limits(&cg, &lim, &err) == 0);
+  CHECK_STR(F("memory.max"), "134217728");
+  CHECK_STR(F("cpu.max"), "50000 100000");
   /* a second leaf of the same name is a conflict, not a takeover */
   struct sbx_cgroup dup;
   CHECK(sbx_cg_create(&h, "s1", &lim, &dup, &err) < 0 && err.code == SBX_E_CONFLICT);

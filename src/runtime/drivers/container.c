@@ -42,7 +42,11 @@
 
 #define HANDSHAKE_MS 5000
 
-/* Idle pool entries are capped until hand-over sets the request's limits. */
+/* Idle pool entries are capped until hand-over sets the request's limits;
+ * after the first hand-over they are built with the memory and CPU limits
+ * of the last request served from the pool (pool_like), so that a run of
+ * alike requests (a profile's defaults, usually) finds them already set
+ * and the hand-over writes no cgroup file for them. */
 #define POOL_IDLE_MEMORY (256ull << 20)
 /* Idle pool entries get the largest pids limit (cgroup and RLIMIT_NPROC):
  * at hand-over both are lowered to the request's, and lowering an rlimit
@@ -119,12 +123,18 @@ static int build_box(const char *leaf, const struct sbx_limits *lim,
   return 0;
 }
 
+static pthread_mutex_t pool_like_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sbx_limits pool_like = {.memory_bytes = POOL_IDLE_MEMORY};
+
 static int build_pooled(const char *leaf, const char *profile, uint64_t disk,
                         struct sbx_iso_box **out, struct sbx_error *err)
 {
-  struct sbx_limits lim = {.memory_bytes = POOL_IDLE_MEMORY,
+  pthread_mutex_lock(&pool_like_lock);
+  struct sbx_limits lim = {.memory_bytes = pool_like.memory_bytes,
+                           .cpu_millis = pool_like.cpu_millis,
                            .pids = POOL_IDLE_PIDS,
                            .disk_bytes = disk};
+  pthread_mutex_unlock(&pool_like_lock);
   return build_box(leaf, &lim, NULL, engine_of(profile), out, err);
 }
 
@@ -255,6 +265,10 @@ static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint
     sbx_iso_box_destroy(box);
     return NULL;
   }
+  pthread_mutex_lock(&pool_like_lock);
+  pool_like.memory_bytes = spec->limits.memory_bytes;
+  pool_like.cpu_millis = spec->limits.cpu_millis;
+  pthread_mutex_unlock(&pool_like_lock);
   return box;
 }
 
