@@ -211,8 +211,9 @@ static bool next_job(int back, char *buf, size_t size, struct exec_req *q, int *
   }
 }
 
-/* A new shepherd's life: the request sbx-init forked it for, then (with a
- * way back) the ones handed to it, until one does not end cleanly. */
+/* A new shepherd's life: the request sbx-init forked it for (q; NULL:
+ * none, it starts idle), then (with a way back) the ones handed to it,
+ * until one does not end cleanly. */
 static _Noreturn void shepherd_main(const struct sbxi *in, struct exec_req *q, int *fds,
                                     int back)
 {
@@ -220,6 +221,19 @@ static _Noreturn void shepherd_main(const struct sbxi *in, struct exec_req *q, i
   for (size_t i = 0; i < herd_n; i++) /* sbx-init's ends, not ours */
     close(herd[i].sock);
   herd_n = 0;
+  if (!sbxi_shepherd_setup(in)) {
+    if (q)
+      report_err(fds[3], errno);
+    _exit(1);
+  }
+  struct exec_req next;
+  int next_fds[SBX_PROTO_MAX_FDS];
+  if (!q) {
+    if (!next_job(back, buf, sizeof buf, &next, next_fds))
+      _exit(0);
+    q = &next;
+    fds = next_fds;
+  }
   while (run_job(in, q, fds, back) && back >= 0) {
     exec_req_free(q);
     if (!next_job(back, buf, sizeof buf, q, fds))
@@ -249,6 +263,27 @@ static void start_shepherd(const struct sbxi *in, struct exec_req *q, int *fds)
     report_err(fds[3], e);
   } else if (joins)
     herd[herd_n++] = (struct herd_entry){.pid = pid, .sock = sv[0], .idle = false};
+}
+
+void sbxi_exec_prepare(const struct sbxi *in)
+{
+  herd_refresh();
+  for (size_t i = 0; i < herd_n; i++)
+    if (herd[i].idle)
+      return;
+  int sv[2];
+  if (herd_n >= HERD_MAX || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(sv[0]);
+    shepherd_main(in, NULL, NULL, sv[1]);
+  }
+  close(sv[1]);
+  if (pid < 0)
+    close(sv[0]);
+  else
+    herd[herd_n++] = (struct herd_entry){.pid = pid, .sock = sv[0], .idle = true};
 }
 
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds)

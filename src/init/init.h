@@ -60,6 +60,13 @@ struct sbxi_code {
 
 /* EXEC: consumes fds (4 of them). */
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds);
+/* HERD: forks an idle shepherd unless one is idle already or the herd is
+ * full. */
+void sbxi_exec_prepare(const struct sbxi *in);
+/* Once, as a shepherd process begins: leaves sbx-init's channel and
+ * transfers, dies with sbx-init, becomes a subreaper taking SIGCHLD on a
+ * signalfd; false if that fails (the shepherd then exits). */
+bool sbxi_shepherd_setup(const struct sbxi *in);
 /* Runs one exec on this shepherd process and reports it on fds[3] (ctl),
  * which it closes.  back: the shepherd's socket to sbx-init, or -1 for a
  * shepherd that ends with its exec.  True when the exec ended cleanly and

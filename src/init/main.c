@@ -221,6 +221,11 @@ static void serve_one(const struct sbxi *in)
     handle_exec(in, &h, payload, fds, nfds);
     return;
   }
+  if (h.type == SBX_MSG_HERD) {
+    sbxi_close_fds(fds, nfds);
+    sbxi_exec_prepare(in);
+    return;
+  }
   struct sbx_rbuf r;
   sbx_rbuf_init(&r, payload, h.len);
   sbxi_dispatch(in, &h, &r, fds, nfds);

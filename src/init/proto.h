@@ -187,6 +187,10 @@ enum sbx_proto_type {
   SBX_MSG_GLOB,
   SBX_MSG_OK,
   SBX_MSG_ERR,
+  /* daemon → sbx-init, no reply: have an idle shepherd ready for the next
+   * EXEC (sent when a warm sandbox is handed over, so that its first EXEC
+   * does not wait for a fork) */
+  SBX_MSG_HERD,
   /* ctl */
   SBX_MSG_STARTED = 32,
   SBX_MSG_EXEC_FAILED,

@@ -327,17 +327,23 @@ static int setup_self(const struct sbxi *in, int *sfd)
   return *sfd < 0 ? -1 : 0;
 }
 
+static int shepherd_sfd = -1;
+
+bool sbxi_shepherd_setup(const struct sbxi *in)
+{
+  return shepherd_sfd >= 0 || setup_self(in, &shepherd_sfd) == 0;
+}
+
 /* Before each exec: the last one's SIGCHLDs are read, its counts reset. */
 static int shepherd_ready(const struct sbxi *in)
 {
-  static int sfd = -1;
-  if (sfd < 0 && setup_self(in, &sfd) < 0)
+  if (!sbxi_shepherd_setup(in))
     return -1;
   struct signalfd_siginfo si[8];
-  while (read(sfd, si, sizeof si) > 0)
+  while (read(shepherd_sfd, si, sizeof si) > 0)
     ;
   memset(&sbxi_reaped, 0, sizeof sbxi_reaped);
-  return sfd;
+  return shepherd_sfd;
 }
 
 static void free_env(char **run_env, char **env)

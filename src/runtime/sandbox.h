@@ -181,6 +181,11 @@ int sbx_sandbox_glob(struct sbx_sandbox *sb, const char *pattern, char ***out, s
 
 /* True while sbx-init answers (socket open, process alive). */
 bool sbx_sandbox_alive(struct sbx_sandbox *sb);
+/* Asks sbx-init to have a shepherd idle for the next exec, without
+ * waiting: a driver calls it as it hands a sandbox to a request, so that
+ * the first exec finds a shepherd instead of waiting for a fork.  Only
+ * before the sandbox is shared with other threads. */
+void sbx_sandbox_herd(struct sbx_sandbox *sb);
 
 /* ---- Long-lived execs (background processes, terminals).  sbx_sandbox_exec() still runs the exec to its end on the
  * calling thread (a background process is an exec on a thread of its

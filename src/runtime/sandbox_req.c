@@ -108,10 +108,18 @@ bool sbx_sandbox_alive(struct sbx_sandbox *sb)
     return false;
   /* No round trip: the reaper asks this of every session every second,
    * and a PING would queue behind a slow file operation.  Only sbx-init
-   * holds the other end (its shepherds and spares drop it), so the
+   * holds the other end (its shepherds drop it), so the
    * channel hangs up exactly when sbx-init is gone. */
   struct pollfd p = {.fd = sb->init_fd, .events = 0};
   if (poll(&p, 1, 0) < 0)
     return true; /* cannot tell: assume alive; a real call will find out */
   return !(p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+void sbx_sandbox_herd(struct sbx_sandbox *sb)
+{
+  /* one-way: sbx-init answers nothing, so no reply can be mistaken for
+   * another request's; a failure only means the first exec forks */
+  if (sb && sb->init_fd >= 0)
+    sbx_proto_send(sb->init_fd, SBX_MSG_HERD, 0, 0, NULL, 0, NULL, 0);
 }

@@ -39,6 +39,7 @@
 #include "runtime/driver.h"
 #include "runtime/drivers/container_int.h"
 #include "runtime/drivers/iso_limits.h"
+#include "runtime/sandbox.h"
 
 #define HANDSHAKE_MS 5000
 
@@ -304,6 +305,7 @@ int sbx_ctr_create(const struct sbx_driver *drv, const struct sbx_sandbox_spec *
   }
   sb->init_fd = priv->box->chan_fd;
   priv->box->chan_fd = -1; /* the sandbox owns the channel now */
+  sbx_sandbox_herd(sb);
   sb->init_pid = priv->box->pid;
   sb->limits.disk_bytes = disk;
   snprintf(sb->root_desc, sizeof sb->root_desc, "/ (container %.40s%s)", priv->box->leaf,
