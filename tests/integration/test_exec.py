@@ -242,6 +242,23 @@ def test_execs_one_after_another_share_a_shepherd(alice, session):
     assert shepherd_of(alice, sid) == first
 
 
+def test_a_new_container_session_has_a_shepherd_waiting(alice, profile):
+    """The container driver asks sbx-init for an idle shepherd as it hands a
+    sandbox over, so the first exec's shepherd was started before it."""
+    if profile != "container":
+        pytest.skip("the container driver's hand-over")
+    s = alice.new_session(profile)
+    try:
+        time.sleep(0.5)  # what is measured: the shepherd is this much older
+        r = alice.exec(s["id"], command=["sh", "-c", "cut -d' ' -f22 /proc/$PPID/stat /proc/$$/stat"])
+        assert r["status"] == "succeeded", r
+        shepherd, me = map(int, r["stdout"].split())
+        hz = 100  # USER_HZ: clock ticks in /proc/PID/stat
+        assert me - shepherd >= 0.3 * hz, r["stdout"]
+    finally:
+        alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
 def test_execs_at_once_get_shepherds_of_their_own_and_the_herd_is_bounded(alice, session):
     sid = session["id"]
     got = [None] * 6
