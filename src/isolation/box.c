@@ -217,10 +217,9 @@ void sbx_iso_box_destroy(struct sbx_iso_box *box)
   if (!box)
     return;
   struct sbx_error err = {0};
-  if (sbx_cg_kill(&box->cg, 5000, &err) < 0)
-    sbx_warn("isolation", "%s: %s", box->leaf, err.msg);
   if (box->pidfd >= 0 && !box->reaped) {
-    /* PID 1 of the namespace: its death takes every process in it along */
+    /* PID 1 of the namespace: its death takes every process in it along,
+     * atomically (no fork outruns it), and its reaping waits for them */
     syscall(SYS_pidfd_send_signal, box->pidfd, SIGKILL, NULL, 0);
     if (sbx_iso_box_wait(box, 5000) < 0)
       sbx_warn("isolation", "%s: init %d not reaped: %s", box->leaf, (int)box->pid,
@@ -230,8 +229,11 @@ void sbx_iso_box_destroy(struct sbx_iso_box *box)
     close(box->chan_fd);
   if (box->pidfd >= 0)
     close(box->pidfd);
-  /* Empty now (the pid ns died with its init); rmdir, retried on EBUSY. */
-  sbx_cg_kill(&box->cg, 2000, NULL);
+  /* Whatever is in the cgroup but not in the namespace (nothing, unless
+   * init could not be killed): the cgroup's own kill, then rmdir,
+   * retried on EBUSY. */
+  if (sbx_cg_kill(&box->cg, 5000, &err) < 0)
+    sbx_warn("isolation", "%s: %s", box->leaf, err.msg);
   if (sbx_cg_remove(&box->cg, &err) < 0)
     sbx_warn("isolation", "%s: %s", box->leaf, err.msg);
   if (box->uid_base != (uid_t)-1)

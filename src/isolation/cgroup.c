@@ -756,7 +756,11 @@ static void kill_v1(struct sbx_cgroup *cg)
 
 int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *err)
 {
-  if (!cg->host || !cg->leaf[0])
+  /* Empty: nothing to freeze.  Freezing is not free: on v1 the first
+   * frozen cgroup of the host turns a kernel static key on and the last
+   * thaw turns it off, each a patch of kernel text synchronised across
+   * every CPU (on a VM, the largest cost of a sandbox's teardown). */
+  if (!cg->host || !cg->leaf[0] || is_empty(cg))
     return 0;
   if (cg->host->version == SBX_CG_V2) {
     char p[768];
