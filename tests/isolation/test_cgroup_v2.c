@@ -203,7 +203,11 @@ int main(void)
   CHECK_STR(F("cgroup.kill"), "1");
   snprintf(rel, sizeof rel, "%s/cgroup.events", leaf);
   put(rel, "populated 0\nfrozen 0\n");
+  /* an empty cgroup is not killed again (v1 would freeze it) */
+  snprintf(rel, sizeof rel, "%s/cgroup.kill", leaf);
+  put(rel, "untouched");
   CHECK(sbx_cg_kill(&cg, 1000, &err) == 0);
+  CHECK_STR(F("cgroup.kill"), "untouched");
   CHECK(sbx_cg_count(&h) == 1);
   /* a fake leaf holds plain files, so rmdir reports ENOTEMPTY; a real
    * cgroupfs removes its control files with the directory */
