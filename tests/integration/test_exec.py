@@ -203,19 +203,25 @@ def test_small_output_cap_head_and_tail(alice, profile):
         alice.delete(f"/v1/sandbox/sessions/{s['id']}")
 
 
-def test_concurrent_execs_in_one_session(alice, session):
-    sid = session["id"]
-    results = [None] * 4
+def at_once(n, fn):
+    """fn(0) … fn(n - 1), each on a thread of its own; their results."""
+    out = [None] * n
 
     def run(i):
-        results[i] = alice.exec(sid, command=["sh", "-c", f"sleep 0.5; echo {i}"])
+        out[i] = fn(i)
 
-    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    t0 = time.monotonic()
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in ts:
         t.start()
     for t in ts:
         t.join(60)
+    return out
+
+
+def test_concurrent_execs_in_one_session(alice, session):
+    sid = session["id"]
+    t0 = time.monotonic()
+    results = at_once(4, lambda i: alice.exec(sid, command=["sh", "-c", f"sleep 0.5; echo {i}"]))
     assert [r["stdout"] for r in results] == [f"{i}\n" for i in range(4)]
     assert time.monotonic() - t0 < 10
 
@@ -261,16 +267,7 @@ def test_a_new_container_session_has_a_shepherd_waiting(alice, profile):
 
 def test_execs_at_once_get_shepherds_of_their_own_and_the_herd_is_bounded(alice, session):
     sid = session["id"]
-    got = [None] * 6
-
-    def run(i):
-        got[i] = shepherd_of(alice, sid, ["sh", "-c", "sleep 1; echo $PPID"])
-
-    ts = [threading.Thread(target=run, args=(i,)) for i in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
+    got = at_once(6, lambda i: shepherd_of(alice, sid, ["sh", "-c", "sleep 1; echo $PPID"]))
     assert None not in got and len(set(got)) == 6, got
     # afterwards the next execs run on shepherds of those; no more than
     # four of them stay (the herd), and each serves one exec at a time
