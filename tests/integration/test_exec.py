@@ -3,6 +3,7 @@
 cwd, languages, binary output, and 60 MB of output with bounded memory."""
 import base64
 import shlex
+import sys
 import threading
 import time
 
@@ -321,6 +322,35 @@ def test_workload_starts_with_default_signals(alice, session):
     assert r["stderr"] == "", r["stderr"]
     fields = dict(line.split(":") for line in r["stdout"].splitlines())
     assert all(int(v, 16) == 0 for v in fields.values()), r["stdout"]
+
+
+# Starts the daemon's argv (sys.argv[1:]) with SIGHUP (as under nohup) and
+# signal 32 (one glibc keeps for its threads and will not set) ignored:
+# an ignored signal stays ignored across execve, down to sbx-init.
+IGNORING = """import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ign = (ctypes.c_ulong * 4)(1, 0, 0, 0)  # SIG_IGN, no flags, empty mask
+for sig in (1, 32):
+    assert libc.syscall(13, sig, ign, None, 8) == 0, ctypes.get_errno()  # rt_sigaction
+os.execv(sys.argv[1], sys.argv[1:])"""
+
+
+def test_signals_the_daemon_ignores_do_not_reach_the_workload(daemon_factory, profile):
+    if profile not in ("container", "process"):
+        pytest.skip("sbx-init started by the daemon itself, with what it inherited")
+    d = daemon_factory()
+    argv = d.argv
+    d.argv = lambda: [sys.executable, "-c", IGNORING] + argv()
+    d.start()
+    c = d.client(d.create_key("alice"))
+    with open(f"/proc/{d.proc.pid}/status") as f:
+        ign = next(int(l.split()[1], 16) for l in f if l.startswith("SigIgn:"))
+    assert ign & (1 << 0) and ign & (1 << 31), hex(ign)  # the wrapper did its part
+    s = c.new_session(profile)
+    r = c.exec(s["id"], command=["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"])
+    assert r["status"] == "succeeded", r
+    fields = dict(line.split(":") for line in r["stdout"].splitlines())
+    assert {k: int(v, 16) for k, v in fields.items()} == {"SigIgn": 0, "SigBlk": 0}, r["stdout"]
 
 
 SIXTY_MB = 60_000_000
