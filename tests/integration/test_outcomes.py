@@ -41,7 +41,7 @@ def test_kill_minus_one_is_a_typed_result_and_the_session_lives(alice, walled):
         sid = s["id"]
         assert alice.exec(sid, command=["true"])["status"] == "succeeded"
         # sh's builtin kill: every process of the sandbox user but sh itself
-        # and PID 1 — its shepherd (and the spare) included.
+        # and PID 1 — its shepherd (and any idle one) included.
         r = alice.post(f"/v1/sandbox/sessions/{sid}/exec", json={
             "command": ["sh", "-c", "echo before; kill -9 -1; sleep 5; echo after"],
             "timeout_s": 60})

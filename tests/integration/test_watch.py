@@ -155,8 +155,8 @@ def test_watch_client_leaving_stops_watcher(alice, csession):
 
     def watchers():
         # watchers are forks of sbx-init; so are PID 1, this exec's shepherd
-        # and, depending on whether sbx-init has refilled it yet, a spare
-        # shepherd: the fewest of three samples leaves the spare out.
+        # and idle shepherds (its herd): the fewest of three samples leaves
+        # out one that is just ending.
         return min(count() for _ in range(3))
 
     base = watchers()
@@ -168,7 +168,7 @@ def test_watch_client_leaving_stops_watcher(alice, csession):
         s.close()
     # The server learns the client left when a write fails: after one or
     # two of the SSE stream's 15 s keep-alives.
-    # (At most base, not exactly: base may have counted the spare shepherd.)
+    # (At most base, not exactly: base may have counted a shepherd that ended.)
     wait_until(lambda: watchers() <= base, 45, interval=0.2, what="the watchers to go")
 
 

@@ -258,8 +258,8 @@ static void lc_zombies_orphans_escapes(void)
   CHECK(out && strstr(out, "escape_cgroup FAILED ENOENT")); /* no cgroupfs inside */
   CHECK(res.status == SBX_ST_SUCCEEDED);
   CHECK(h_marker_gone(marker, 1000) >= 0); /* the shepherd killed what was left */
-  /* sbx-init and the spare shepherd it keeps forked after an exec
-   * (src/init/exec.c): every zombie reaped, nothing of the workload left. */
+  /* sbx-init and the exec's shepherd, idle in its herd (src/init/exec.c):
+   * every zombie reaped, nothing of the workload left. */
   CHECK(pids_now(sb, 1000) == 2);
   free(out);
   sbx_exec_result_free(&res);

@@ -723,7 +723,7 @@ static void test_shepherd_killed(void)
   CHECK(!strcmp(sbx_reason_name(SBX_RS_SHEPHERD_LOST), "shepherd_lost"));
   sbx_exec_result_free(&res);
   CHECK(sbx_sandbox_alive(sb));
-  for (int i = 0; i < 3; i++) { /* the spare went too: the next execs fork afresh */
+  for (int i = 0; i < 3; i++) { /* idle shepherds went too: the next execs fork afresh */
     CHECK(sh(sb, &res, 20000, "echo ok") == 0);
     CHECK(res.status == SBX_ST_SUCCEEDED && res.std_out.buf && !strcmp(res.std_out.buf, "ok\n"));
     sbx_exec_result_free(&res);
