@@ -65,11 +65,7 @@ static _Noreturn void runner(void)
       dup2(null_fd, 2) < 0)
     _exit(127);
   syscall(SYS_close_range, 3u, ~0u, 0u);
-  for (int s = 1; s < NSIG; s++)
-    signal(s, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
+  sbxi_signals_for_exec();
   char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", NULL};
   execve(engine_argv[0], engine_argv, env);
   _exit(127);

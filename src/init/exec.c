@@ -242,27 +242,30 @@ static _Noreturn void shepherd_main(const struct sbxi *in, struct exec_req *q, i
   _exit(0);
 }
 
-/* Forks a shepherd for q: one of the herd when there is room. */
-static void start_shepherd(const struct sbxi *in, struct exec_req *q, int *fds)
+/* Forks a shepherd for q (NULL: an idle one), in the herd if joins and
+ * there is room; 0, or -1 with errno. */
+static int fork_shepherd(const struct sbxi *in, struct exec_req *q, int *fds, bool joins)
 {
   int sv[2] = {-1, -1};
-  bool joins = herd_n < HERD_MAX && !(q->flags & SBX_PROTO_EXEC_PTY) &&
-               socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0;
+  joins = joins && herd_n < HERD_MAX &&
+          socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0;
+  if (!q && !joins)
+    return 0; /* an idle shepherd outside the herd could never be reached */
   pid_t pid = fork();
   if (pid == 0) {
     if (joins)
       close(sv[0]);
-    shepherd_main(in, q, fds, joins ? sv[1] : -1);
+    shepherd_main(in, q, fds, sv[1]);
   }
   int e = errno;
   if (joins)
     close(sv[1]);
-  if (pid < 0) {
-    if (joins)
-      close(sv[0]);
-    report_err(fds[3], e);
-  } else if (joins)
-    herd[herd_n++] = (struct herd_entry){.pid = pid, .sock = sv[0], .idle = false};
+  if (joins && pid > 0)
+    herd[herd_n++] = (struct herd_entry){.pid = pid, .sock = sv[0], .idle = q == NULL};
+  else if (joins)
+    close(sv[0]);
+  errno = e;
+  return pid < 0 ? -1 : 0;
 }
 
 void sbxi_exec_prepare(const struct sbxi *in)
@@ -271,19 +274,7 @@ void sbxi_exec_prepare(const struct sbxi *in)
   for (size_t i = 0; i < herd_n; i++)
     if (herd[i].idle)
       return;
-  int sv[2];
-  if (herd_n >= HERD_MAX || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    return;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(sv[0]);
-    shepherd_main(in, NULL, NULL, sv[1]);
-  }
-  close(sv[1]);
-  if (pid < 0)
-    close(sv[0]);
-  else
-    herd[herd_n++] = (struct herd_entry){.pid = pid, .sock = sv[0], .idle = true};
+  fork_shepherd(in, NULL, NULL, true);
 }
 
 void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds, size_t nfds)
@@ -301,10 +292,10 @@ void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds,
       return;
     }
   struct exec_req q;
-  if (exec_parse(payload, len, &q))
-    start_shepherd(in, &q, fds);
-  else
+  if (!exec_parse(payload, len, &q))
     report_err(fds[3], EINVAL);
+  else if (fork_shepherd(in, &q, fds, !(q.flags & SBX_PROTO_EXEC_PTY)) < 0)
+    report_err(fds[3], errno);
   exec_req_free(&q);
   close_all(fds, 4);
 }

@@ -63,6 +63,10 @@ void sbxi_exec(const struct sbxi *in, const char *payload, size_t len, int *fds,
 /* HERD: forks an idle shepherd unless one is idle already or the herd is
  * full. */
 void sbxi_exec_prepare(const struct sbxi *in);
+/* In a child about to execve: SIGPIPE back to its default and no signal
+ * blocked (sbx-init set every other signal to its default at start-up,
+ * and a handler ends at execve). */
+void sbxi_signals_for_exec(void);
 /* Once, as a shepherd process begins: leaves sbx-init's channel and
  * transfers, dies with sbx-init, becomes a subreaper taking SIGCHLD on a
  * signalfd; false if that fails (the shepherd then exits). */

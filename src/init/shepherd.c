@@ -111,7 +111,7 @@ static void set_stdio(const int fds[3])
 /* sbx-init set every signal to its default at start-up but SIGPIPE
  * (ignored: an ignored signal would stay so across execve) and SIGCHLD
  * (its handler; setup_self put it back; a handler ends at execve anyway). */
-static void reset_signals(void)
+void sbxi_signals_for_exec(void)
 {
   signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -136,7 +136,7 @@ static _Noreturn void workload(char **argv, char **env, const int fds[4], int cw
   if (!e && syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
     cloexec_open_fds(errfd);
   if (!e) {
-    reset_signals();
+    sbxi_signals_for_exec();
     if (sbxi_engine_on())
       sbxi_engine_client(argv, env);
     environ = env; /* execvp searches the PATH of this environment */

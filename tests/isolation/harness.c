@@ -175,16 +175,27 @@ static void each_pid(int (*fn)(const char *pid, void *ctx), void *ctx)
     closedir(d);
 }
 
+/* pid's /proc/<pid>/cgroup into buf; false if it is gone. */
+static bool cgroups_of(const char *pid, char *buf, size_t len)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%s/cgroup", pid);
+  return slurp_small(p, buf, len) > 0;
+}
+
+/* Whether those cgroups are this run's (under h_parent). */
+static bool in_our_cgroups(const char *cgroups)
+{
+  char mine[80];
+  snprintf(mine, sizeof mine, "/%s/", h_parent);
+  return strstr(cgroups, mine) != NULL;
+}
+
 /* Belongs to another sandboxd instance (daemon or test run) than ours. */
 static bool foreign(const char *pid)
 {
-  char p[64], buf[4096];
-  snprintf(p, sizeof p, "/proc/%s/cgroup", pid);
-  if (slurp_small(p, buf, sizeof buf) <= 0)
-    return false;
-  char mine[80];
-  snprintf(mine, sizeof mine, "/%s/", h_parent);
-  return strstr(buf, "/sandboxd") && !strstr(buf, mine);
+  char buf[4096];
+  return cgroups_of(pid, buf, sizeof buf) && strstr(buf, "/sandboxd") && !in_our_cgroups(buf);
 }
 
 struct marker_ctx {
@@ -326,12 +337,7 @@ struct netns_ctx {
 static bool ours(const char *pid)
 {
   char p[64], buf[4096];
-  if (atoi(pid) == getpid())
-    return true;
-  snprintf(p, sizeof p, "/proc/%s/cgroup", pid);
-  char mine[80];
-  snprintf(mine, sizeof mine, "/%s/", h_parent);
-  if (slurp_small(p, buf, sizeof buf) > 0 && strstr(buf, mine))
+  if (atoi(pid) == getpid() || (cgroups_of(pid, buf, sizeof buf) && in_our_cgroups(buf)))
     return true;
   snprintf(p, sizeof p, "/proc/%s/stat", pid);
   const char *rp = slurp_small(p, buf, sizeof buf) > 0 ? strrchr(buf, ')') : NULL;
