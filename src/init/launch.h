@@ -25,6 +25,14 @@ int sbx_init_handshake(int chan_fd, uint64_t timeout_ms, struct sbx_error *err);
 int sbx_init_handshake_ex(int chan_fd, uint64_t timeout_ms, uint32_t *flags,
                           struct sbx_error *err);
 
+/* Has a started sbx-init on chan_fd fork an idle shepherd (HERD), then
+ * waits up to timeout_ms for the PONG to a PING sent after it: sbx-init
+ * takes messages in order, so on return the shepherd exists (or could
+ * not be forked, which only means the first EXEC forks one).  For a
+ * sandbox built ahead of its request; nothing else may use chan_fd
+ * meanwhile.  0, or -1 with err. */
+int sbx_init_herd(int chan_fd, uint64_t timeout_ms, struct sbx_error *err);
+
 /* Returns a new fd (caller owns and closes it, O_CLOEXEC) of a memfd holding
  * a copy of init_path, sealed F_SEAL_SEAL|F_SEAL_SHRINK|F_SEAL_GROW|
  * F_SEAL_WRITE, for execveat(fd, "", argv, envp, AT_EMPTY_PATH).  The copy

@@ -690,8 +690,9 @@ int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out)
 
 /* ---- kill and remove ------------------------------------------------- */
 
-/* SIGKILLs every pid listed in hierarchy i's cgroup.procs; returns how many. */
-static int kill_listed(struct sbx_cgroup *cg, int i)
+/* Calls fn for every pid listed in hierarchy i's cgroup.procs; returns
+ * how many calls returned true. */
+static int each_listed(struct sbx_cgroup *cg, int i, bool (*fn)(pid_t, void *), void *ctx)
 {
   char p[768], buf[65536];
   cg_path(cg, i, "cgroup.procs", p, sizeof p);
@@ -702,12 +703,30 @@ static int kill_listed(struct sbx_cgroup *cg, int i)
     long pid = strtol(s, &e, 10);
     if (e == s)
       break;
-    if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+    if (pid > 0 && pid <= INT32_MAX && fn((pid_t)pid, ctx))
       n++;
     while (*e == '\n')
       e++;
   }
   return n;
+}
+
+static bool kill_one(pid_t pid, void *ctx)
+{
+  (void)ctx;
+  return kill(pid, SIGKILL) == 0;
+}
+
+/* SIGKILLs every pid listed in hierarchy i's cgroup.procs; returns how many. */
+static int kill_listed(struct sbx_cgroup *cg, int i)
+{
+  return each_listed(cg, i, kill_one, NULL);
+}
+
+int sbx_cg_each_proc(struct sbx_cgroup *cg, bool (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+  int i = ctrl_index(cg->host, SBX_CGC_PIDS);
+  return each_listed(cg, i < 0 ? 0 : i, fn, ctx);
 }
 
 static bool is_empty(struct sbx_cgroup *cg)

@@ -152,6 +152,9 @@ int sbx_cg_memory(struct sbx_cgroup *cg, uint64_t *current, uint64_t *file);
 /* Only the OOM-kill counter (v1 memory.oom_control, v2 memory.events),
  * from a file kept open: safe from several threads at once. */
 int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *out);
+/* Calls fn for every process now in the cgroup (its cgroup.procs, read
+ * once); returns how many calls returned true. */
+int sbx_cg_each_proc(struct sbx_cgroup *cg, bool (*fn)(pid_t pid, void *ctx), void *ctx);
 /* Kills every process in the cgroup at once (v1 freezer, v2 cgroup.kill)
  * and waits up to timeout_ms for it to be empty. */
 int sbx_cg_kill(struct sbx_cgroup *cg, unsigned timeout_ms, struct sbx_error *err);

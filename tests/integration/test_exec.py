@@ -2,6 +2,7 @@
 (TERM-trapping and double-forking processes), partial output, stdin, env,
 cwd, languages, binary output, and 60 MB of output with bounded memory."""
 import base64
+import re
 import shlex
 import sys
 import threading
@@ -250,8 +251,9 @@ def test_execs_one_after_another_share_a_shepherd(alice, session):
 
 
 def test_a_new_container_session_has_a_shepherd_waiting(alice, profile):
-    """The container driver asks sbx-init for an idle shepherd as it hands a
-    sandbox over, so the first exec's shepherd was started before it."""
+    """A warm container sandbox is built with an idle shepherd, and a cold
+    one asks sbx-init for one as it is handed over, so the first exec's
+    shepherd was started before it."""
     if profile != "container":
         pytest.skip("the container driver's hand-over")
     s = alice.new_session(profile)
@@ -264,6 +266,44 @@ def test_a_new_container_session_has_a_shepherd_waiting(alice, profile):
         assert me - shepherd >= 0.3 * hz, r["stdout"]
     finally:
         alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+
+
+POOL_IDLE = re.compile(r'^sandbox_pool_idle\{profile="container"\} (\S+)$', re.M)
+
+
+def container_pool_idle(daemon):
+    m = POOL_IDLE.search(daemon.client(None).get("/metrics").text)
+    return float(m.group(1)) if m else 0.0
+
+
+MAX_PROCESSES = ("grep '^Max processes' /proc/self/limits /proc/$PPID/limits"
+                 " | tr -s ' ' | cut -d' ' -f3,4")
+
+
+def test_a_warm_sandbox_s_shepherd_gets_the_request_s_process_limit(daemon, alice, profile):
+    """A warm container sandbox is built with an idle shepherd under the
+    pool's largest RLIMIT_NPROC; the hand-over lowers it on sbx-init and on
+    that shepherd, so the first exec (and a one-shot execution) already
+    runs under the request's pids limit, as in a sandbox built cold."""
+    if profile != "container":
+        pytest.skip("the container driver's warm pool")
+    for kind in ("session", "execution"):
+        wait_until(lambda: container_pool_idle(daemon) >= 1, 30, what="a warm container sandbox")
+        if kind == "session":  # the pool has one for these limits but pids
+            s = alice.new_session(profile, limits={"pids": 77})
+            try:
+                r = alice.exec(s["id"], command=["sh", "-c", MAX_PROCESSES])
+                again = alice.exec(s["id"], command=["sh", "-c", MAX_PROCESSES])
+            finally:
+                alice.delete(f"/v1/sandbox/sessions/{s['id']}")
+            assert again["stdout"] == r["stdout"], (r, again)
+        else:
+            e = alice.new_execution(profile, command=["sh", "-c", MAX_PROCESSES],
+                                    limits={"pids": 77})
+            r = alice.wait_execution(e["id"])
+        assert r["status"] == "succeeded", r
+        # the workload's own limit and its shepherd's
+        assert r["stdout"].split("\n")[:2] == ["77 77", "77 77"], (kind, r["stdout"])
 
 
 def test_execs_at_once_get_shepherds_of_their_own_and_the_herd_is_bounded(alice, session):

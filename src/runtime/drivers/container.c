@@ -53,7 +53,9 @@
  * at hand-over both are lowered to the request's, and lowering an rlimit
  * needs no privilege while raising one needs CAP_SYS_RESOURCE, which root
  * may lack (containers, some VMs).  Nothing runs in an idle entry but
- * sbx-init, and nobody can reach it before the hand-over sets the limits. */
+ * sbx-init and one idle shepherd (forked at build, so that the first exec
+ * after the hand-over does not wait for a fork), and nobody can reach
+ * either before the hand-over sets the limits on both. */
 #define POOL_IDLE_PIDS 16384
 
 static int init_memfd = -1;
@@ -136,7 +138,15 @@ static int build_pooled(const char *leaf, const char *profile, uint64_t disk,
                            .pids = POOL_IDLE_PIDS,
                            .disk_bytes = disk};
   pthread_mutex_unlock(&pool_like_lock);
-  return build_box(leaf, &lim, NULL, engine_of(profile), out, err);
+  if (build_box(leaf, &lim, NULL, engine_of(profile), out, err) < 0)
+    return -1;
+  if (sbx_init_herd((*out)->chan_fd, HANDSHAKE_MS, err) < 0) {
+    sbx_err_prefix(err, "container %s", leaf);
+    sbx_iso_box_destroy(*out);
+    *out = NULL;
+    return -1;
+  }
+  return 0;
 }
 
 /* The isolation primitives' host settings, from the daemon's driver
@@ -242,6 +252,20 @@ static int check_image(const struct sbx_sandbox_spec *spec, struct sbx_error *er
   return 0;
 }
 
+struct nproc_lowering {
+  struct rlimit rl;
+  int failed; /* an errno; 0 while every call succeeded */
+};
+
+static bool lower_nproc(pid_t pid, void *ctx)
+{
+  struct nproc_lowering *l = ctx;
+  if (prlimit(pid, RLIMIT_NPROC, &l->rl, NULL) == 0 || errno == ESRCH) /* ESRCH: it ended */
+    return true;
+  l->failed = errno;
+  return false;
+}
+
 static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint64_t disk)
 {
   struct sbx_iso_box *box = sbx_pool_take(spec->profile, disk);
@@ -257,12 +281,19 @@ static struct sbx_iso_box *take_pooled(const struct sbx_sandbox_spec *spec, uint
     return NULL;
   }
   /* Lower RLIMIT_NPROC from the idle entry's maximum to the request's pids
-   * limit (as sbx_iso_plan_fill sets it for a cold sandbox); sbx-init's
-   * workloads inherit it at fork. */
+   * limit (as sbx_iso_plan_fill sets it for a cold sandbox) on sbx-init
+   * first, whose later forks inherit it, then on what it forked before:
+   * its idle shepherd, whose workloads inherit it.  The build waited for
+   * that fork, and nothing else forks in an idle entry. */
   rlim_t n = lim.pids ? (rlim_t)lim.pids : 16384;
-  struct rlimit rl = {n, n};
-  if (prlimit(box->pid, RLIMIT_NPROC, &rl, NULL) < 0) {
-    sbx_warn("container", "pooled sandbox: prlimit(NPROC): %s; building cold", strerror(errno));
+  struct nproc_lowering l = {.rl = {n, n}};
+  if (prlimit(box->pid, RLIMIT_NPROC, &l.rl, NULL) < 0)
+    l.failed = errno;
+  else if (sbx_cg_each_proc(&box->cg, lower_nproc, &l) < 1 && !l.failed)
+    l.failed = ENOENT; /* not even sbx-init listed: the cgroup cannot be read */
+  if (l.failed) {
+    sbx_warn("container", "pooled sandbox: prlimit(NPROC): %s; building cold",
+             strerror(l.failed));
     sbx_iso_box_destroy(box);
     return NULL;
   }
@@ -305,7 +336,8 @@ int sbx_ctr_create(const struct sbx_driver *drv, const struct sbx_sandbox_spec *
   }
   sb->init_fd = priv->box->chan_fd;
   priv->box->chan_fd = -1; /* the sandbox owns the channel now */
-  sbx_sandbox_herd(sb);
+  if (!priv->pooled)       /* a pooled one has its shepherd from the build */
+    sbx_sandbox_herd(sb);
   sb->init_pid = priv->box->pid;
   sb->limits.disk_bytes = disk;
   snprintf(sb->root_desc, sizeof sb->root_desc, "/ (container %.40s%s)", priv->box->leaf,
