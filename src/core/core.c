@@ -89,6 +89,7 @@ static void init_sync(struct sbx_core *core)
   pthread_mutex_init(&core->q_lock, NULL);
   pthread_cond_init(&core->q_cond, NULL);
   sbx_cond_init_monotonic(&core->done_cond); /* execution_get waits on it */
+  pthread_cond_init(&core->stored_cond, NULL);
   pthread_mutex_init(&core->reaper_lock, NULL);
   pthread_cond_init(&core->reaper_cond, NULL);
 }

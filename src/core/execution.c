@@ -213,16 +213,98 @@ static int queue_reserve(struct sbx_core *core, int64_t tenant, bool force,
   return why == SBX_EXQ_OK ? 0 : queue_full_error(core, why, err);
 }
 
+/* A row this daemon queues, kept (under q_lock) until a worker takes it.
+ * The request hands it to the queue before it stores it, so that a
+ * worker can bring the sandbox up while the row is written: the worker
+ * writes nothing for it until the request says the row is stored, and
+ * drops it if the write failed.  The worker starts from this copy
+ * instead of reading the row back; the store's row is the same until the
+ * worker's conditional start, which still decides. */
+enum queued_state {
+  QR_STORING,
+  QR_STORED,
+  QR_LOST, /* its write failed: the request was refused, nothing is to run */
+};
+
+struct sbx_queued_row {
+  struct sbx_queued_row *next;
+  struct sbx_execution_row row; /* its own strings, which the worker takes */
+  enum queued_state state;
+  unsigned refs; /* the storing request's, and the queue's, then its worker's */
+};
+
+/* Caller holds q_lock.  The copy of id, unlinked; NULL if none. */
+static struct sbx_queued_row *queued_row_unlink(struct sbx_core *core, const char *id)
+{
+  for (struct sbx_queued_row **pp = &core->queued_rows; *pp; pp = &(*pp)->next)
+    if (strcmp((*pp)->row.id, id) == 0) {
+      struct sbx_queued_row *q = *pp;
+      *pp = q->next;
+      return q;
+    }
+  return NULL;
+}
+
+/* Caller holds q_lock (or is the only holder of q). */
+static void queued_row_unref(struct sbx_queued_row *q)
+{
+  if (!q || --q->refs > 0)
+    return;
+  sbx_execution_row_free(&q->row);
+  free(q);
+}
+
+/* A copy of row with its own strings, being stored; NULL without memory
+ * (the worker then reads the row back). */
+static struct sbx_queued_row *queued_row_copy(const struct sbx_execution_row *row)
+{
+  struct sbx_queued_row *q = calloc(1, sizeof *q);
+  if (!q)
+    return NULL;
+  q->row = *row;
+  q->row.request_json = strdup(row->request_json);
+  q->row.metadata_json = strdup(row->metadata_json);
+  q->state = QR_STORING;
+  q->refs = 2;
+  if (q->row.request_json && q->row.metadata_json)
+    return q;
+  q->refs = 1;
+  queued_row_unref(q);
+  return NULL;
+}
+
 /* The queue is gone once shutdown ran: a request that reserved before
- * leaves its row queued in the store, for the next start. */
-static void queue_commit(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv, const char *id)
+ * leaves its row in the store, for the next start.  copy (may be NULL):
+ * the row, kept for the worker (the queue's reference). */
+static void queue_commit(struct sbx_core *core, struct sbx_exec_slot_rsv *rsv, const char *id,
+                         struct sbx_queued_row *copy)
 {
   pthread_mutex_lock(&core->q_lock);
-  if (core->exq)
+  if (core->exq) {
     sbx_exec_queue_commit(core->exq, rsv, id);
-  else
+    if (copy) {
+      copy->next = core->queued_rows;
+      core->queued_rows = copy;
+      copy = NULL;
+    }
+  } else {
     sbx_exec_queue_rsv_free(rsv);
+  }
+  queued_row_unref(copy);
   pthread_cond_signal(&core->q_cond);
+  pthread_mutex_unlock(&core->q_lock);
+}
+
+/* The request's word on its row (stored or not), and its reference
+ * dropped.  Not stored: out of the queue if no worker took it yet. */
+static void queued_row_stored(struct sbx_core *core, struct sbx_queued_row *q, bool stored)
+{
+  pthread_mutex_lock(&core->q_lock);
+  q->state = stored ? QR_STORED : QR_LOST;
+  if (!stored && core->exq && sbx_exec_queue_remove(core->exq, q->row.tenant_id, q->row.id))
+    queued_row_unref(queued_row_unlink(core, q->row.id));
+  pthread_cond_broadcast(&core->stored_cond);
+  queued_row_unref(q);
   pthread_mutex_unlock(&core->q_lock);
 }
 
@@ -243,7 +325,7 @@ int sbx_executions_enqueue(struct sbx_core *core, const char *id, int64_t tenant
   if (queue_reserve(core, tenant_id, true, &rsv, &err) < 0)
     return -1;
   sbx_quota_exec_track(core, tenant_id, id); /* recovery re-queues: count them (idempotent) */
-  queue_commit(core, rsv, id);
+  queue_commit(core, rsv, id, NULL);
   return 0;
 }
 
@@ -290,15 +372,27 @@ static json_t *queued_answer(const struct sbx_execution_row *row)
                    row->profile);
 }
 
-/* Stores the queued row and hands it to the queue (rsv is then taken). */
+/* Hands the queued row to the queue with a copy of it and stores it
+ * meanwhile (rsv is then taken); without a copy, stores it first. */
 static int queue_insert(struct sbx_core *core, struct sbx_execution_row *row, json_t *body,
                         struct sbx_exec_slot_rsv **rsv, json_t **out, struct sbx_error *err)
 {
-  if (queued_row(row, body, err) < 0 ||
-      core->store.ops->execution_insert(core->store.st, row, err) < 0)
+  if (queued_row(row, body, err) < 0)
     return -1;
-  queue_commit(core, *rsv, row->id);
-  *rsv = NULL;
+  struct sbx_queued_row *copy = queued_row_copy(row);
+  if (copy) {
+    queue_commit(core, *rsv, row->id, copy);
+    *rsv = NULL;
+  }
+  int rc = core->store.ops->execution_insert(core->store.st, row, err);
+  if (copy)
+    queued_row_stored(core, copy, rc == 0);
+  if (rc < 0)
+    return -1;
+  if (*rsv) {
+    queue_commit(core, *rsv, row->id, NULL);
+    *rsv = NULL;
+  }
   *out = queued_answer(row);
   return 0;
 }
@@ -563,12 +657,13 @@ static void fill_final(struct sbx_execution_row *row, const struct sbx_exec_resu
  * leave the row running forever (a lasting outage is corrected by
  * recovery at the next start).  A conflict (cancelled) is final. */
 static void store_result(struct sbx_core *core, struct sbx_execution_row *row,
-                         const struct collected *c, struct sbx_error *err)
+                         const struct collected *c, const struct sbx_usage_row *usage,
+                         struct sbx_error *err)
 {
   for (int attempt = 0; attempt < 4; attempt++) {
     sbx_err_clear(err);
     if (core->store.ops->execution_finish(core->store.st, row, c ? c->blobs : NULL, c ? c->n : 0,
-                                          err) == 0 ||
+                                          usage, err) == 0 ||
         err->code == SBX_E_CONFLICT)
       return;
     sbx_error("execution", "storing the result of %s: %s", row->id, err->msg);
@@ -581,9 +676,11 @@ static void finish(struct sbx_core *core, struct sbx_execution_row *row,
 {
   struct sbx_error err = {0};
   row->finished_at = row->updated_at = sbx_wall_s();
-  store_result(core, row, c, &err);
-  if (err.code == SBX_E_NONE) /* stored by this call → metrics + usage once */
-    sbx_obs_execution_done(core, row);
+  struct sbx_usage_row usage;
+  sbx_obs_execution_usage(row, &usage);
+  store_result(core, row, c, &usage, &err);
+  if (err.code == SBX_E_NONE) /* stored by this call, its usage with it: once */
+    sbx_obs_execution_done(core, row, &usage);
   sbx_info("execution", "%s %s reason=%s exit=%d cpu=%.3fs wall=%.3fs", row->id, row->status,
            row->reason, row->exit_code, row->cpu_seconds, row->duration_seconds);
   sbx_quota_exec_end(core, row->tenant_id, row->id);
@@ -613,20 +710,59 @@ struct job {
   struct sbx_running_exec *run;
   struct sbx_span *span;
   char **env;
+  struct sbx_queued_row *queued; /* the copy it started from (a reference), or NULL */
 };
 
-/* The stored request parsed and the row marked running: 0 to go on; -1
- * when it is not to run now (finished with a reason, cancelled while
- * queued, or left queued). */
-static int job_start(struct sbx_core *core, struct job *j)
+/* The worker's start: the copy kept at queueing time, else the store's. */
+static int job_take(struct sbx_core *core, const struct sbx_exec_item *it, struct job *j,
+                    struct sbx_error *err)
+{
+  pthread_mutex_lock(&core->q_lock);
+  struct sbx_queued_row *q = queued_row_unlink(core, it->id);
+  pthread_mutex_unlock(&core->q_lock);
+  if (!q)
+    return core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &j->row, err);
+  j->row = q->row; /* its strings move to the job */
+  q->row.request_json = q->row.metadata_json = NULL;
+  j->queued = q;
+  return 0;
+}
+
+/* Waits for the request that queued j to have stored its row: true once
+ * it is (or was long before: no copy), false if it could not be stored
+ * (the request was refused; nothing is to be written for it). */
+static bool job_row_stored(struct sbx_core *core, struct job *j)
+{
+  if (!j->queued)
+    return true;
+  pthread_mutex_lock(&core->q_lock);
+  while (j->queued->state == QR_STORING)
+    pthread_cond_wait(&core->stored_cond, &core->q_lock);
+  bool stored = j->queued->state == QR_STORED;
+  pthread_mutex_unlock(&core->q_lock);
+  return stored;
+}
+
+/* The job's failure, stored as its final result once its row is stored;
+ * nothing when the row never was. */
+static void job_fail(struct sbx_core *core, struct job *j, const char *reason, const char *msg)
+{
+  if (job_row_stored(core, j))
+    finish_error(core, &j->row, reason, msg);
+}
+
+/* The stored request parsed, its profile settled and its cancel token
+ * registered: 0 to go on; -1 when it is not to run now (finished with a
+ * reason, or left queued). */
+static int job_accept(struct sbx_core *core, struct job *j)
 {
   struct sbx_error err = {0};
   j->body = json_loads(j->row.request_json ? j->row.request_json : "", 0, NULL);
   if (!j->body || plan_parse(core, j->body, &j->plan, &err) < 0) {
     /* A profile gone from this daemon's configuration, or limits over its new maxima. */
-    finish_error(core, &j->row,
-                 strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE : RS_INVALID_REQUEST,
-                 err.msg[0] ? err.msg : "stored request unreadable");
+    job_fail(core, j,
+             strcmp(err.field, "profile") == 0 ? RS_RUNTIME_UNAVAILABLE : RS_INVALID_REQUEST,
+             err.msg[0] ? err.msg : "stored request unreadable");
     return -1;
   }
   /* Queued before the daemon restarted, or while its profile probes: it
@@ -637,21 +773,9 @@ static int job_start(struct sbx_core *core, struct job *j)
   /* The cancel token is reachable before the row says running: a cancel
    * that reads "running" always finds a token to fire. */
   if (!(j->run = running_add(core, j->row.id))) {
-    finish_error(core, &j->row, RS_INTERNAL, "out of memory");
+    job_fail(core, j, RS_INTERNAL, "out of memory");
     return -1;
   }
-  const char *node = sbx_fleet_on(core) ? sbx_fleet_node_id(core) : NULL;
-  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id, node,
-                                       sbx_wall_s(), &err) < 0) {
-    if (node && err.code == SBX_E_CONFLICT)
-      sbx_metrics_fleet_claim("lost"); /* its lease ran out and another node took it */
-    running_remove(core, j->run);
-    j->run = NULL;
-    if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) /* not a cancel: the store */
-      finish_error(core, &j->row, RS_INTERNAL, err.msg);
-    return -1;
-  }
-  snprintf(j->row.status, sizeof j->row.status, "running");
   j->span = sbx_trace_op_begin_parked("sandbox.execution", j->row.id, j->row.tenant_id,
                                       j->row.profile, j->row.metadata_json); /* before env */
   return 0;
@@ -669,18 +793,20 @@ static const char *up_reason(enum sbx_box_stage failed)
   }
 }
 
-/* Its sandbox up, its environment made and its input files in: 0; else
- * finished with the reason. */
-static int job_prepare(struct sbx_core *core, struct job *j)
+/* Its sandbox up: 0; else finished with the reason.  Before the row says
+ * running, and usually before it is even stored: this overlaps the
+ * request's own writes (the queued row, then its audit event, on the HTTP
+ * thread) instead of queueing behind them in the store. */
+static int job_up(struct sbx_core *core, struct job *j)
 {
   struct sbx_error err = {0};
   const struct sbx_profile *prof = j->plan.rq.profile;
   if (!prof->available) {
-    finish_error(core, &j->row, RS_RUNTIME_UNAVAILABLE, prof->reason);
+    job_fail(core, j, RS_RUNTIME_UNAVAILABLE, prof->reason);
     return -1;
   }
   if (sbx_core_net_check(prof, j->plan.rq.policy, &err) < 0) { /* the host may have changed */
-    finish_error(core, &j->row, RS_RUNTIME_UNAVAILABLE, err.msg);
+    job_fail(core, j, RS_RUNTIME_UNAVAILABLE, err.msg);
     return -1;
   }
   struct sbx_box_want want = {.id = j->row.id,
@@ -690,17 +816,51 @@ static int job_prepare(struct sbx_core *core, struct job *j)
                               .default_command = j->plan.default_command};
   enum sbx_box_stage failed;
   if (sbx_core_sandbox_up(core, &want, &j->box, &failed, &err) < 0) {
-    finish_error(core, &j->row, up_reason(failed), err.msg);
+    job_fail(core, j, up_reason(failed), err.msg);
     return -1;
   }
+  return 0;
+}
+
+/* The row marked running: 0 to go on; -1 when it is not to run (cancelled
+ * while queued, or, in a fleet, taken by another node: nothing is written
+ * then), or finished with the store's error. */
+static int job_start(struct sbx_core *core, struct job *j)
+{
+  struct sbx_error err = {0};
+  if (!job_row_stored(core, j)) {
+    snprintf(j->row.status, sizeof j->row.status, "not_started"); /* for its span */
+    return -1;
+  }
+  const char *node = sbx_fleet_on(core) ? sbx_fleet_node_id(core) : NULL;
+  if (core->store.ops->execution_start(core->store.st, j->row.tenant_id, j->row.id, node,
+                                       sbx_wall_s(), &err) < 0) {
+    if (node && err.code == SBX_E_CONFLICT)
+      sbx_metrics_fleet_claim("lost"); /* its lease ran out and another node took it */
+    if (err.code != SBX_E_CONFLICT && err.code != SBX_E_NOT_FOUND) {
+      job_fail(core, j, RS_INTERNAL, err.msg); /* not a cancel: the store */
+      return -1;
+    }
+    snprintf(j->row.status, sizeof j->row.status, "not_started"); /* for its span */
+    return -1;
+  }
+  snprintf(j->row.status, sizeof j->row.status, "running");
+  return 0;
+}
+
+/* Its environment made and its input files in: 0; else finished with
+ * the reason. */
+static int job_prepare(struct sbx_core *core, struct job *j)
+{
+  struct sbx_error err = {0};
   struct sbx_net_attachment *net = j->box.net;
   if (!(j->env = sbx_run_env(sbx_core_image_env(j->box.image), net ? sbx_net_env(net) : NULL,
                              NULL, j->plan.spec.env))) {
-    finish_error(core, &j->row, RS_INTERNAL, "out of memory");
+    job_fail(core, j, RS_INTERNAL, "out of memory");
     return -1;
   }
   if (j->plan.files && write_inputs(j->box.sb, j->plan.files, &err) < 0) {
-    finish_error(core, &j->row, disk_full(&err) ? RS_DISK : RS_INPUT_FILES, err.msg);
+    job_fail(core, j, disk_full(&err) ? RS_DISK : RS_INPUT_FILES, err.msg);
     return -1;
   }
   return 0;
@@ -715,11 +875,11 @@ static void job_run_captured(struct sbx_core *core, struct job *j, uint64_t cap)
   if (sbx_run_spec(j->box.sb, &j->plan.spec, j->env, lim->timeout_s * 1000, cap, &j->run->cancel,
                    res, &err) < 0) {
     /* Writing a long `code` into a full sandbox, or the run's own cause. */
-    finish_error(core, &j->row,
-                 disk_full(&err)              ? RS_DISK
-                 : res->reason != SBX_RS_NONE ? sbx_reason_name(res->reason)
-                                              : RS_SANDBOX_LOST,
-                 err.msg);
+    job_fail(core, j,
+             disk_full(&err)              ? RS_DISK
+             : res->reason != SBX_RS_NONE ? sbx_reason_name(res->reason)
+                                          : RS_SANDBOX_LOST,
+             err.msg);
     return;
   }
   if (res->status == SBX_ST_KILLED && res->reason == SBX_RS_DAEMON_SHUTDOWN)
@@ -762,17 +922,21 @@ static void job_end(struct sbx_core *core, struct job *j)
   plan_free(&j->plan);
   json_decref(j->body);
   sbx_execution_row_free(&j->row);
+  pthread_mutex_lock(&core->q_lock);
+  queued_row_unref(j->queued);
+  pthread_mutex_unlock(&core->q_lock);
 }
 
 static void run_one(struct sbx_core *core, const struct sbx_exec_item *it)
 {
   struct sbx_error err = {0};
   struct job j = {0};
-  if (core->store.ops->execution_get(core->store.st, it->tenant_id, it->id, &j.row, &err) < 0) {
+  if (job_take(core, it, &j, &err) < 0) {
     sbx_quota_exec_end(core, it->tenant_id, it->id);
     return;
   }
-  if (job_start(core, &j) == 0 && job_prepare(core, &j) == 0)
+  if (job_accept(core, &j) == 0 && job_up(core, &j) == 0 && job_start(core, &j) == 0 &&
+      job_prepare(core, &j) == 0)
     job_run(core, &j);
   job_end(core, &j);
 }
@@ -884,6 +1048,8 @@ void sbx_executions_shutdown(struct sbx_core *core)
   pthread_mutex_lock(&core->q_lock); /* what was still queued stays queued in the store */
   sbx_exec_queue_free(core->exq);
   core->exq = NULL;
+  while (core->queued_rows)
+    queued_row_unref(queued_row_unlink(core, core->queued_rows->row.id));
   pthread_mutex_unlock(&core->q_lock);
 }
 
@@ -982,8 +1148,8 @@ int sbx_execution_cancel(struct sbx_core *core, const struct sbx_principal *who,
     /* The store says cancelled; no worker needs to look at it again, and
      * it no longer counts towards the tenant's queue bound. */
     pthread_mutex_lock(&core->q_lock);
-    if (core->exq)
-      sbx_exec_queue_remove(core->exq, row.tenant_id, id);
+    if (core->exq && sbx_exec_queue_remove(core->exq, row.tenant_id, id))
+      queued_row_unref(queued_row_unlink(core, id));
     pthread_mutex_unlock(&core->q_lock);
   }
   /* A worker may have taken it between the read above and now: its token

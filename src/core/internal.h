@@ -87,9 +87,11 @@ struct sbx_core {
   pthread_mutex_t q_lock;
   pthread_cond_t q_cond;       /* work available / stopping */
   pthread_cond_t done_cond;    /* an execution reached a final status */
+  pthread_cond_t stored_cond;  /* a queued row was stored (or could not be) */
   struct sbx_exec_queue *exq;  /* the scheduler (core/exec_queue.h), under q_lock */
   unsigned tenant_running_cap; /* cfg.workers_per_tenant or workers-1 (at least 1) */
   struct sbx_running_exec *running;
+  struct sbx_queued_row *queued_rows; /* execution.c: rows queued here, until taken */
   pthread_t *workers;
   unsigned nworkers;
   bool stopping;
@@ -378,7 +380,11 @@ void sbx_obs_core_stop(struct sbx_core *core);
 /* A session exec finished (buffered or streamed). */
 void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
                        struct sbx_live_session *ls, const struct sbx_exec_result *res);
-/* An execution's final row was stored (only the call that stored it). */
-void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row);
+/* An execution's final row was stored with its usage record (only the
+ * call that stored it): its metrics, and the outbox woken for the record. */
+void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row,
+                            const struct sbx_usage_row *usage);
+/* The usage record of an execution's final row, to be stored with it. */
+void sbx_obs_execution_usage(const struct sbx_execution_row *row, struct sbx_usage_row *out);
 
 #endif

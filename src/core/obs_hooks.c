@@ -88,10 +88,15 @@ void sbx_obs_exec_done(struct sbx_core *core, const struct sbx_principal *who,
     sbx_warn("usage", "recording the usage of an exec in %s: %s", ls->id, err.msg);
 }
 
-void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row)
+void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_row *row,
+                            const struct sbx_usage_row *usage)
 {
   sbx_metrics_execution(row->profile, row->status, row->cpu_seconds, row->duration_seconds);
-  struct sbx_error err = {0};
+  sbx_usage_stored(usage);
+}
+
+void sbx_obs_execution_usage(const struct sbx_execution_row *row, struct sbx_usage_row *out)
+{
   struct sbx_usage_input in = {.tenant_id = row->tenant_id,
                                .kind = "execution",
                                .source_id = row->id,
@@ -101,6 +106,5 @@ void sbx_obs_execution_done(struct sbx_core *core, const struct sbx_execution_ro
                                .cpu_seconds = row->cpu_seconds,
                                .memory_mb_seconds = row->memory_mb_seconds,
                                .duration_seconds = row->duration_seconds};
-  if (sbx_usage_record(&core->store, &in, NULL, &err) < 0)
-    sbx_warn("usage", "recording the usage of %s: %s", row->id, err.msg);
+  sbx_usage_row_of(&in, out);
 }

@@ -30,7 +30,7 @@ static int mark_restarted(void *ctx, const struct sbx_execution_row *r)
   fin.files = NULL;
   fin.nfiles = 0;
   struct sbx_error err = {0};
-  if (core->store.ops->execution_finish(core->store.st, &fin, NULL, 0, &err) < 0)
+  if (core->store.ops->execution_finish(core->store.st, &fin, NULL, 0, NULL, &err) < 0)
     sbx_warn("recovery", "execution %s: %s", r->id, err.msg);
   else
     sbx_info("recovery", "execution %s was running: now error/daemon_restarted", r->id);

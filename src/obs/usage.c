@@ -57,8 +57,7 @@ static void meta_copy(json_t *md, const char *key, char *out, size_t len)
     snprintf(out, len, "%s", json_is_true(v) ? "true" : "false");
 }
 
-int sbx_usage_record(struct sbx_store_handle *st, const struct sbx_usage_input *in,
-                     struct sbx_usage_row *out, struct sbx_error *err)
+void sbx_usage_row_of(const struct sbx_usage_input *in, struct sbx_usage_row *out)
 {
   struct sbx_usage_row row = {.tenant_id = in->tenant_id};
   sbx_random_id("use", row.id, sizeof row.id);
@@ -79,12 +78,25 @@ int sbx_usage_record(struct sbx_store_handle *st, const struct sbx_usage_input *
   row.memory_mb_seconds = in->memory_mb_seconds;
   row.duration_seconds = in->duration_seconds;
   row.created_at = sbx_wall_s();
-  bool outbox = sbx_outbox_configured();
-  snprintf(row.delivery, sizeof row.delivery, "%s", outbox ? "pending" : "none");
+  snprintf(row.delivery, sizeof row.delivery, "%s",
+           sbx_outbox_configured() ? "pending" : "none");
+  *out = row;
+}
+
+void sbx_usage_stored(const struct sbx_usage_row *row)
+{
+  if (!strcmp(row->delivery, "pending"))
+    sbx_outbox_kick();
+}
+
+int sbx_usage_record(struct sbx_store_handle *st, const struct sbx_usage_input *in,
+                     struct sbx_usage_row *out, struct sbx_error *err)
+{
+  struct sbx_usage_row row;
+  sbx_usage_row_of(in, &row);
   if (st->ops->usage_insert(st->st, &row, err) < 0)
     return -1;
-  if (outbox)
-    sbx_outbox_kick();
+  sbx_usage_stored(&row);
   if (out)
     *out = row;
   return 0;

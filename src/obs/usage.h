@@ -35,6 +35,11 @@ struct sbx_usage_input {
  * and wakes the outbox.  out (may be NULL) receives the stored row. */
 int sbx_usage_record(struct sbx_store_handle *st, const struct sbx_usage_input *in,
                      struct sbx_usage_row *out, struct sbx_error *err);
+/* The same in two steps, for a record stored in a transaction with
+ * something else (the store's execution_finish): the row, with a new id;
+ * then, once it is stored, sbx_usage_stored wakes the outbox. */
+void sbx_usage_row_of(const struct sbx_usage_input *in, struct sbx_usage_row *out);
+void sbx_usage_stored(const struct sbx_usage_row *row);
 
 /* tenant id → name, remembered from authenticated requests so records of
  * work that runs without a request at hand (executions) carry the name. */

@@ -325,15 +325,17 @@ struct sbx_store_ops {
    * lease ran out and someone else took it); node_id NULL: any holder. */
   int (*execution_start)(struct sbx_store *st, int64_t tenant_id, const char *id,
                          const char *node_id, int64_t started_at, struct sbx_error *err);
-  /* Writes the final result and the collected files in one transaction,
-   * only if the row is not final yet (CONFLICT otherwise).
+  /* Writes the final result, the collected files and the usage record
+   * (NULL: none) in one transaction, only if the row is not final yet
+   * (CONFLICT otherwise), so a result is never stored without its usage.
    * Uses row's tenant_id, id, status (must be final), reason, exit_code,
    * signal, outputs, usage, error_json; started_at if > 0; finished_at
    * (0 = now).  Files are stored with their content (size = blob size);
-   * a duplicate path → CONFLICT and nothing is written. */
+   * a duplicate path → CONFLICT and nothing is written.  usage is
+   * inserted as usage_insert would. */
   int (*execution_finish)(struct sbx_store *st, const struct sbx_execution_row *row,
                           const struct sbx_exec_file_blob *files, size_t nfiles,
-                          struct sbx_error *err);
+                          const struct sbx_usage_row *usage, struct sbx_error *err);
   /* Content of one collected file; *data malloc'd. */
   int (*execution_file_get)(struct sbx_store *st, int64_t tenant_id, const char *id,
                             const char *path, void **data, size_t *size, struct sbx_error *err);

@@ -194,6 +194,14 @@ int pg_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void
 
 int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err)
 {
+  struct pg_tx tx;
+  if (pg_begin(st, &tx, row->tenant_id, err) < 0)
+    return -1;
+  return pg_end(&tx, pg_usage_insert_tx(&tx, row, err), err);
+}
+
+int pg_usage_insert_tx(struct pg_tx *tx, const struct sbx_usage_row *row, struct sbx_error *err)
+{
   struct pg_params p = {0};
   pp_text(&p, row->id);
   pp_i64(&p, row->tenant_id);
@@ -214,11 +222,12 @@ int pg_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struc
   pp_i64(&p, row->next_attempt_at);
   pp_i64(&p, row->delivered_at);
   pp_text(&p, row->last_error);
-  return pg_run(st, row->tenant_id, PGQ_USE_INSERT,
-                "INSERT INTO usage_records (" USE_COLS
-                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-                " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
-                &p, NULL, err);
+  _cleanup_pg_res_ PGresult *r =
+      pg_q(tx, PGQ_USE_INSERT,
+           "INSERT INTO usage_records (" USE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+           " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+           &p, false, err);
+  return r ? 0 : -1;
 }
 
 /* The group_by column is one of three fixed statements, never text pasted

@@ -282,7 +282,7 @@ static int insert_file(struct pg_tx *tx, const char *exec_id, const struct sbx_e
 
 int pg_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
                         const struct sbx_exec_file_blob *files, size_t nfiles,
-                        struct sbx_error *err)
+                        const struct sbx_usage_row *usage, struct sbx_error *err)
 {
   if (!strcmp(row->status, "queued") || !strcmp(row->status, "running"))
     return sbx_err_set(err, SBX_E_INTERNAL, 0,
@@ -293,6 +293,8 @@ int pg_execution_finish(struct sbx_store *st, const struct sbx_execution_row *ro
   int ret = finish_row(&tx, row, err);
   for (size_t i = 0; ret == 0 && i < nfiles; i++)
     ret = insert_file(&tx, row->id, &files[i], err);
+  if (ret == 0 && usage)
+    ret = pg_usage_insert_tx(&tx, usage, err);
   return pg_end(&tx, ret, err);
 }
 

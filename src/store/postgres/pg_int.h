@@ -253,6 +253,8 @@ SBX_STORE_TABLE_OPS(PG_DECLARE_OP)
 /* execution_insert inside a transaction the caller holds (fleet.c). */
 int pg_execution_insert_tx(struct pg_tx *tx, const struct sbx_execution_row *row,
                            struct sbx_error *err);
+/* usage_insert inside a transaction the caller holds (execution_finish). */
+int pg_usage_insert_tx(struct pg_tx *tx, const struct sbx_usage_row *row, struct sbx_error *err);
 /* The fleet's ops (fleet.c). */
 extern const struct sbx_store_fleet_ops pg_fleet_ops;
 

@@ -205,6 +205,12 @@ int sq_audit_scan(struct sbx_store *st, int64_t after_seq, sbx_audit_cb cb, void
 int sq_usage_insert(struct sbx_store *st, const struct sbx_usage_row *row, struct sbx_error *err)
 {
   _cleanup_sq_unlock_ struct sbx_store *locked = sq_lock(st);
+  return sq_usage_insert_row(st, row, err);
+}
+
+int sq_usage_insert_row(struct sbx_store *st, const struct sbx_usage_row *row,
+                        struct sbx_error *err)
+{
   _cleanup_sq_reset_ sqlite3_stmt *s = NULL;
   if (sq_stmt(st, SQ_USE_INSERT,
               "INSERT INTO usage_records (" USE_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"

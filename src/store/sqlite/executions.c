@@ -274,7 +274,7 @@ static int insert_file(struct sbx_store *st, const char *exec_id,
 
 int sq_execution_finish(struct sbx_store *st, const struct sbx_execution_row *row,
                         const struct sbx_exec_file_blob *files, size_t nfiles,
-                        struct sbx_error *err)
+                        const struct sbx_usage_row *usage, struct sbx_error *err)
 {
   if (!sq_exec_status_final(row->status))
     return sbx_err_set(err, SBX_E_INTERNAL, 0,
@@ -285,6 +285,8 @@ int sq_execution_finish(struct sbx_store *st, const struct sbx_execution_row *ro
   int ret = finish_row(st, row, err);
   for (size_t i = 0; ret == 0 && i < nfiles; i++)
     ret = insert_file(st, row->id, &files[i], err);
+  if (ret == 0 && usage)
+    ret = sq_usage_insert_row(st, usage, err);
   if (ret < 0) {
     sq_rollback(st);
     return -1;

@@ -202,5 +202,9 @@ int sq_migrate(struct sbx_store *st, struct sbx_error *err);
 #define SQ_DECLARE_OP(op) SBX_STORE_OP_TYPE(op) sq_##op;
 SBX_STORE_TABLE_OPS(SQ_DECLARE_OP)
 #undef SQ_DECLARE_OP
+/* usage_insert with the store lock already held, inside the caller's
+ * transaction (execution_finish). */
+int sq_usage_insert_row(struct sbx_store *st, const struct sbx_usage_row *row,
+                        struct sbx_error *err);
 
 #endif
