@@ -610,6 +610,9 @@ def render(rows, facts, profiles):
           "- Helpers compiled by bench.py with `cc -O2` into a temp dir: `bench/forkexec.c` "
           "(fork+execve+waitpid loop), `bench/spawnloop.c` (posix_spawnp+waitpid loop, stdio on "
           "/dev/null), `bench/apiloop.c` (libcurl, one keep-alive handle per thread).",
+          "- `bench/abloop.py BUILD_A BUILD_B` (not part of `make bench`): the daemons of two "
+          "builds side by side, one row (one-shot, create or exec) alternated between them round "
+          "by round with a bare fork+exec, for the before and after of one change.",
           "- Daemon: `sandboxd serve --listen 127.0.0.1:<free port> --state-dir <tmp> --log-level warn "
           "--enable-unsafe-process-driver`, key from `sandboxd key create --tenant bench --state-dir <tmp>`; "
           "release build recommended (`meson setup --buildtype=release`); this run's build "
