@@ -61,12 +61,11 @@ static int audit_insert(struct pg_tx *tx, const struct sbx_audit_row *row, struc
   pp_text(&p, row->details_json ? row->details_json : "{}");
   pp_text(&p, row->prev_hash);
   pp_text(&p, row->hash);
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(tx, PGQ_AUD_INSERT,
-           "INSERT INTO audit_events (" AUD_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-           " $10)",
-           &p, false, err);
-  return r ? 0 : -1;
+  return pg_exec(tx, PGQ_AUD_INSERT,
+                 "INSERT INTO audit_events (" AUD_COLS
+                 ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+                 " $9, $10)",
+                 &p, err);
 }
 
 int pg_audit_append(struct sbx_store *st, struct sbx_audit_row *row, sbx_audit_hash_fn hash,
@@ -222,12 +221,11 @@ int pg_usage_insert_tx(struct pg_tx *tx, const struct sbx_usage_row *row, struct
   pp_i64(&p, row->next_attempt_at);
   pp_i64(&p, row->delivered_at);
   pp_text(&p, row->last_error);
-  _cleanup_pg_res_ PGresult *r =
-      pg_q(tx, PGQ_USE_INSERT,
-           "INSERT INTO usage_records (" USE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-           " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
-           &p, false, err);
-  return r ? 0 : -1;
+  return pg_exec(tx, PGQ_USE_INSERT,
+                 "INSERT INTO usage_records (" USE_COLS
+                 ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+                 " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+                 &p, err);
 }
 
 /* The group_by column is one of three fixed statements, never text pasted

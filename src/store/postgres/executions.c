@@ -86,8 +86,7 @@ int pg_execution_insert_tx(struct pg_tx *tx, const struct sbx_execution_row *row
 {
   struct pg_params p = {0};
   pp_insert(&p, row);
-  _cleanup_pg_res_ PGresult *r = pg_q(tx, PGQ_EXE_INSERT, EXE_INSERT_SQL, &p, false, err);
-  return r ? 0 : -1;
+  return pg_exec(tx, PGQ_EXE_INSERT, EXE_INSERT_SQL, &p, err);
 }
 
 static void pp_insert(struct pg_params *p, const struct sbx_execution_row *row)

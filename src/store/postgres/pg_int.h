@@ -142,6 +142,9 @@ int pg_begin(struct sbx_store *st, struct pg_tx *tx, int64_t tenant_id, struct s
  * lone bytea column). */
 PGresult *pg_q(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
                bool binary_result, struct sbx_error *err);
+/* Runs a statement whose result is not needed: 0, or -1 with err. */
+int pg_exec(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
+            struct sbx_error *err);
 /* created_at of the pagination cursor row `after` within the tenant, by a
  * "SELECT created_at … WHERE tenant_id = $1 AND id = $2" statement
  * (sessions and executions page the same way).  An unknown id is

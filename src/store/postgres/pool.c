@@ -205,6 +205,13 @@ int pg_run(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot, const cha
   return pg_end(&tx, ret, err);
 }
 
+int pg_exec(struct pg_tx *tx, enum pg_slot slot, const char *sql, const struct pg_params *p,
+            struct sbx_error *err)
+{
+  _cleanup_pg_res_ PGresult *r = pg_q(tx, slot, sql, p, false, err);
+  return r ? 0 : -1;
+}
+
 PGresult *pg_run_keep(struct sbx_store *st, int64_t tenant_id, enum pg_slot slot,
                       const char *sql, const struct pg_params *p, struct sbx_error *err)
 {
