@@ -343,7 +343,8 @@ test('wasi: module cache: a second run skips compilation', { skip: wasiSkip() },
   t.diagnostic(`cache: first run ${a.toFixed(2)} ms (${/\((cache[^)]*)\)/.exec(log[0])[1]}), second ${b.toFixed(2)} ms (${/\((cache[^)]*)\)/.exec(log[1])[1]})`);
   assert.match(log[0], /cache miss/);
   assert.match(log[1], /cache hit/);
-  assert.ok(b < a, `second run (${b} ms) should be faster than the first (${a} ms)`);
+  // How much faster the hit was is printed above, not asserted: on a loaded
+  // host the compile it saves (a few ms) is within the noise of the run.
 });
 
 test('wasi: warm hello from connect to reply', { skip: wasiSkip() }, async (t) => {
