@@ -549,14 +549,21 @@ static struct lim_change changed(const struct sbx_cgroup *cg, const struct sbx_i
                              cg->set.pids != lim->pids, cg->set.cpu_millis != lim->cpu_millis};
 }
 
+/* pids.max, the same file on v1 and v2 (0: no limit). */
+static int write_pids(struct sbx_cgroup *cg, uint64_t pids, struct sbx_error *err)
+{
+  char v[32];
+  snprintf(v, sizeof v, pids ? "%llu" : "max", (unsigned long long)pids);
+  return write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err);
+}
+
 static int set_v1(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struct lim_change c,
                   struct sbx_error *err)
 {
   char v[32];
   if (c.memory && v1_memory(cg, lim->memory_bytes, err) < 0)
     return -1;
-  snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
-  if (c.pids && write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
+  if (c.pids && write_pids(cg, lim->pids, err) < 0)
     return -1;
   if (!c.cpu)
     return 0;
@@ -582,8 +589,7 @@ static int set_v2(struct sbx_cgroup *cg, const struct sbx_iso_limits *lim, struc
                     * (runtime/sandbox.c). */
                    write_ctrl(cg, SBX_CGC_MEMORY, "memory.oom.group", "0", err) < 0))
     return -1;
-  snprintf(v, sizeof v, lim->pids ? "%llu" : "max", (unsigned long long)lim->pids);
-  if (c.pids && write_ctrl(cg, SBX_CGC_PIDS, "pids.max", v, err) < 0)
+  if (c.pids && write_pids(cg, lim->pids, err) < 0)
     return -1;
   if (!c.cpu)
     return 0;
